@@ -1,0 +1,49 @@
+"""Helpers shared by the subcommands: output streams, exit codes, diagnostics and JSON printing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, TextIO
+
+import orjson
+
+from ..diagnostics import Diagnostic, RegcheckError, render
+from ..source import SourceFile
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_INPUT = 2
+EXIT_INTERNAL = 3
+
+FORMATS = ("text", "json")
+
+
+@dataclass
+class Output:
+    stdout: TextIO
+    stderr: TextIO
+
+    def out(self, text: str = "") -> None:
+        self.stdout.write(text + "\n")
+
+    def err(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+
+    def json(self, obj) -> None:
+        self.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+
+
+def add_format(parser, choices: Iterable[str] = FORMATS) -> None:
+    parser.add_argument("--format", choices=tuple(choices), default="text", help="output format (default: text)")
+
+
+def render_all(diags: Iterable[Diagnostic], sources: dict[str, SourceFile] | None = None) -> str:
+    return "\n".join(render(d, sources) for d in diags)
+
+
+def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[str, SourceFile] | None = None) -> None:
+    """Bad input: one JSON error document on stdout in JSON mode, compiler-style text on stderr otherwise."""
+    if fmt == "json":
+        out.json({"error": {"diagnostics": [d.to_json() for d in exc.diagnostics]}})
+    else:
+        out.err(render_all(exc.diagnostics, sources))

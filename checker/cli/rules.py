@@ -1,0 +1,83 @@
+"""`regcheck rules SPEC` lists rule IDs with citations; `regcheck explain RULE-ID` prints one."""
+
+from __future__ import annotations
+
+from ..diagnostics import RegcheckError, error
+from ..load import bundled_spec_names, load_spec
+from ..typecheck import RuleInfo
+from .common import EXIT_INPUT, EXIT_OK, add_format
+
+
+def register(sub) -> None:
+    p = sub.add_parser("rules", help="list a spec's rule IDs with their citations")
+    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("--kind", help="only rules of this kind (requires, undefined, fails, may-fail, unspecified, "
+                                   "ensures, usage, effect, invariant)")
+    add_format(p)
+    p.set_defaults(run=run_rules)
+    e = sub.add_parser("explain", help="explain one rule ID: its clause, kind and document citation")
+    e.add_argument("rule", metavar="RULE-ID")
+    e.add_argument("--spec", action="append", help="spec(s) to search (default: all bundled specs)")
+    add_format(e)
+    e.set_defaults(run=run_explain)
+
+
+def rule_json(r: RuleInfo, spec_name: str) -> dict:
+    return {
+        "rule": r.rule, "spec": spec_name, "kind": r.kind, "call": r.call, "clause": r.summary,
+        "location": f"{r.span.path}:{r.span.line}",
+        "source": r.cite.source if r.cite else None,
+        "document": r.source.location if r.source else None,
+        "document_title": r.source.title if r.source else None,
+        "cites": r.cite.clause if r.cite else None,
+    }
+
+
+def run_rules(args, out) -> int:
+    spec = load_spec(args.spec)
+    rules = [r for r in spec.rules.values() if not args.kind or r.kind == args.kind]
+    if args.format == "json":
+        out.json({"spec": spec.name, "rules": [rule_json(r, spec.name) for r in rules]})
+        return EXIT_OK
+    width = max((len(r.rule) for r in rules), default=0)
+    for r in rules:
+        where = r.call or "(invariant)"
+        out.out(f"{r.rule:<{width}}  {r.kind:<11} {where}")
+        if r.cite and r.source:
+            out.out(f"{'':<{width}}  cites {r.source.location}: {r.cite.clause}")
+    out.out(f"{len(rules)} rules in spec {spec.name}")
+    return EXIT_OK
+
+
+def run_explain(args, out) -> int:
+    for name in args.spec or bundled_spec_names():
+        spec = load_spec(name)
+        r = spec.rules.get(args.rule)
+        if r is None:
+            continue
+        if args.format == "json":
+            out.json(rule_json(r, spec.name))
+            return EXIT_OK
+        out.out(f"{r.rule} ({r.kind}, spec {spec.name}{', ' + r.call if r.call else ''})")
+        out.out(f"  clause:   {r.summary}")
+        out.out(f"  defined:  {r.span.path}:{r.span.line}")
+        if r.source and r.cite:
+            out.out(f"  document: {r.source.title}")
+            out.out(f"            {r.source.location}")
+            out.out(f"  says:     {r.cite.clause}")
+        out.out(f"  meaning:  {_KIND_MEANING[r.kind]}")
+        return EXIT_OK
+    raise RegcheckError([error("E0601", f"no rule '{args.rule}' in the specs searched")])
+
+
+_KIND_MEANING = {
+    "requires": "a caller obligation: breaking it is the caller's bug (a `usage` finding)",
+    "undefined": "a caller obligation whose breach the documents call undefined: a `usage` finding, and any outcome follows",
+    "fails": "a documented error: when its condition holds the call must fail with the named status",
+    "may-fail": "an environmental failure the documents allow at any time",
+    "unspecified": "a case the documents leave open: any outcome is accepted and reported as informational",
+    "ensures": "a promise about a successful call's outputs: breaking it is the driver's bug (a `conformance` finding)",
+    "usage": "a usage rule (thread safety or API group): breaking it is the caller's bug",
+    "effect": "the success effect: how the state changes when the call succeeds",
+    "invariant": "a property every reachable state keeps; `regcheck prove` proves it",
+}

@@ -1,0 +1,363 @@
+"""Spec text -> AST. The only module that imports lark; the grammar is loaded once (LALR)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from . import syntax as S
+from .diagnostics import Diagnostic, RegcheckError, error
+from .source import Span
+
+# Friendly names for the grammar's terminals, used in "expected ..." messages.
+_TERMINAL_NAMES = {
+    "NAME": "a name", "RULE_ID": "a rule ID (like ACL-REG-ALIGN)", "INT": "an integer", "STRING": "a string",
+    "VERSION": "a version number", "QNAME": "a qualified name", "LBRACE": "'{'", "RBRACE": "'}'",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "COMMA": "','",
+    "EQUAL": "'='", "MORETHAN": "'>'", "CMP_OP": "a comparison", "DOT": "'.'", "__ANON_0": "'->'",
+}
+
+
+@lru_cache(maxsize=1)
+def _grammar() -> Lark:
+    text = resources.files("checker").joinpath("grammar.lark").read_text(encoding="utf-8")
+    return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+def parse_spec(text: str, path: str = "<spec>") -> S.SpecFile:
+    """Parse spec text; raise RegcheckError with one E01xx diagnostic on a syntax error."""
+    try:
+        tree = _grammar().parse(text)
+    except UnexpectedInput as exc:
+        raise RegcheckError([_syntax_diagnostic(exc, text, path)]) from None
+    try:
+        decls = _ToAst(path).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, RegcheckError):
+            raise exc.orig_exc from None
+        raise
+    return S.SpecFile(path, tuple(decls), Span(path, 1, 1))
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    return f"'{tok.value}'"
+
+
+def _expected(names: set[str]) -> str:
+    readable = sorted({_terminal_name(n) for n in names if not n.startswith("$")})
+    if len(readable) > 8:
+        readable = readable[:8] + ["..."]
+    return ", ".join(readable)
+
+
+def _terminal_name(terminal: str) -> str:
+    if terminal in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[terminal]
+    try:
+        pattern = _grammar().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal.lower()
+    return f"'{pattern.value}'" if pattern.type == "str" else terminal.lower()
+
+
+def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
+    line = getattr(exc, "line", 0) or 0
+    col = getattr(exc, "column", 0) or 0
+    if isinstance(exc, UnexpectedCharacters):
+        ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
+        return error("E0101", f"bad token: unexpected character {ch!r}", Span(path, line, col, line, col + 1))
+    if isinstance(exc, UnexpectedEOF):
+        last = text.rstrip().splitlines() or [""]
+        return error("E0103", f"unexpected end of file; expected {_expected(set(exc.expected))}",
+                     Span(path, len(last), len(last[-1]) + 1))
+    assert isinstance(exc, UnexpectedToken)
+    tok = exc.token
+    if tok.type == "$END":
+        last = text.rstrip().splitlines() or [""]
+        return error("E0103", f"unexpected end of file; expected {_expected(set(exc.expected))}",
+                     Span(path, len(last), len(last[-1]) + 1))
+    width = len(str(tok.value)) or 1
+    code, hint = "E0102", ""
+    if "CITE" in exc.expected and tok.type == "STRING":
+        hint = " (a citation is `cite SOURCE \"clause\"`)"
+    return error(code, f"unexpected {_describe_token(tok)}; expected {_expected(set(exc.expected))}{hint}",
+                 Span(path, line, col, line, col + width))
+
+
+def _int_value(text: str) -> int:
+    return int(text.replace("_", ""), 0) if text.lower().startswith("0x") else int(text.replace("_", ""))
+
+
+def _unquote(tok: Token) -> str:
+    raw = str(tok)[1:-1]
+    out, i = [], 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw):
+            nxt = raw[i + 1]
+            out.append({"n": "\n", "t": "\t", '"': '"', "\\": "\\"}.get(nxt, nxt))
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Builds AST nodes bottom-up; each node records its span from lark's position metadata."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def _span(self, meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.path, 0, 0)
+        return Span(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tspan(self, tok: Token) -> Span:
+        return Span(self.path, tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
+
+    # ---- top level
+    def start(self, meta, items):
+        return items
+
+    def spec_header(self, meta, c):
+        return S.SpecHeader(str(c[0]), _unquote(c[1]), self._span(meta))
+
+    def source(self, meta, c):
+        return S.SourceDecl(str(c[0]), _unquote(c[1]), _unquote(c[2]), self._span(meta))
+
+    def param(self, meta, c):
+        return S.ParamDecl(str(c[0]), c[1], c[2], self._span(meta))
+
+    def name_list(self, meta, c):
+        return tuple(str(t) for t in c)
+
+    def enum(self, meta, c):
+        return S.EnumDecl(str(c[0]), c[1], self._span(meta))
+
+    def flag_member(self, meta, c):
+        return (str(c[0]), S.IntLit(_int_value(str(c[1])), str(c[1]), self._tspan(c[1])))
+
+    def flags(self, meta, c):
+        return S.FlagsDecl(str(c[0]), c[1], tuple(c[2:]), self._span(meta))
+
+    def const(self, meta, c):
+        return S.ConstDecl(str(c[0]), c[1], c[2], self._span(meta))
+
+    def status(self, meta, c):
+        return S.StatusDecl(c[0], c[1], self._span(meta))
+
+    def group(self, meta, c):
+        return S.GroupDecl(str(c[0]), c[1], self._span(meta))
+
+    def var(self, meta, c):
+        return S.VarDecl(str(c[0]), c[1], c[2], self._span(meta))
+
+    def field_decl(self, meta, c):
+        return (str(c[0]), c[1])
+
+    def record(self, meta, c):
+        return S.RecordDecl(str(c[0]), tuple(c[1:]), self._span(meta))
+
+    def sized(self, meta, c):
+        return str(c[0])
+
+    def table(self, meta, c):
+        sized = c[3] if len(c) > 3 else None
+        return S.TableDecl(str(c[0]), c[1], str(c[2]), sized, self._span(meta))
+
+    def def_(self, meta, c):  # pragma: no cover - lark maps `def` rule to this via __default__ below
+        return S.DefDecl(str(c[0]), c[1], self._span(meta))
+
+    def invariant(self, meta, c):
+        cite = c[2] if len(c) > 2 else None
+        return S.InvariantDecl(str(c[0]), c[1], cite, self._span(meta))
+
+    def type(self, meta, c):
+        return S.TypeRef(str(c[0]), self._tspan(c[0]))
+
+    # ---- calls and clauses
+    def call_kind(self, meta, c):
+        return str(c[0])
+
+    def call_name(self, meta, c):
+        return str(c[0])
+
+    def arg(self, meta, c):
+        return S.ArgDecl(str(c[0]), c[1], self._span(meta))
+
+    def arg_list(self, meta, c):
+        return tuple(c)
+
+    def outputs(self, meta, c):
+        return ("outputs", c[0])
+
+    def call(self, meta, c):
+        kind, name, rest = c[0], c[1], list(c[2:])
+        params: tuple = ()
+        outputs: tuple = ()
+        if rest and isinstance(rest[0], tuple) and (not rest[0] or isinstance(rest[0][0], S.ArgDecl)):
+            params = rest.pop(0)
+        if rest and isinstance(rest[0], tuple) and rest[0] and rest[0][0] == "outputs":
+            outputs = rest.pop(0)[1]
+        return S.CallDecl(kind, name, params, outputs, tuple(rest), self._span(meta))
+
+    def cite(self, meta, c):
+        return S.Cite(str(c[0]), _unquote(c[1]), self._span(meta))
+
+    @staticmethod
+    def _cite_of(parts: list):
+        return parts[-1] if parts and isinstance(parts[-1], S.Cite) else None
+
+    def undefined(self, meta, c):
+        return "undefined"
+
+    def requires(self, meta, c):
+        return S.Requires(str(c[0]), c[1], "undefined" in c[2:], self._cite_of(c), self._span(meta))
+
+    def fails(self, meta, c):
+        return S.Fails(str(c[0]), c[1], c[2], self._cite_of(c), self._span(meta))
+
+    def may_fail(self, meta, c):
+        cond = c[2] if len(c) > 2 and not isinstance(c[2], S.Cite) else None
+        return S.MayFail(str(c[0]), c[1], cond, self._cite_of(c), self._span(meta))
+
+    def unspecified(self, meta, c):
+        return S.Unspecified(str(c[0]), c[1], self._cite_of(c), self._span(meta))
+
+    def ensures(self, meta, c):
+        return S.Ensures(str(c[0]), c[1], self._cite_of(c), self._span(meta))
+
+    def usage_threads(self, meta, c):
+        return S.NotThreadSafe(str(c[0]), self._cite_of(c), self._span(meta))
+
+    def usage_groups(self, meta, c):
+        return S.OnlyIn(str(c[0]), c[1], self._cite_of(c), self._span(meta))
+
+    def effect(self, meta, c):
+        body = tuple(x for x in c[1:] if not isinstance(x, S.Cite))
+        return S.Effect(str(c[0]), body, self._cite_of(c), self._span(meta))
+
+    def order(self, meta, c):
+        return S.Order(tuple(str(t) for t in c), self._span(meta))
+
+    def any_failure(self, meta, c):
+        return S.AnyFailure(self._span(meta))
+
+    # ---- statements
+    def if_stmt(self, meta, c):
+        cond, rest = c[0], list(c[1:])
+        orelse: tuple = ()
+        if rest and isinstance(rest[-1], tuple) and rest[-1] and rest[-1][0] == "else":
+            orelse = rest.pop()[1]
+        return S.If(cond, tuple(rest), orelse, self._span(meta))
+
+    def else_part(self, meta, c):
+        return ("else", tuple(c))
+
+    def delete_stmt(self, meta, c):
+        return S.Delete(str(c[0]), c[1], self._span(meta))
+
+    def field_init(self, meta, c):
+        return (str(c[0]), c[1])
+
+    def insert_stmt(self, meta, c):
+        return S.Insert(str(c[0]), c[1], tuple(c[2:]), self._span(meta))
+
+    def update_stmt(self, meta, c):
+        return S.Update(str(c[0]), c[1], str(c[2]), c[3], self._span(meta))
+
+    def assign_stmt(self, meta, c):
+        return S.Assign(str(c[0]), c[1], self._span(meta))
+
+    # ---- expressions
+    def _bin(self, op, meta, c):
+        return S.Binary(op, c[0], c[-1], self._span(meta))
+
+    def implies_op(self, meta, c):
+        return self._bin("implies", meta, c)
+
+    def or_op(self, meta, c):
+        return self._bin("or", meta, c)
+
+    def and_op(self, meta, c):
+        return self._bin("and", meta, c)
+
+    def not_op(self, meta, c):
+        return S.Unary("not", c[0], self._span(meta))
+
+    def quant_kind(self, meta, c):
+        return str(c[0])
+
+    def quant(self, meta, c):
+        return S.Quant(c[0], str(c[1]), str(c[2]), c[3], self._span(meta))
+
+    def compare(self, meta, c):
+        return S.Binary(str(c[1]), c[0], c[2], self._span(meta))
+
+    def in_op(self, meta, c):
+        return self._bin("in", meta, c)
+
+    def overlaps_op(self, meta, c):
+        return self._bin("overlaps", meta, c)
+
+    def contains_op(self, meta, c):
+        return self._bin("contains", meta, c)
+
+    def bitor_op(self, meta, c):
+        return self._bin("|", meta, c)
+
+    def bitand_op(self, meta, c):
+        return self._bin("&", meta, c)
+
+    def arith(self, meta, c):
+        return S.Binary(str(c[1]), c[0], c[2], self._span(meta))
+
+    def power_op(self, meta, c):
+        return self._bin("**", meta, c)
+
+    def neg(self, meta, c):
+        return S.Unary("-", c[0], self._span(meta))
+
+    def invert(self, meta, c):
+        return S.Unary("~", c[0], self._span(meta))
+
+    def field(self, meta, c):
+        return S.Field(c[0], str(c[1]), self._span(meta))
+
+    def index(self, meta, c):
+        return S.Index(str(c[0]), c[1], self._span(meta))
+
+    def builtin(self, meta, c):
+        return S.Builtin(str(c[0]), tuple(c[1:]), self._span(meta))
+
+    def int_lit(self, meta, c):
+        return S.IntLit(_int_value(str(c[0])), str(c[0]), self._tspan(c[0]))
+
+    def version_lit(self, meta, c):
+        return S.VersionLit(tuple(int(p) for p in str(c[0]).split(".")), self._tspan(c[0]))
+
+    def true_lit(self, meta, c):
+        return S.BoolLit(True, self._span(meta))
+
+    def false_lit(self, meta, c):
+        return S.BoolLit(False, self._span(meta))
+
+    def name(self, meta, c):
+        return S.Name(str(c[0]), self._tspan(c[0]))
+
+    def set_lit(self, meta, c):
+        return S.SetLit(tuple(c), self._span(meta))
+
+    def __default__(self, data, children, meta):
+        if data == "def":
+            return S.DefDecl(str(children[0]), children[1], self._span(meta))
+        return Tree(data, children, meta)

@@ -1,0 +1,1 @@
+"""The bundled specs, shipped as package data of ``checker.specs``."""

@@ -1,0 +1,405 @@
+"""Tests for checker.pinning: real buffers, aliases and reference-counted page locks (Linux)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.diagnostics import RegcheckError
+from checker.pinning import (
+    CODE_CAP_EXCEEDED,
+    CODE_MLOCK_REFUSED,
+    CODE_NOT_OWNED,
+    PAGE_SIZE,
+    ArenaClosed,
+    LockCalls,
+    NotLocked,
+    NotOwned,
+    PinnedArena,
+    PinningFailed,
+    install_signal_cleanup,
+    libc_calls,
+    live_arenas,
+    pinning_permitted,
+    uninstall_signal_cleanup,
+    vmlck_bytes,
+)
+
+P = PAGE_SIZE
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def real_pinning() -> None:
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")
+
+
+@pytest.fixture
+def arena():
+    with PinnedArena() as a:
+        yield a
+
+
+def pages(base: int, first: int, count: int) -> set[int]:
+    return {base + (first + i) * P for i in range(count)}
+
+
+def run_child(code: str, **kw) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
+    )
+
+
+def status_vmlck(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmLck:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmLck line")
+
+
+# --- per-page counting ----------------------------------------------------------------------------
+
+
+def test_overlapping_locks_are_counted_per_page(real_pinning, arena):
+    baseline = vmlck_bytes()
+    buf = arena.allocate(8 * P)
+    arena.lock(buf, 3 * P)  # pages 0..2
+    arena.lock(buf + P + 100, 3 * P)  # rounds out to pages 1..4
+    assert arena.locked_pages() == {buf: 1, buf + P: 2, buf + 2 * P: 2, buf + 3 * P: 1, buf + 4 * P: 1}
+    assert arena.kernel_locked_pages() == pages(buf, 0, 5)
+    assert vmlck_bytes() == baseline + 5 * P
+
+    arena.unlock(buf, 3 * P)
+    assert arena.locked_pages() == {buf + P: 1, buf + 2 * P: 1, buf + 3 * P: 1, buf + 4 * P: 1}
+    assert arena.kernel_locked_pages() == pages(buf, 1, 4)  # shared pages stay locked
+    assert not arena.is_locked(buf) and arena.is_locked(buf + P + 5)
+
+    arena.unlock(buf + P + 100, 3 * P)
+    assert arena.locked_pages() == {}
+    assert arena.kernel_locked_bytes() == 0
+    assert vmlck_bytes() == baseline
+
+
+def test_unlock_of_unlocked_pages_is_refused_without_change(real_pinning, arena):
+    buf = arena.allocate(4 * P)
+    arena.lock(buf, P)
+    with pytest.raises(NotLocked):
+        arena.unlock(buf, 2 * P)
+    assert arena.locked_pages() == {buf: 1}
+    assert arena.kernel_locked_pages() == {buf}
+
+
+def test_free_drops_the_arenas_locks(real_pinning, arena):
+    baseline = vmlck_bytes()
+    buf = arena.allocate(4 * P)
+    dev = arena.alias(buf, 4 * P)
+    arena.lock(buf, 4 * P)
+    arena.lock(dev, 2 * P)
+    arena.free(buf)
+    assert arena.locked_pages() == {} and arena.kernel_locked_bytes() == 0
+    assert vmlck_bytes() == baseline
+    assert not arena.owns(dev, 1)  # aliases go with their buffer
+
+
+# --- aliases --------------------------------------------------------------------------------------
+
+
+def test_writes_are_visible_through_the_alias_both_ways(arena):
+    buf = arena.allocate(3 * P)
+    dev = arena.alias(buf + P + 10, 100)
+    assert dev % P == 10 and dev != buf + P + 10
+    arena.write(buf + P + 10, b"host")
+    assert arena.read(dev, 4) == b"host"
+    arena.write(dev + 50, b"device")
+    assert arena.read(buf + P + 60, 6) == b"device"
+
+
+def test_alias_pages_are_locked_in_their_own_mapping(real_pinning, arena):
+    buf = arena.allocate(2 * P)
+    dev = arena.alias(buf, 2 * P)
+    arena.lock(dev, P)
+    assert arena.kernel_locked_pages() == {dev}
+    arena.unalias(dev)
+    assert arena.kernel_locked_bytes() == 0 and arena.locked_pages() == {}
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+
+def test_addresses_outside_the_arena_are_refused(arena):
+    buf = arena.allocate(2 * P + 100)
+    end = buf + 2 * P + 100
+    for address, size in [(buf - P, P), (buf - 1, 2), (end - 10, 20), (end, 1), (0x1000, 8)]:
+        assert not arena.owns(address, size)
+        for op in (arena.lock, arena.unlock, arena.alias, arena.read):
+            with pytest.raises(NotOwned) as info:
+                op(address, size)
+            assert info.value.code == CODE_NOT_OWNED
+        with pytest.raises(NotOwned):
+            arena.write(address, b"x" * size)
+    assert arena.owns(buf, 2 * P + 100) and arena.buffer_of(end - 1).address == buf
+    assert arena.buffer_of(end) is None
+
+
+def test_freed_buffers_and_removed_aliases_are_refused(arena):
+    buf = arena.allocate(P)
+    dev = arena.alias(buf, P)
+    with pytest.raises(NotOwned):
+        arena.free(dev)  # an alias is not a buffer
+    with pytest.raises(NotOwned):
+        arena.unalias(buf)
+    arena.unalias(dev)
+    with pytest.raises(NotOwned):
+        arena.read(dev, 1)
+    arena.free(buf)
+    for op in (arena.lock, arena.alias, arena.read):
+        with pytest.raises(NotOwned):
+            op(buf, 1)
+    with pytest.raises(NotOwned):
+        arena.free(buf)
+
+
+def test_errors_are_regcheck_diagnostics():
+    exc = NotOwned(0x1000, 16)
+    assert isinstance(exc, RegcheckError)
+    assert exc.diagnostics[0].code == CODE_NOT_OWNED
+    assert "0x1000" in exc.diagnostics[0].message
+
+
+# --- failures leave counts unchanged --------------------------------------------------------------
+
+
+def test_cap_is_checked_before_anything_is_locked(real_pinning):
+    with PinnedArena(max_locked_bytes=4 * P) as arena:
+        buf = arena.allocate(8 * P)
+        arena.lock(buf, 3 * P)
+        before = arena.locked_pages()
+        with pytest.raises(PinningFailed) as info:
+            arena.lock(buf + 2 * P, 3 * P)  # two new pages: 5 > 4
+        assert info.value.code == CODE_CAP_EXCEEDED and info.value.errno == errno.ENOMEM
+        assert arena.locked_pages() == before
+        assert arena.kernel_locked_pages() == pages(buf, 0, 3)
+        arena.lock(buf + 2 * P, 2 * P)  # one new page fits exactly
+        assert arena.locked_bytes() == 4 * P
+
+
+def test_mlock_failure_rolls_back_pages_locked_in_the_same_call(real_pinning):
+    real = libc_calls()
+    armed = False
+    calls_seen: list[tuple[int, int]] = []
+
+    def failing_second_mlock(address: int, length: int) -> int:
+        if not armed:
+            return real.mlock(address, length)
+        calls_seen.append((address, length))
+        return errno.EAGAIN if len(calls_seen) == 2 else real.mlock(address, length)
+
+    with PinnedArena(calls=LockCalls(failing_second_mlock, real.munlock)) as arena:
+        buf = arena.allocate(8 * P)
+        arena.lock(buf, 2 * P)
+        arena.lock(buf + 4 * P, 2 * P)
+        armed = True
+        before = arena.locked_pages()
+        with pytest.raises(PinningFailed) as info:
+            arena.lock(buf, 8 * P)  # new pages come in two runs: 2..3 and 6..7
+        assert info.value.errno == errno.EAGAIN and info.value.code == CODE_MLOCK_REFUSED
+        assert calls_seen == [(buf + 2 * P, 2 * P), (buf + 6 * P, 2 * P)]
+        assert arena.locked_pages() == before
+        assert arena.kernel_locked_pages() == pages(buf, 0, 2) | pages(buf, 4, 2)
+
+
+def test_failing_mlock_injected_through_the_constructor():
+    calls = LockCalls(lambda a, n: errno.EPERM, lambda a, n: 0)
+    with PinnedArena(calls=calls) as arena:
+        buf = arena.allocate(P)
+        with pytest.raises(PinningFailed) as info:
+            arena.lock(buf, P)
+        assert info.value.errno == errno.EPERM and "EPERM" in str(info.value)
+        assert arena.locked_pages() == {}
+
+
+RLIMIT_CHILD = r"""
+import ctypes, errno, json, resource
+from checker import pinning as p
+
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+class Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+# Root's CAP_IPC_LOCK would bypass RLIMIT_MEMLOCK: drop it from this process first.
+libc = ctypes.CDLL(None, use_errno=True)
+header, data = Header(0x20080522, 0), (Data * 2)()
+dropped = libc.capget(ctypes.byref(header), data) == 0
+if dropped:
+    data[0].effective &= ~(1 << 14)
+    data[0].permitted &= ~(1 << 14)
+    dropped = libc.capset(ctypes.byref(header), data) == 0
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (4 * p.PAGE_SIZE, 4 * p.PAGE_SIZE))
+out = {"dropped": dropped}
+with p.PinnedArena() as arena:
+    buf = arena.allocate(16 * p.PAGE_SIZE)
+    arena.lock(buf, 2 * p.PAGE_SIZE)
+    before = (arena.locked_pages(), sorted(arena.kernel_locked_pages()), p.vmlck_bytes())
+    try:
+        arena.lock(buf, 8 * p.PAGE_SIZE)
+        out["failed"] = None
+    except p.PinningFailed as exc:
+        out["failed"] = exc.errno
+        out["code"] = exc.code
+    after = (arena.locked_pages(), sorted(arena.kernel_locked_pages()), p.vmlck_bytes())
+    out["unchanged"] = before == after
+print(json.dumps(out))
+"""
+
+
+def test_rlimit_memlock_failure_rolls_back(real_pinning):
+    child = run_child(RLIMIT_CHILD)
+    stdout, stderr = child.communicate(timeout=10)
+    assert child.returncode == 0, stderr
+    out = json.loads(stdout)
+    if out["failed"] is None:
+        pytest.skip(f"RLIMIT_MEMLOCK is not enforced here (CAP_IPC_LOCK dropped: {out['dropped']})")
+    assert out["failed"] in (errno.ENOMEM, errno.EPERM, errno.EAGAIN)
+    assert out["code"] == CODE_MLOCK_REFUSED
+    assert out["unchanged"]
+
+
+# --- cleanup --------------------------------------------------------------------------------------
+
+
+def test_close_unlocks_and_is_idempotent(real_pinning):
+    baseline = vmlck_bytes()
+    arena = PinnedArena()
+    buf = arena.allocate(4 * P)
+    arena.lock(buf, 4 * P)
+    arena.lock(buf, P)
+    assert vmlck_bytes() == baseline + 4 * P and arena in live_arenas()
+    arena.close()
+    arena.close()
+    assert vmlck_bytes() == baseline and arena not in live_arenas()
+    with pytest.raises(ArenaClosed):
+        arena.allocate(P)
+
+
+def test_exception_inside_with_block_unlocks(real_pinning):
+    baseline = vmlck_bytes()
+    with pytest.raises(RuntimeError):
+        with PinnedArena() as arena:
+            buf = arena.allocate(4 * P)
+            arena.lock(buf, 4 * P)
+            assert vmlck_bytes() == baseline + 4 * P
+            raise RuntimeError("boom")
+    assert arena.closed and vmlck_bytes() == baseline
+
+
+SIGNAL_CHILD = r"""
+import signal, sys, time
+from checker import pinning as p
+if "--previous" in sys.argv:
+    def previous(signum, frame):
+        print("previous", p.vmlck_bytes(), flush=True)
+        sys.exit(7)
+    signal.signal(signal.SIGTERM, previous)
+p.install_signal_cleanup()
+arena = p.PinnedArena()
+buf = arena.allocate(8 * p.PAGE_SIZE)
+arena.lock(buf, 8 * p.PAGE_SIZE)
+print("locked", p.vmlck_bytes(), flush=True)
+try:
+    time.sleep(30)
+finally:
+    print("cleaned", p.vmlck_bytes(), len(p.live_arenas()), flush=True)
+"""
+
+
+def signalled_child(signum: int, *args: str) -> tuple[int, list[str], str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", SIGNAL_CHILD, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = child.stdout.readline().split()
+        assert first[:1] == ["locked"], child.stderr.read()
+        assert int(first[1]) >= 8 * P
+        assert status_vmlck(child.pid) >= 8 * P  # the kernel agrees just before the signal
+        child.send_signal(signum)
+        rest, stderr = child.communicate(timeout=5)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return child.returncode, rest.splitlines(), stderr
+
+
+def test_sigint_closes_arenas_then_raises_keyboard_interrupt(real_pinning):
+    code, lines, stderr = signalled_child(signal.SIGINT)
+    assert lines == ["cleaned 0 0"]
+    assert "KeyboardInterrupt" in stderr
+    assert code == -signal.SIGINT  # Python's exit for an uncaught KeyboardInterrupt
+
+
+def test_sigterm_closes_arenas_then_exits_143(real_pinning):
+    code, lines, _ = signalled_child(signal.SIGTERM)
+    assert lines == ["cleaned 0 0"]
+    assert code == 128 + signal.SIGTERM
+
+
+def test_sigterm_chains_to_the_previous_handler(real_pinning):
+    code, lines, _ = signalled_child(signal.SIGTERM, "--previous")
+    assert lines == ["previous 0", "cleaned 0 0"]
+    assert code == 7
+
+
+def test_atexit_closes_arenas_left_open(real_pinning):
+    code = r"""
+import atexit
+def report():  # registered before checker.pinning, so it runs after the module's own hook
+    vmlck = [l for l in open("/proc/self/status") if l.startswith("VmLck:")][0].split()[1]
+    print("at exit", vmlck, flush=True)
+atexit.register(report)
+from checker import pinning as p
+arena = p.PinnedArena()
+buf = arena.allocate(4 * p.PAGE_SIZE)
+arena.lock(buf, 4 * p.PAGE_SIZE)
+print("locked", p.vmlck_bytes() // 1024, flush=True)
+"""
+    child = run_child(code)
+    stdout, stderr = child.communicate(timeout=10)
+    assert child.returncode == 0, stderr
+    assert stdout.splitlines() == [f"locked {4 * P // 1024}", "at exit 0"]
+
+
+def test_ignored_signals_stay_ignored():
+    previous_int = signal.getsignal(signal.SIGINT)
+    previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        install_signal_cleanup()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is not previous_int
+        install_signal_cleanup()  # a second install does not chain to itself
+        uninstall_signal_cleanup()
+        assert signal.getsignal(signal.SIGINT) is previous_int
+    finally:
+        uninstall_signal_cleanup()
+        signal.signal(signal.SIGTERM, previous_term)
+
+
+def test_pinning_permitted_reports_a_reason():
+    ok, why = pinning_permitted()
+    assert isinstance(ok, bool) and why
