@@ -30,15 +30,21 @@ Fn = Callable[["State", dict], Any]
 class Table:
     """A keyed collection of records; sized tables keep their keys sorted for interval queries."""
 
-    __slots__ = ("rows", "sized_by", "keys", "sizes")
+    __slots__ = ("name", "rows", "sized_by", "keys", "sizes", "journal")
 
-    def __init__(self, sized_by: str | None):
+    def __init__(self, sized_by: str | None, name: str = ""):
+        self.name = name
         self.rows: dict[Any, dict] = {}
         self.sized_by = sized_by
         self.keys = SortedList() if sized_by else None
         self.sizes = SortedList() if sized_by else None
+        # Every put/remove is appended as (table, key, "put"|"remove", previous record): `apply`
+        # rolls a failed effect back with it, and the replayer learns which line made each entry.
+        self.journal: list | None = None
 
     def put(self, key, record: dict) -> None:
+        if self.journal is not None:
+            self.journal.append((self.name, key, "put", self.rows.get(key)))
         if self.sized_by is not None:
             old = self.rows.get(key)
             if old is None:
@@ -50,6 +56,8 @@ class Table:
 
     def remove(self, key) -> None:
         old = self.rows.pop(key, None)
+        if old is not None and self.journal is not None:
+            self.journal.append((self.name, key, "remove", old))
         if old is not None and self.sized_by is not None:
             self.keys.remove(key)
             self.sizes.remove(old[self.sized_by])
@@ -80,8 +88,19 @@ class Table:
             return iter(())
         return self._window(base - self.sizes[-1], base + 1)
 
+    def restore(self, key, old: dict | None) -> None:
+        """Undo one journalled change (the journal itself is not touched)."""
+        journal, self.journal = self.journal, None
+        try:
+            if old is None:
+                self.remove(key)
+            else:
+                self.put(key, old)
+        finally:
+            self.journal = journal
+
     def copy(self) -> "Table":
-        t = Table(self.sized_by)
+        t = Table(self.sized_by, self.name)
         t.rows = dict(self.rows)
         if self.sized_by is not None:
             t.keys = self.keys.copy()
@@ -90,16 +109,32 @@ class Table:
 
 
 class State:
-    """State scalars and tables. Mutable for speed; `copy()` and `snapshot()` for pure uses."""
+    """State scalars and tables. Mutable for speed; `copy()` and `snapshot()` for pure uses.
 
-    __slots__ = ("vars", "tables")
+    `journal` lists the changes made by the last `Semantics.apply` (entries (table, key, op, old),
+    with table None for a state variable): the undo log of a failed effect and the replayer's
+    record of which event created which entry.
+    """
+
+    __slots__ = ("vars", "tables", "journal")
 
     def __init__(self, vars: dict, tables: dict[str, Table]):
         self.vars = vars
         self.tables = tables
+        self.journal: list = []
+        for t in tables.values():
+            t.journal = self.journal
 
     def copy(self) -> "State":
         return State(dict(self.vars), {n: t.copy() for n, t in self.tables.items()})
+
+    def rollback(self) -> None:
+        for table, key, op, old in reversed(self.journal):
+            if table is None:
+                self.vars[key] = old
+            else:
+                self.tables[table].restore(key, old)
+        self.journal.clear()
 
     def snapshot(self) -> tuple:
         """A hashable, order-independent image of the state (for tests and model checking)."""
@@ -167,7 +202,10 @@ class Judgement:
 
     conforms: bool
     rules: tuple[str, ...]  # the rules the result breaks (empty when it conforms)
-    expected: str  # a readable description of the allowed outcomes
+    expected: str  # a readable description of the allowed outcomes ("" when it conforms)
+
+
+_CONFORMS = Judgement(True, (), "")
 
 
 class EvalError(Exception):
@@ -200,6 +238,9 @@ class _Compiler:
 
                 def index(st, a, t=t, kf=kf):
                     key = kf(st, a)
+                    w = a.get(WITNESS)
+                    if w is not None:
+                        w.append((t, key))
                     try:
                         return (key, st.tables[t].rows[key])
                     except KeyError:
@@ -365,6 +406,9 @@ class _Compiler:
                 for entry in (candidates(tbl, st, a) if candidates else tbl.entries()):
                     a[var] = entry
                     if body(st, a):
+                        w = a.get(WITNESS)
+                        if w is not None:
+                            w.append((table, entry[0]))
                         return True
                 return False
             finally:
@@ -404,7 +448,9 @@ class _Compiler:
                 f = self.expr(x)
 
                 def assign(st, a):
-                    st.vars[v] = f(st, a)
+                    value = f(st, a)
+                    st.journal.append((None, v, "set", st.vars[v]))
+                    st.vars[v] = value
                 return assign
             case S.Insert(table=t, key=k, fields=fs):
                 kf = self.expr(k)
@@ -436,6 +482,9 @@ class _Compiler:
 
 
 _MISSING = object()
+# When an evaluation scope holds a list under this key, `exists` and `T[k]` append the entries
+# (table, key) they looked at: the replayer's way to name the earlier events a finding relates to.
+WITNESS = "\x00witness"
 
 
 def _restore(a: dict, var: str, saved) -> None:
@@ -567,7 +616,7 @@ class Semantics:
 
     def initial_state(self) -> State:
         vars = {n: v for n, (_, v) in self.spec.vars.items()}
-        tables = {n: Table(info.sized_by) for n, info in self.spec.tables.items()}
+        tables = {n: Table(info.sized_by, n) for n, info in self.spec.tables.items()}
         return State(vars, tables)
 
     # ---- asking
@@ -599,6 +648,20 @@ class Semantics:
         return Allowed(cc.name, tuple(broken), tuple(undefined), tuple(unspecified), tuple(errors), tuple(env),
                        not errors)
 
+    def witnesses(self, st: State, call: str, rule: str, args: Mapping) -> list[tuple[str, Any]]:
+        """The table entries (table, key) the condition of `rule` looked at (for related events)."""
+        cc = self.calls[call]
+        conds = [c for r, _, c in cc.requires if r == rule] + [c for r, _, c in cc.fails if r == rule] + \
+                [c for r, c in cc.unspecified if r == rule]
+        found: list = []
+        a = {**args, WITNESS: found}
+        for cond in conds:
+            try:
+                cond(st, a)
+            except EvalError:
+                pass
+        return found
+
     def holds(self, st: State) -> list[str]:
         """Rule IDs of the invariants that do not hold in st."""
         a: dict = {}
@@ -614,33 +677,38 @@ class Semantics:
 
     def judge(self, allowed: Allowed, st: State, args: Mapping, status, outputs: Mapping) -> Judgement:
         """Compare a recorded status and outputs with what `allowed` permits (before applying it)."""
-        expected = describe_outcomes(allowed, self.success)
         if allowed.open:
-            return Judgement(True, (), expected)
+            return _CONFORMS
         if status == self.success:
             if not allowed.success:
-                return Judgement(False, tuple(e.rule for e in allowed.errors), expected)
+                return Judgement(False, tuple(e.rule for e in allowed.errors), describe_outcomes(allowed, self.success))
+            if not self.calls[allowed.call].ensures:
+                return _CONFORMS
             broken = self.ensures_broken(st, allowed.call, args, outputs)
-            return Judgement(not broken, tuple(broken), expected)
+            return Judgement(False, tuple(broken), describe_outcomes(allowed, self.success)) if broken else _CONFORMS
         if any(e.allows(status) for e in allowed.errors) or any(e.allows(status) for e in allowed.env_errors):
-            return Judgement(True, (), expected)
+            return _CONFORMS
+        expected = describe_outcomes(allowed, self.success)
         if allowed.errors:
             return Judgement(False, tuple(e.rule for e in allowed.errors), expected)
         effect_rule = self.calls[allowed.call].effect_rule
         return Judgement(False, (effect_rule,) if effect_rule else (), expected)
 
     def apply(self, st: State, call: str, args: Mapping, outputs: Mapping) -> bool:
-        """Apply the success effect in place. False (state untouched) when the effect is undefined here."""
+        """Apply the success effect in place; afterwards `st.journal` lists the changes.
+
+        False, with the state rolled back untouched, when the effect is undefined here (it looks up
+        an entry that is absent: possible only after the caller broke an obligation).
+        """
+        st.journal.clear()
         cc = self.calls[call]
         if cc.effect is None:
             return True
-        trial = st.copy() if _needs_trial(cc) else None
         try:
-            cc.effect(trial or st, {**args, **outputs})
+            cc.effect(st, {**args, **outputs} if outputs else args)
         except EvalError:
+            st.rollback()
             return False
-        if trial is not None:
-            st.vars, st.tables = trial.vars, trial.tables
         return True
 
     def successor(self, st: State, call: str, args: Mapping, outputs: Mapping | None = None) -> State:
@@ -656,19 +724,6 @@ class Semantics:
     def eval(self, e: S.Expr, st: State, scope: Mapping | None = None):
         """Evaluate one checked expression of this spec (tests, the prover's cross-check)."""
         return self._compiler.expr(e)(st, dict(scope or {}))
-
-
-def _needs_trial(cc: CompiledCall) -> bool:
-    """Effects with field updates can fail half-way; run them on a copy so a failure changes nothing."""
-    return any(isinstance(s, S.Update) for s in _walk_stmts(cc.info.clauses(S.Effect)[0].body))
-
-
-def _walk_stmts(body: Iterable[S.Stmt]) -> Iterator[S.Stmt]:
-    for s in body:
-        yield s
-        if isinstance(s, S.If):
-            yield from _walk_stmts(s.then)
-            yield from _walk_stmts(s.orelse)
 
 
 def _apply_order(errors: list[ErrorOutcome], order: tuple[str, ...]) -> list[ErrorOutcome]:

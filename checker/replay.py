@@ -1,0 +1,347 @@
+"""Replay a recorded trace against a spec: streaming, one pass, every finding explained.
+
+Findings:
+  usage        the caller broke an obligation or a usage rule (API group, thread safety)
+  conformance  the recorded result is not an outcome the spec allows in that state
+  unspecified  the documents are silent on this case (informational; the trace still conforms)
+
+After a finding replay goes on from the state the recorded result implies: a recorded success
+applies the success effect, a recorded failure leaves the state as it was. Memory grows with the
+number of live table entries (plus a bounded window per non-thread-safe function), not with the
+trace length.
+
+Input error codes (in addition to checker/trace.py's T0701-T0712):
+  T0730 unknown call for this spec      T0731 missing argument        T0732 unknown argument or output
+  T0733 bad argument or output value    T0734 missing ret             T0735 missing output of a success
+  T0736 header names another spec than the one given
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from .diagnostics import RegcheckError, error
+from .load import load_spec
+from .semantics import Semantics, State, coerce_value
+from .source import Span
+from .trace import TraceEvent, TraceHeader, read_trace
+from .typecheck import CheckedSpec, Type
+
+KINDS = ("usage", "conformance", "unspecified")
+THREAD_WINDOW = 64  # calls per non-thread-safe function kept for the overlap check
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    line: int
+    kind: str
+    rule: str
+    call: str
+    message: str
+    related: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"line": self.line, "kind": self.kind, "rule": self.rule, "call": self.call,
+                "message": self.message, "related": list(self.related)}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    path: str
+    spec: str
+    events: int
+    findings: tuple[Finding, ...]
+    truncated: bool = False
+
+    @property
+    def verdict(self) -> str:
+        return "violates" if any(f.kind != "unspecified" for f in self.findings) else "conforms"
+
+    def to_json(self) -> dict:
+        out = {"verdict": self.verdict, "events": self.events, "findings": [f.to_json() for f in self.findings]}
+        if self.truncated:
+            out["truncated"] = True
+        return out
+
+
+# ---------------------------------------------------------------- argument normalisation
+
+
+def _coercer(t: Type, spec: CheckedSpec) -> Callable[[Any], Any]:
+    """A fast converter from a trace JSON value to a value of type t (ValueError when it is not one)."""
+    if t.kind == "int":
+        from .typecheck import INT_BOUNDS
+        lo, hi = INT_BOUNDS.get(t.name) or (None, None)
+
+        def to_int(v):
+            if type(v) is int and (lo is None or lo <= v <= hi):
+                return v
+            return coerce_value(t, v, spec)
+        return to_int
+    if t.kind == "enum":
+        members = frozenset(spec.enums[t.name])
+
+        def to_enum(v):
+            if v in members:
+                return v
+            return coerce_value(t, v, spec)
+        return to_enum
+    return lambda v: coerce_value(t, v, spec)
+
+
+@dataclass(slots=True)
+class _CallShape:
+    """How to read one call's arguments, outputs and status from a trace event."""
+
+    name: str
+    is_event: bool
+    params: tuple[tuple[str, Callable], ...]
+    outputs: tuple[tuple[str, Callable], ...]
+    param_names: frozenset
+    output_names: frozenset
+
+
+def _shapes(sem: Semantics) -> dict[str, _CallShape]:
+    spec = sem.spec
+    out = {}
+    for name, cc in sem.calls.items():
+        info = cc.info
+        out[name] = _CallShape(
+            name, info.decl.kind == "event",
+            tuple((n, _coercer(t, spec)) for n, t in info.params),
+            tuple((n, _coercer(t, spec)) for n, t in info.outputs),
+            frozenset(n for n, _ in info.params), frozenset(n for n, _ in info.outputs),
+        )
+    return out
+
+
+# ---------------------------------------------------------------- the replayer
+
+
+class Replayer:
+    """Replays events one at a time; `feed` returns the findings of one event."""
+
+    def __init__(self, sem: Semantics, path: str = "<trace>"):
+        self.sem = sem
+        self.spec = sem.spec
+        self.path = path
+        self.state: State = sem.initial_state()
+        self.shapes = _shapes(sem)
+        # (table, key) -> (line, call) of the event that created / removed the entry
+        self.created: dict[tuple[str, Any], tuple[int, str]] = {}
+        self.removed: dict[tuple[str, Any], tuple[int, str]] = {}
+        self.recent: dict[str, deque] = {}
+        self.success = sem.success
+        self.status_type = self.spec.status_type
+        self.events = 0
+
+    # ---- input checking
+    def _input_error(self, ev: TraceEvent, code: str, msg: str) -> RegcheckError:
+        return RegcheckError([error(code, msg, Span(self.path, ev.line, 1))])
+
+    def normalise(self, ev: TraceEvent) -> tuple[_CallShape, dict, Any, dict]:
+        shape = self.shapes.get(ev.call)
+        if shape is None:
+            known = ", ".join(self.shapes)
+            raise self._input_error(ev, "T0730", f"unknown call '{ev.call}' for spec {self.spec.name} (known: {known})")
+        raw = ev.args
+        args = {}
+        for n, conv in shape.params:
+            if n not in raw:
+                raise self._input_error(ev, "T0731", f"{ev.call}: missing argument '{n}'")
+            try:
+                args[n] = conv(raw[n])
+            except ValueError as exc:
+                raise self._input_error(ev, "T0733", f"{ev.call}: argument '{n}': {exc}") from None
+        if len(raw) != len(args):
+            extra = sorted(set(raw) - shape.param_names)
+            raise self._input_error(ev, "T0732", f"{ev.call}: unknown argument(s) {', '.join(extra)}")
+        status = self._status(ev, shape)
+        outs = {}
+        rawo = ev.out
+        if rawo:
+            for n, conv in shape.outputs:
+                if n in rawo:
+                    try:
+                        outs[n] = conv(rawo[n])
+                    except ValueError as exc:
+                        raise self._input_error(ev, "T0733", f"{ev.call}: output '{n}': {exc}") from None
+            if len(rawo) != len(outs):
+                extra = sorted(set(rawo) - shape.output_names)
+                raise self._input_error(ev, "T0732", f"{ev.call}: unknown output(s) {', '.join(extra)}")
+        if status == self.success and len(outs) != len(shape.outputs):
+            missing = [n for n, _ in shape.outputs if n not in outs]
+            raise self._input_error(ev, "T0735", f"{ev.call} succeeded but its output(s) {', '.join(missing)} are missing")
+        return shape, args, status, outs
+
+    def _status(self, ev: TraceEvent, shape: _CallShape):
+        ret = ev.ret
+        if ret is None:
+            if shape.is_event:
+                return self.success
+            raise self._input_error(ev, "T0734", f"{ev.call}: missing \"ret\" (the recorded result)")
+        if self.status_type.kind == "int":
+            if type(ret) is int:
+                return ret
+            try:
+                return int(ret, 16) if isinstance(ret, str) else int(ret)
+            except ValueError:
+                raise self._input_error(ev, "T0733", f"{ev.call}: ret {ret!r} is not an integer status") from None
+        if not isinstance(ret, str):
+            raise self._input_error(ev, "T0733", f"{ev.call}: ret {ret!r} must be a status name such as {self.success!r}")
+        return ret
+
+    # ---- one event
+    def feed(self, ev: TraceEvent) -> list[Finding]:
+        shape, args, status, outs = self.normalise(ev)
+        self.events += 1
+        sem = self.sem
+        st = self.state
+        cc = sem.calls[shape.name]
+        allowed = sem.allowed(st, shape.name, args)
+        findings: list[Finding] = []
+        if allowed.broken:
+            for rule in allowed.broken:
+                findings.append(self._usage(ev, rule, args))
+        if cc.thread_rule is not None and ev.t0 is not None and ev.tid is not None:
+            clash = self._thread_clash(shape.name, ev)
+            if clash is not None:
+                findings.append(self._finding(ev, "usage", cc.thread_rule,
+                                              f"called from thread {ev.tid} while the call at line {clash} "
+                                              f"from another thread was still running; the function is not thread-safe",
+                                              ((clash, shape.name),)))
+        judgement = sem.judge(allowed, st, args, status, outs)
+        if not judgement.conforms:
+            findings.append(self._conformance(ev, judgement, args, status))
+        for rule in allowed.unspecified:
+            findings.append(self._finding(ev, "unspecified", rule, "the documents do not say what happens here; "
+                                          f"recorded result {status!r} accepted", self._related(rule, ev, args)))
+        if status == self.success:
+            sem.apply(st, shape.name, args, outs)
+            if st.journal:
+                self._remember(ev.line, ev.call)
+        return findings
+
+    def _remember(self, line: int, call: str) -> None:
+        for table, key, op, _ in self.state.journal:
+            if table is None:
+                continue
+            if op == "put":
+                self.created.setdefault((table, key), (line, call))  # an update keeps the creating line
+                self.removed.pop((table, key), None)
+            else:
+                self.created.pop((table, key), None)
+                self.removed[(table, key)] = (line, call)
+
+    def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
+        window = self.recent.get(call)
+        if window is None:
+            window = self.recent[call] = deque(maxlen=THREAD_WINDOW)
+        clash = None
+        for tid, t0, t1, line in window:
+            if tid != ev.tid and t0 <= ev.t1 and ev.t0 <= t1:
+                clash = line
+        window.append((ev.tid, ev.t0, ev.t1, ev.line))
+        return clash
+
+    # ---- explaining
+    def _related(self, rule: str, ev: TraceEvent, args: Mapping) -> tuple[tuple[int, str], ...]:
+        """Earlier events a finding relates to: those that created the entries the rule looked at."""
+        found = set()
+        for key in self.sem.witnesses(self.state, ev.call, rule, args):
+            made = self.created.get(key)
+            if made is not None:
+                found.add(made)
+        if not found:  # nothing live to blame: perhaps the memory was freed or unregistered earlier
+            values = {v for v in args.values() if type(v) is int and v != 0}
+            for (table, key), gone in self.removed.items():
+                if key in values:
+                    found.add(gone)
+        return tuple(sorted(found))
+
+    def _cite_note(self, rule: str) -> tuple[str, ...]:
+        info = self.spec.rules.get(rule)
+        if info is None:
+            return ()
+        notes = [f"{info.span.path}:{info.span.line}: {info.summary}"]
+        if info.source and info.cite:
+            notes.append(f"document: {info.source.location}: {info.cite.clause}")
+        return tuple(notes)
+
+    def _finding(self, ev: TraceEvent, kind: str, rule: str, message: str,
+                 related: tuple[tuple[int, str], ...] = ()) -> Finding:
+        notes = tuple(f"{self.path}:{line}: related: the {call} recorded here" for line, call in related)
+        return Finding(ev.line, kind, rule, ev.call, f"{ev.call}: {message}", tuple(line for line, _ in related),
+                       notes + self._cite_note(rule))
+
+    def _usage(self, ev: TraceEvent, rule: str, args: Mapping) -> Finding:
+        info = self.spec.rules[rule]
+        if info.kind == "usage":
+            groups = ", ".join(self.sem.group_of(self.state)) or "none"
+            msg = f"called outside its API group (active group: {groups})"
+        else:
+            msg = "caller obligation broken" + ("; the documents leave the outcome undefined" if info.kind == "undefined" else "")
+        if info.cite:
+            msg += f": {info.cite.clause}"
+        return self._finding(ev, "usage", rule, msg, self._related(rule, ev, args))
+
+    def _conformance(self, ev: TraceEvent, judgement, args: Mapping, status) -> Finding:
+        rules = judgement.rules or ("(none)",)
+        rule = rules[0]
+        if status == self.success and rule in self.spec.rules and self.spec.rules[rule].kind == "ensures":
+            msg = f"returned success with outputs {dict(ev.out)} that break the promise {rule}"
+        else:
+            msg = f"returned {status!r}; the spec allows {judgement.expected}"
+        related = tuple(sorted({made for r in rules for made in self._related(r, ev, args)}))
+        f = self._finding(ev, "conformance", rule, msg, related)
+        if len(rules) > 1:
+            f = Finding(f.line, f.kind, f.rule, f.call, f.message + f" (also {', '.join(rules[1:])})", f.related, f.notes)
+        return f
+
+
+# ---------------------------------------------------------------- whole traces
+
+
+def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Semantics:
+    """The spec named on the command line (if any) or in the header, configured by the header's env."""
+    name = spec_name or header.spec
+    spec = load_spec(name)
+    if spec_name is not None and header.spec not in (spec_name, spec.name):
+        raise RegcheckError([error("T0736", f"the trace header names spec '{header.spec}' but spec '{spec.name}' "
+                                   "was given", Span(path, header.line, 1))])
+    try:
+        return Semantics(spec, header.env)
+    except RegcheckError as exc:
+        raise RegcheckError([error(d.code, d.message, Span(path, header.line, 1)) for d in exc.diagnostics]) from None
+
+
+def replay_events(sem: Semantics, events: Iterable[TraceEvent], path: str = "<trace>",
+                  max_findings: int | None = None) -> ReplayReport:
+    r = Replayer(sem, path)
+    findings: list[Finding] = []
+    truncated = False
+    feed = r.feed
+    for ev in events:
+        found = feed(ev)
+        if found:
+            findings.extend(found)
+            if max_findings is not None and len(findings) >= max_findings:
+                del findings[max_findings:]
+                truncated = True
+                break
+    return ReplayReport(path, sem.spec.name, r.events, tuple(findings), truncated)
+
+
+def replay_trace(path: str, spec_name: str | None = None, max_findings: int | None = None) -> ReplayReport:
+    """Replay one trace file (streaming). Raises RegcheckError on input errors, with the line."""
+    header, events = read_trace(path)
+    try:
+        sem = semantics_for(header, spec_name, path)
+        return replay_events(sem, events, path, max_findings)
+    finally:
+        close = getattr(events, "close", None)
+        if close:
+            close()
