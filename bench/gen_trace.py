@@ -20,9 +20,8 @@ MAPPED, PINNED = 0x2, 0x10000000
 def generate(path: str, events: int, live: int = 300, seed: int = 1) -> int:
     rng = random.Random(seed)
     next_addr = 0x7F00_0000_0000
-    allocs: list[tuple[int, int, bool]] = []  # (base, size, from MallocHost)
-    regs: dict[int, tuple[int, int]] = {}  # base -> (size, flag)
-    dev = {}
+    free_allocs: dict[int, tuple[int, bool]] = {}  # unregistered allocations: base -> (size, from MallocHost)
+    regs: dict[int, tuple[int, int, bool]] = {}  # registered: base -> (size, flag, from MallocHost)
     n = 0
     t = 0
     with open(path, "wb") as f:
@@ -38,10 +37,17 @@ def generate(path: str, events: int, live: int = 300, seed: int = 1) -> int:
             w(orjson.dumps(obj) + b"\n")
             n += 1
 
+        def pick(d: dict) -> int:
+            # The oldest or one of the first few: cheap, and still varied.
+            it = iter(d)
+            for _ in range(rng.randrange(min(len(d), 8))):
+                next(it)
+            return next(it)
+
         while n < events:
             r = rng.random()
-            unregistered = [a for a in allocs if a[0] not in regs] if r < 0.15 else None
-            if len(allocs) < live and r < 0.3:
+            total = len(free_allocs) + len(regs)
+            if total < live and r < 0.3:
                 size = PAGE * rng.randint(1, 16)
                 base = next_addr
                 next_addr += size + PAGE * rng.randint(0, 4)
@@ -50,36 +56,33 @@ def generate(path: str, events: int, live: int = 300, seed: int = 1) -> int:
                     emit({"call": "aclrtMallocHost", "args": {"size": size}, "ret": 0, "out": {"hostPtr": base}})
                 else:
                     emit({"call": "malloc", "args": {"size": size}, "out": {"ptr": base}})
-                allocs.append((base, size, host))
-            elif unregistered and len(allocs) >= live // 2:
-                a = rng.choice(unregistered)
-                allocs.remove(a)
-                if a[2]:
-                    emit({"call": "aclrtFreeHost", "args": {"hostPtr": a[0]}, "ret": 0})
+                free_allocs[base] = (size, host)
+            elif r < 0.15 and free_allocs and total >= live // 2:
+                base = pick(free_allocs)
+                _, host = free_allocs.pop(base)
+                if host:
+                    emit({"call": "aclrtFreeHost", "args": {"hostPtr": base}, "ret": 0})
                 else:
-                    emit({"call": "free", "args": {"ptr": a[0]}})
-            elif r < 0.55:
-                cands = [a for a in allocs if a[0] not in regs]
-                if not cands:
-                    continue
-                base, size, host = rng.choice(cands)
+                    emit({"call": "free", "args": {"ptr": base}})
+            elif r < 0.55 and free_allocs:
+                base = pick(free_allocs)
+                size, host = free_allocs.pop(base)
                 flag = MAPPED if host else rng.choice([MAPPED, PINNED, MAPPED | PINNED])
                 emit({"call": "aclrtHostRegisterV2", "args": {"ptr": base, "size": size, "flag": flag}, "ret": 0})
-                regs[base] = (size, flag)
+                regs[base] = (size, flag, host)
             elif r < 0.85 and regs:
-                base = rng.choice(list(regs)) if len(regs) < 64 else next(iter(regs))
-                size, flag = regs[base]
+                base = pick(regs)
+                size, flag, host = regs[base]
                 if flag & MAPPED:
-                    d = dev.setdefault(base, 0x10_0000_0000 + base)
                     emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 0,
-                          "out": {"pDevice": d}})
+                          "out": {"pDevice": 0x10_0000_0000 + base}})
                 else:
                     emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 107000})
             elif regs:
-                base = rng.choice(list(regs)) if len(regs) < 64 else next(iter(regs))
+                base = pick(regs)
+                size, flag, host = regs.pop(base)
                 emit({"call": "aclrtHostUnregister", "args": {"ptr": base}, "ret": 0})
-                del regs[base]
-                dev.pop(base, None)
+                free_allocs[base] = (size, host)
     return n
 
 

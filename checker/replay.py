@@ -27,10 +27,12 @@ from .load import load_spec
 from .semantics import Semantics, State, coerce_value
 from .source import Span
 from .trace import TraceEvent, TraceHeader, read_trace
-from .typecheck import CheckedSpec, Type
+from .typecheck import INT_BOUNDS, CheckedSpec, Type
 
 KINDS = ("usage", "conformance", "unspecified")
+_ABSENT = object()
 THREAD_WINDOW = 64  # calls per non-thread-safe function kept for the overlap check
+REMOVED_WINDOW = 4096  # removed entries remembered for "the free that came before" notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,26 +72,13 @@ class ReplayReport:
 # ---------------------------------------------------------------- argument normalisation
 
 
-def _coercer(t: Type, spec: CheckedSpec) -> Callable[[Any], Any]:
-    """A fast converter from a trace JSON value to a value of type t (ValueError when it is not one)."""
+def _field_reader(name: str, t: Type, spec: CheckedSpec) -> tuple[str, int, int, Callable[[Any], Any]]:
+    """(name, lo, hi, convert): JSON ints within [lo, hi] are taken as they are (the fast path);
+    anything else goes through `convert`, which raises ValueError when it is not a value of t."""
+    lo, hi = 1, 0  # an empty interval: no fast path
     if t.kind == "int":
-        from .typecheck import INT_BOUNDS
-        lo, hi = INT_BOUNDS.get(t.name) or (None, None)
-
-        def to_int(v):
-            if type(v) is int and (lo is None or lo <= v <= hi):
-                return v
-            return coerce_value(t, v, spec)
-        return to_int
-    if t.kind == "enum":
-        members = frozenset(spec.enums[t.name])
-
-        def to_enum(v):
-            if v in members:
-                return v
-            return coerce_value(t, v, spec)
-        return to_enum
-    return lambda v: coerce_value(t, v, spec)
+        lo, hi = INT_BOUNDS.get(t.name) or (-(2**200), 2**200)
+    return name, lo, hi, lambda v: coerce_value(t, v, spec)
 
 
 @dataclass(slots=True)
@@ -98,8 +87,8 @@ class _CallShape:
 
     name: str
     is_event: bool
-    params: tuple[tuple[str, Callable], ...]
-    outputs: tuple[tuple[str, Callable], ...]
+    params: tuple[tuple[str, int, int, Callable], ...]
+    outputs: tuple[tuple[str, int, int, Callable], ...]
     param_names: frozenset
     output_names: frozenset
 
@@ -111,8 +100,8 @@ def _shapes(sem: Semantics) -> dict[str, _CallShape]:
         info = cc.info
         out[name] = _CallShape(
             name, info.decl.kind == "event",
-            tuple((n, _coercer(t, spec)) for n, t in info.params),
-            tuple((n, _coercer(t, spec)) for n, t in info.outputs),
+            tuple(_field_reader(n, t, spec) for n, t in info.params),
+            tuple(_field_reader(n, t, spec) for n, t in info.outputs),
             frozenset(n for n, _ in info.params), frozenset(n for n, _ in info.outputs),
         )
     return out
@@ -149,11 +138,15 @@ class Replayer:
             raise self._input_error(ev, "T0730", f"unknown call '{ev.call}' for spec {self.spec.name} (known: {known})")
         raw = ev.args
         args = {}
-        for n, conv in shape.params:
-            if n not in raw:
+        for n, lo, hi, conv in shape.params:
+            v = raw.get(n, _ABSENT)
+            if type(v) is int and lo <= v <= hi:
+                args[n] = v
+                continue
+            if v is _ABSENT:
                 raise self._input_error(ev, "T0731", f"{ev.call}: missing argument '{n}'")
             try:
-                args[n] = conv(raw[n])
+                args[n] = conv(v)
             except ValueError as exc:
                 raise self._input_error(ev, "T0733", f"{ev.call}: argument '{n}': {exc}") from None
         if len(raw) != len(args):
@@ -163,10 +156,13 @@ class Replayer:
         outs = {}
         rawo = ev.out
         if rawo:
-            for n, conv in shape.outputs:
-                if n in rawo:
+            for n, lo, hi, conv in shape.outputs:
+                v = rawo.get(n, _ABSENT)
+                if type(v) is int and lo <= v <= hi:
+                    outs[n] = v
+                elif v is not _ABSENT:
                     try:
-                        outs[n] = conv(rawo[n])
+                        outs[n] = conv(v)
                     except ValueError as exc:
                         raise self._input_error(ev, "T0733", f"{ev.call}: output '{n}': {exc}") from None
             if len(rawo) != len(outs):
@@ -234,7 +230,11 @@ class Replayer:
                 self.removed.pop((table, key), None)
             else:
                 self.created.pop((table, key), None)
-                self.removed[(table, key)] = (line, call)
+                removed = self.removed
+                removed.pop((table, key), None)
+                removed[(table, key)] = (line, call)
+                if len(removed) > REMOVED_WINDOW:  # forget the oldest: memory must not grow with the trace
+                    del removed[next(iter(removed))]
 
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
         window = self.recent.get(call)

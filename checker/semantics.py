@@ -13,6 +13,8 @@ Values: bool, int (exact, unbounded: `ptr + size` may pass 2**64 and is never wr
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
 
@@ -28,65 +30,125 @@ Fn = Callable[["State", dict], Any]
 
 
 class Table:
-    """A keyed collection of records; sized tables keep their keys sorted for interval queries."""
+    """A keyed collection of records; sized tables keep an interval index for range queries.
 
-    __slots__ = ("name", "rows", "sized_by", "keys", "sizes", "journal")
+    The index of a sized table is its keys in a SortedList plus the largest size of any entry
+    (a max-heap with lazy deletion). A query for the entries whose range overlaps or contains a
+    given range then only looks at keys within one maximum size of it: O(log n + k) for k
+    candidates, and exact (the candidates are a superset of the answer; the caller tests each).
+    """
+
+    __slots__ = ("name", "rows", "sized_by", "keys", "_size_count", "_size_heap", "journal")
 
     def __init__(self, sized_by: str | None, name: str = ""):
         self.name = name
         self.rows: dict[Any, dict] = {}
         self.sized_by = sized_by
         self.keys = SortedList() if sized_by else None
-        self.sizes = SortedList() if sized_by else None
+        self._size_count: dict[int, int] = {}
+        self._size_heap: list[int] = []  # negated sizes; stale entries are dropped lazily
         # Every put/remove is appended as (table, key, "put"|"remove", previous record): `apply`
         # rolls a failed effect back with it, and the replayer learns which line made each entry.
         self.journal: list | None = None
 
     def put(self, key, record: dict) -> None:
+        old = self.rows.get(key)
         if self.journal is not None:
-            self.journal.append((self.name, key, "put", self.rows.get(key)))
+            self.journal.append((self.name, key, "put", old))
         if self.sized_by is not None:
-            old = self.rows.get(key)
             if old is None:
                 self.keys.add(key)
             else:
-                self.sizes.remove(old[self.sized_by])
-            self.sizes.add(record[self.sized_by])
+                self._forget_size(old[self.sized_by])
+            size = record[self.sized_by]
+            count = self._size_count.get(size, 0)
+            self._size_count[size] = count + 1
+            if count == 0:
+                heap = self._size_heap
+                if len(heap) > 2 * len(self._size_count) + 16:  # mostly stale: rebuild, so memory stays bounded
+                    heap[:] = [-s for s in self._size_count]
+                    heapq.heapify(heap)
+                else:
+                    heapq.heappush(heap, -size)
         self.rows[key] = record
 
     def remove(self, key) -> None:
         old = self.rows.pop(key, None)
-        if old is not None and self.journal is not None:
+        if old is None:
+            return
+        if self.journal is not None:
             self.journal.append((self.name, key, "remove", old))
-        if old is not None and self.sized_by is not None:
+        if self.sized_by is not None:
             self.keys.remove(key)
-            self.sizes.remove(old[self.sized_by])
+            self._forget_size(old[self.sized_by])
+
+    def _forget_size(self, size: int) -> None:
+        count = self._size_count[size] - 1
+        if count:
+            self._size_count[size] = count
+        else:
+            del self._size_count[size]
+
+    def max_size(self) -> int:
+        heap, counts = self._size_heap, self._size_count
+        while heap and -heap[0] not in counts:
+            heapq.heappop(heap)
+        return -heap[0]
 
     def set_field(self, key, name: str, value) -> None:
         record = dict(self.rows[key])
         record[name] = value
         self.put(key, record)
 
-    def entries(self) -> Iterator[tuple]:
-        return iter(list(self.rows.items()))
+    def entries(self) -> list[tuple]:
+        return list(self.rows.items())
 
-    def _window(self, lo: int, hi: int) -> Iterator[tuple]:
-        """Entries whose key lies in [lo, hi)."""
-        rows = self.rows
-        for k in self.keys.irange(lo, hi, inclusive=(True, False)):
-            yield (k, rows[k])
+    def _window(self, lo: int, hi: int) -> list[tuple]:
+        """Entries whose key lies in [lo, hi).
 
-    def overlapping(self, base: int, end: int) -> Iterator[tuple]:
-        """Candidates for `entry.range overlaps [base, end)`: keys in (base - max size, end)."""
+        Walks SortedList's sublists directly (its documented-stable `_lists`/`_maxes` layout):
+        positional indexing through the public API costs a tree lookup per element, and a probe
+        runs for most events of a trace.
+        """
+        keys = self.keys
+        maxes = keys._maxes
+        pos = bisect_left(maxes, lo)
+        if pos == len(maxes):
+            return []
+        lists, rows = keys._lists, self.rows
+        sub = lists[pos]
+        idx = bisect_left(sub, lo)
+        out = []
+        while True:
+            for k in sub[idx:] if idx else sub:
+                if k >= hi:
+                    return out
+                out.append((k, rows[k]))
+            pos += 1
+            if pos == len(lists):
+                return out
+            sub, idx = lists[pos], 0
+
+    def overlapping(self, base: int, end: int) -> list[tuple]:
+        """Candidates for `entry.range overlaps [base, end)`.
+
+        Only non-empty ranges overlap, so an entry (k, s) qualifies only if s > 0, k < end and
+        k + s > base, hence k > base - max_size.
+        """
         if not self.rows or end <= base:
-            return iter(())
-        return self._window(base - self.sizes[-1] + 1, end)
+            return []
+        largest = self.max_size()
+        return self._window(base - largest + 1, end) if largest > 0 else []
 
-    def containing(self, base: int, end: int) -> Iterator[tuple]:
-        """Candidates for `entry.range contains [base, end)` (or the address base when end == base + 1)."""
+    def containing(self, base: int, end: int) -> list[tuple]:
+        """Candidates for `entry.range contains [base, end)` (an address x is [x, x + 1)).
+
+        (k, s) contains [base, end) iff k <= base and end <= k + s, hence k >= end - max_size;
+        the lower bound min(base, end) - max_size also covers inverted (negative-size) queries.
+        """
         if not self.rows:
-            return iter(())
-        return self._window(base - self.sizes[-1], base + 1)
+            return []
+        return self._window(min(base, end) - self.max_size(), base + 1)
 
     def restore(self, key, old: dict | None) -> None:
         """Undo one journalled change (the journal itself is not touched)."""
@@ -104,7 +166,8 @@ class Table:
         t.rows = dict(self.rows)
         if self.sized_by is not None:
             t.keys = self.keys.copy()
-            t.sizes = self.sizes.copy()
+            t._size_count = dict(self._size_count)
+            t._size_heap = list(self._size_heap)
         return t
 
 
@@ -215,290 +278,291 @@ class EvalError(Exception):
 # ---------------------------------------------------------------- compilation
 
 
-class _Compiler:
+class _Emitter:
+    """Compiles checked expressions and statements into Python source, then into functions.
+
+    Why generate code: the replayer evaluates a dozen clauses per event on traces of millions of
+    events, and a tree of closures costs several times more than straight-line code. The source is
+    built from the type-checked AST only: spec identifiers become prefixed Python locals or dict
+    keys written with repr(), and every other value (configuration, constants, sets) is passed in
+    the constant table K. Nothing from a spec's text is pasted in as code.
+    """
+
     def __init__(self, spec: CheckedSpec, config: Mapping[str, Any]):
         self.spec = spec
         self.config = config
+        self.consts: list = []
+        self._const_ids: dict = {}
+        self._fresh = 0
 
     def t(self, e: S.Expr) -> Type:
         return self.spec.types.get(id(e), ANY)
 
-    def expr(self, e: S.Expr) -> Fn:
+    def k(self, value) -> str:
+        """A reference to a constant in the table K."""
+        key = (type(value), value) if not isinstance(value, (set, frozenset, dict, list)) else id(value)
+        idx = self._const_ids.get(key)
+        if idx is None:
+            idx = self._const_ids[key] = len(self.consts)
+            self.consts.append(value)
+        return f"K[{idx}]"
+
+    # ---- expressions: each returns a parenthesised Python expression
+    def expr(self, e: S.Expr) -> str:
         match e:
-            case S.IntLit(value=v) | S.BoolLit(value=v):
-                return _const(v)
+            case S.IntLit(value=v):
+                return f"({int(v)!r})"
+            case S.BoolLit(value=v):
+                return "True" if v else "False"
             case S.VersionLit(parts=p):
-                return _const(p)
+                return self.k(tuple(int(x) for x in p))
             case S.Name(name=n):
                 return self.name(n)
             case S.Field(obj=o, name=n):
                 return self.field(o, n)
             case S.Index(table=t, key=k):
-                kf = self.expr(k)
-
-                def index(st, a, t=t, kf=kf):
-                    key = kf(st, a)
-                    w = a.get(WITNESS)
-                    if w is not None:
-                        w.append((t, key))
-                    try:
-                        return (key, st.tables[t].rows[key])
-                    except KeyError:
-                        raise EvalError(f"{t}[{key:#x}] has no entry" if isinstance(key, int) else f"{t}[{key}] has no entry") from None
-                return index
-            case S.Unary(op=op, operand=o):
-                f = self.expr(o)
-                if op == "not":
-                    return lambda st, a: not f(st, a)
-                if op == "-":
-                    return lambda st, a: -f(st, a)
-                return lambda st, a: ~f(st, a)
+                return f"_ix(w, T[{t!r}], {t!r}, {self.expr(k)})"
+            case S.Unary(op="not", operand=o):
+                return f"(not {self.expr(o)})"
+            case S.Unary(op="-", operand=o):
+                return f"(-{self.expr(o)})"
+            case S.Unary(op=_, operand=o):
+                return f"(~{self.expr(o)})"
             case S.Binary():
                 return self.binary(e)
             case S.Builtin(func=fn, args=args):
-                fs = [self.expr(x) for x in args]
+                xs = [self.expr(x) for x in args]
                 if fn == "range":
-                    b, s = fs
-                    return lambda st, a: (lambda base: (base, base + s(st, a)))(b(st, a))
+                    return f"_rg({xs[0]}, {xs[1]})"
                 if fn == "aligned":
-                    x, n = fs
-                    return lambda st, a: x(st, a) % n(st, a) == 0
-                if fn == "min":
-                    return lambda st, a: min(fs[0](st, a), fs[1](st, a))
-                return lambda st, a: max(fs[0](st, a), fs[1](st, a))
+                    return f"(_mod({xs[0]}, {xs[1]}) == 0)"
+                return f"{'min' if fn == 'min' else 'max'}({xs[0]}, {xs[1]})"
             case S.Quant():
                 return self.quant(e)
             case S.SetLit(items=items):
-                fs = [self.expr(x) for x in items]
-                if all(getattr(f, "const", False) for f in fs):
-                    return _const(frozenset(f(None, None) for f in fs))
-                return lambda st, a: frozenset(f(st, a) for f in fs)
+                values = [self._constant(x) for x in items]
+                if all(v is not _NOT_CONSTANT for v in values):
+                    return self.k(frozenset(values))
+                return "frozenset((" + ", ".join(self.expr(x) for x in items) + ",))"
             case _:
                 assert_never(e)
 
-    def name(self, n: str) -> Fn:
+    def _constant(self, e: S.Expr):
+        match e:
+            case S.IntLit(value=v) | S.BoolLit(value=v):
+                return v
+            case S.VersionLit(parts=p):
+                return tuple(p)
+            case S.Name(name=n) if n in self.spec.consts:
+                return self.spec.consts[n][1]
+            case S.Name(name=n) if n in self.spec.params:
+                return self.config[n]
+            case S.Name(name=n) if n in self.spec.enum_of_member:
+                return n
+            case S.Name(name=n) if n in self.spec.flag_member:
+                return self.spec.flag_member[n][1]
+        return _NOT_CONSTANT
+
+    def name(self, n: str) -> str:
         spec = self.spec
+        if n in self.locals:
+            return f"L_{n}"
         if n in spec.vars:
-            return lambda st, a: st.vars[n]
+            return f"V[{n!r}]"
         if n in spec.params:
-            return _const(self.config[n])
+            return self.k(self.config[n])
         if n in spec.consts:
-            return _const(spec.consts[n][1])
+            return self.k(spec.consts[n][1])
         if n in spec.defs:
             return self.expr(spec.defs[n])
         if n in spec.enum_of_member:
-            return _const(n)
+            return self.k(n)
         if n in spec.flag_member:
-            return _const(spec.flag_member[n][1])
-        if n in spec.tables:
-            return _const(n)  # only appears on the right of `in`, handled there
-        return lambda st, a: a[n]
+            return f"({spec.flag_member[n][1]!r})"
+        raise AssertionError(f"unresolved name {n}")  # the type checker rejects these
 
-    def field(self, o: S.Expr, n: str) -> Fn:
-        ot = self.t(o)
-        f = self.expr(o)
+    def field(self, o: S.Expr, n: str) -> str:
+        ot, x = self.t(o), self.expr(o)
         if ot.kind == "range":
-            if n == "base":
-                return lambda st, a: f(st, a)[0]
-            if n == "end":
-                return lambda st, a: f(st, a)[1]
-            return lambda st, a: (lambda r: r[1] - r[0])(f(st, a))
-        # table entry
+            return {"base": f"{x}[0]", "end": f"{x}[1]"}.get(n, f"_rsize({x})")
         if n == "key":
-            return lambda st, a: f(st, a)[0]
+            return f"{x}[0]"
         if n == "range":
-            sized = self.spec.tables[ot.name].sized_by
+            return f"_er({x}, {self.spec.tables[ot.name].sized_by!r})"
+        return f"{x}[1][{n!r}]"
 
-            def entry_range(st, a):
-                k, rec = f(st, a)
-                return (k, k + rec[sized])
-            return entry_range
-        return lambda st, a: f(st, a)[1][n]
-
-    def binary(self, e: S.Binary) -> Fn:
+    def binary(self, e: S.Binary) -> str:
         op = e.op
         if op == "in":
             return self.membership(e)
-        lf, rf = self.expr(e.left), self.expr(e.right)
-        match op:
-            case "and":
-                return lambda st, a: lf(st, a) and rf(st, a)
-            case "or":
-                return lambda st, a: lf(st, a) or rf(st, a)
-            case "implies":
-                return lambda st, a: (not lf(st, a)) or rf(st, a)
-            case "==":
-                return lambda st, a: lf(st, a) == rf(st, a)
-            case "!=":
-                return lambda st, a: lf(st, a) != rf(st, a)
-            case "<":
-                return lambda st, a: lf(st, a) < rf(st, a)
-            case "<=":
-                return lambda st, a: lf(st, a) <= rf(st, a)
-            case ">":
-                return lambda st, a: lf(st, a) > rf(st, a)
-            case ">=":
-                return lambda st, a: lf(st, a) >= rf(st, a)
-            case "+":
-                return lambda st, a: lf(st, a) + rf(st, a)
-            case "-":
-                return lambda st, a: lf(st, a) - rf(st, a)
-            case "*":
-                return lambda st, a: lf(st, a) * rf(st, a)
-            case "%":
-                def mod(st, a):
-                    d = rf(st, a)
-                    if d == 0:
-                        raise EvalError("remainder by zero")
-                    return lf(st, a) % d
-                return mod
-            case "**":
-                return lambda st, a: lf(st, a) ** rf(st, a)
-            case "&":
-                return lambda st, a: lf(st, a) & rf(st, a)
-            case "|":
-                return lambda st, a: lf(st, a) | rf(st, a)
-            case "overlaps":
-                return lambda st, a: overlaps(lf(st, a), rf(st, a))
-            case "contains":
-                if self.t(e.right).kind == "range":
-                    return lambda st, a: contains_range(lf(st, a), rf(st, a))
-                return lambda st, a: contains_addr(lf(st, a), rf(st, a))
+        l, r = self.expr(e.left), self.expr(e.right)
+        if op in ("and", "or"):
+            return f"({l} {op} {r})"
+        if op == "implies":
+            return f"((not {l}) or {r})"
+        if op in ("==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "**", "&", "|"):
+            return f"({l} {op} {r})"
+        if op == "%":
+            return f"_mod({l}, {r})"
+        if op == "overlaps":
+            return f"_ov({l}, {r})"
+        if op == "contains":
+            return f"_cr({l}, {r})" if self.t(e.right).kind == "range" else f"_ca({l}, {r})"
         raise AssertionError(op)
 
-    def membership(self, e: S.Binary) -> Fn:
+    def membership(self, e: S.Binary) -> str:
         rt = self.t(e.right)
-        lf = self.expr(e.left)
+        l = self.expr(e.left)
         if rt.kind == "table":
-            t = e.right.name  # type: ignore[union-attr]
-            return lambda st, a: lf(st, a) in st.tables[t].rows
-        rf = self.expr(e.right)
+            return f"({l} in T[{e.right.name!r}].rows)"  # type: ignore[union-attr]
+        r = self.expr(e.right)
         if rt.kind == "flags" or (rt.kind == "int" and self.t(e.left).kind == "flags"):
-            def flag_set(st, a):
-                bit = lf(st, a)
-                return (rf(st, a) & bit) == bit
-            return flag_set
+            return f"_fl({l}, {r})"
         if rt.kind == "range":
-            return lambda st, a: contains_addr(rf(st, a), lf(st, a))
-        return lambda st, a: lf(st, a) in rf(st, a)
+            return f"_ca({r}, {l})"
+        return f"({l} in {r})"
 
-    def quant(self, q: S.Quant) -> Fn:
-        body = self.expr(q.body)
-        var, table = q.var, q.table
+    def quant(self, q: S.Quant) -> str:
+        self.locals.add(q.var)
+        try:
+            body = self.expr(q.body)
+        finally:
+            self.locals.discard(q.var)
+        fn = f"(lambda L_{q.var}: {body})"
+        table = f"T[{q.table!r}]"
         if q.kind == "forall":
-            def forall(st, a):
-                saved = a.get(var, _MISSING)
-                try:
-                    for entry in st.tables[table].entries():
-                        a[var] = entry
-                        if not body(st, a):
-                            return False
-                    return True
-                finally:
-                    _restore(a, var, saved)
-            return forall
-        candidates = self.index_probe(q)
+            return f"_fa({table}.entries(), {fn})"
+        probe = self.index_probe(q)
+        source = probe if probe else f"{table}.entries()"
+        # Most probes find no candidate: test for that before building the predicate (3-4x cheaper).
+        self._fresh += 1
+        c = f"_c{self._fresh}"
+        return f"(_ex(w, {q.table!r}, {c}, {fn}) if ({c} := {source}) else False)"
 
-        def exists(st, a):
-            saved = a.get(var, _MISSING)
-            try:
-                tbl = st.tables[table]
-                for entry in (candidates(tbl, st, a) if candidates else tbl.entries()):
-                    a[var] = entry
-                    if body(st, a):
-                        w = a.get(WITNESS)
-                        if w is not None:
-                            w.append((table, entry[0]))
-                        return True
-                return False
-            finally:
-                _restore(a, var, saved)
-        return exists
-
-    def index_probe(self, q: S.Quant) -> Callable | None:
+    def index_probe(self, q: S.Quant) -> str | None:
         """For `exists v in T: ... v.range overlaps X ...` (X free of v), the interval index query."""
         if self.spec.tables[q.table].sized_by is None:
             return None
+        table = f"T[{q.table!r}]"
         for conj in _conjuncts(q.body):
             if not isinstance(conj, S.Binary) or conj.op not in ("overlaps", "contains"):
                 continue
             sides = [(conj.left, conj.right)] + ([(conj.right, conj.left)] if conj.op == "overlaps" else [])
             for mine, other in sides:
                 if _is_range_of(mine, q.var) and q.var not in _free_names(other):
-                    of = self.expr(other)
+                    x = self.expr(other)
                     if conj.op == "overlaps":
-                        return lambda tbl, st, a: tbl.overlapping(*of(st, a))
+                        return f"{table}.overlapping(*{x})"
                     if self.t(other).kind == "range":
-                        return lambda tbl, st, a: tbl.containing(*of(st, a))
-                    return lambda tbl, st, a: (lambda x: tbl.containing(x, x + 1))(of(st, a))
+                        return f"{table}.containing(*{x})"
+                    return f"_containing_addr({table}, {x})"
         return None
 
     # ---- statements
-    def stmts(self, body: Iterable[S.Stmt]) -> Callable[[State, dict], None]:
-        fs = [self.stmt(s) for s in body]
+    def stmts(self, body: Iterable[S.Stmt], indent: str) -> list[str]:
+        out: list[str] = []
+        for s in body:
+            out.extend(self.stmt(s, indent))
+        return out or [f"{indent}pass"]
 
-        def run(st, a):
-            for f in fs:
-                f(st, a)
-        return run
-
-    def stmt(self, s: S.Stmt) -> Callable[[State, dict], None]:
+    def stmt(self, s: S.Stmt, ind: str) -> list[str]:
         match s:
             case S.Assign(var=v, value=x):
-                f = self.expr(x)
-
-                def assign(st, a):
-                    value = f(st, a)
-                    st.journal.append((None, v, "set", st.vars[v]))
-                    st.vars[v] = value
-                return assign
+                return [f"{ind}_v = {self.expr(x)}", f"{ind}J.append((None, {v!r}, 'set', V[{v!r}]))",
+                        f"{ind}V[{v!r}] = _v"]
             case S.Insert(table=t, key=k, fields=fs):
-                kf = self.expr(k)
-                ffs = [(n, self.expr(x)) for n, x in fs]
-
-                def insert(st, a):
-                    st.tables[t].put(kf(st, a), {n: f(st, a) for n, f in ffs})
-                return insert
+                rec = ", ".join(f"{n!r}: {self.expr(x)}" for n, x in fs)
+                return [f"{ind}T[{t!r}].put({self.expr(k)}, {{{rec}}})"]
             case S.Update(table=t, key=k, field=n, value=x):
-                kf, vf = self.expr(k), self.expr(x)
-
-                def update(st, a):
-                    key = kf(st, a)
-                    if key not in st.tables[t].rows:
-                        raise EvalError(f"{t} has no entry for key {key}")
-                    st.tables[t].set_field(key, n, vf(st, a))
-                return update
+                return [f"{ind}_upd(T[{t!r}], {t!r}, {self.expr(k)}, {n!r}, {self.expr(x)})"]
             case S.Delete(table=t, key=k):
-                kf = self.expr(k)
-                return lambda st, a: st.tables[t].remove(kf(st, a))
+                return [f"{ind}T[{t!r}].remove({self.expr(k)})"]
             case S.If(cond=c, then=th, orelse=el):
-                cf, tf, ef = self.expr(c), self.stmts(th), self.stmts(el)
-
-                def if_(st, a):
-                    (tf if cf(st, a) else ef)(st, a)
-                return if_
+                lines = [f"{ind}if {self.expr(c)}:", *self.stmts(th, ind + "    ")]
+                if el:
+                    lines += [f"{ind}else:", *self.stmts(el, ind + "    ")]
+                return lines
             case _:
                 assert_never(s)
 
+    # ---- whole functions
+    locals: set[str]
 
+    def function(self, name: str, names: Iterable[str], body: list[str]) -> list[str]:
+        """`def name(st, a, w=None)` binding the given locals from `a` before the body."""
+        binds = [f"    L_{n} = a[{n!r}]" for n in names]
+        return [f"def {name}(st, a, w=None):", "    V = st.vars", "    T = st.tables", "    J = st.journal",
+                *binds, *body, ""]
+
+    def condition(self, name: str, names: Iterable[str], e: S.Expr) -> list[str]:
+        self.locals = set(names)
+        return self.function(name, names, [f"    return {self.expr(e)}"])
+
+
+_NOT_CONSTANT = object()
 _MISSING = object()
-# When an evaluation scope holds a list under this key, `exists` and `T[k]` append the entries
-# (table, key) they looked at: the replayer's way to name the earlier events a finding relates to.
+# When an evaluation is given a witness list, `exists` and `T[k]` append the entries (table, key)
+# they looked at: the replayer's way to name the earlier events a finding relates to.
 WITNESS = "\x00witness"
 
 
-def _restore(a: dict, var: str, saved) -> None:
-    if saved is _MISSING:
-        a.pop(var, None)
-    else:
-        a[var] = saved
+# Helpers the generated code calls (kept small: they are the hot path).
+def _ix(w, table: "Table", name: str, key):
+    if w is not None:
+        w.append((name, key))
+    try:
+        return (key, table.rows[key])
+    except KeyError:
+        raise EvalError(f"{name}[{key:#x}] has no entry" if isinstance(key, int) else f"{name}[{key}] has no entry") from None
 
 
-def _const(v) -> Fn:
-    def f(st, a):
-        return v
-    f.const = True  # type: ignore[attr-defined]
-    return f
+def _ex(w, name: str, entries, pred) -> bool:
+    for entry in entries:
+        if pred(entry):
+            if w is not None:
+                w.append((name, entry[0]))
+            return True
+    return False
+
+
+def _fa(entries, pred) -> bool:
+    for entry in entries:
+        if not pred(entry):
+            return False
+    return True
+
+
+def _mod(x: int, d: int) -> int:
+    if d == 0:
+        raise EvalError("remainder by zero")
+    return x % d
+
+
+def _rg(base: int, size: int) -> tuple:
+    return (base, base + size)
+
+
+def _rsize(r: tuple) -> int:
+    return r[1] - r[0]
+
+
+def _er(entry: tuple, sized_by: str) -> tuple:
+    k = entry[0]
+    return (k, k + entry[1][sized_by])
+
+
+def _fl(bit: int, flags: int) -> bool:
+    return (flags & bit) == bit
+
+
+def _containing_addr(table: "Table", x: int):
+    return table.containing(x, x + 1)
+
+
+def _upd(table: "Table", name: str, key, field: str, value) -> None:
+    if key not in table.rows:
+        raise EvalError(f"{name} has no entry for key {key}")
+    table.set_field(key, field, value)
 
 
 def overlaps(x: tuple, y: tuple) -> bool:
@@ -511,6 +575,14 @@ def contains_range(outer: tuple, inner: tuple) -> bool:
 
 def contains_addr(r: tuple, x: int) -> bool:
     return r[0] <= x < r[1]
+
+
+_ov, _cr, _ca = overlaps, contains_range, contains_addr
+_RUNTIME = {
+    "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
+    "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
+    "_ca": contains_addr, "frozenset": frozenset, "min": min, "max": max,
+}
 
 
 def _conjuncts(e: S.Expr) -> Iterator[S.Expr]:
@@ -550,17 +622,18 @@ def _free_names(e: S.Expr) -> set[str]:
 
 @dataclass(slots=True)
 class CompiledCall:
+    """One call's clauses, compiled. `bits` names what each bit of the mask function stands for."""
+
     info: CallInfo
-    requires: list[tuple[str, bool, Fn]]
-    usage_groups: list[tuple[str, list[Fn]]]
-    fails: list[tuple[str, frozenset | None, Fn]]
-    may_fail: list[tuple[str, frozenset | None, Fn | None]]
-    unspecified: list[tuple[str, Fn]]
-    ensures: list[tuple[str, Fn]]
+    mask: Callable[[State, dict], int]
+    bits: tuple[tuple[str, str, Any], ...]  # (kind, rule, codes) per bit; kind: usage|requires|undefined|fails|may|unspecified
+    conditions: dict[str, Callable]  # rule -> condition function (st, a, w) for explanations
+    ensures: tuple[tuple[str, Callable], ...]
     effect: Callable[[State, dict], None] | None
     effect_rule: str | None
     order: tuple[str, ...]
     thread_rule: str | None
+    cache: dict[int, "Allowed"]
 
     @property
     def name(self) -> str:
@@ -574,45 +647,96 @@ class Semantics:
         self.spec = spec
         self.config = resolve_config(spec, env or {})
         self.success = spec.success
-        comp = _Compiler(spec, self.config)
-        self._groups = {g: comp.expr(c) for g, c in spec.groups.items()}
-        self.calls: dict[str, CompiledCall] = {n: self._compile_call(comp, info) for n, info in spec.calls.items()}
-        self.invariants = [(inv.rule, comp.expr(inv.expr)) for inv in spec.invariants]
-        self._compiler = comp
+        em = _Emitter(spec, self.config)
+        self._emitter = em
+        lines: list[str] = []
+        plans = {name: self._emit_call(em, lines, i, info) for i, (name, info) in enumerate(spec.calls.items())}
+        for g, cond in spec.groups.items():
+            lines += em.condition(f"g_{_ident(g)}", (), cond)
+        for k, inv in enumerate(spec.invariants):
+            lines += em.condition(f"inv{k}", (), inv.expr)
+        ns = self._load("\n".join(lines), em)
+        self._groups = {g: ns[f"g_{_ident(g)}"] for g in spec.groups}
+        self.invariants = [(inv.rule, ns[f"inv{k}"]) for k, inv in enumerate(spec.invariants)]
+        self.calls: dict[str, CompiledCall] = {name: plan(ns) for name, plan in plans.items()}
+
+    def _load(self, source: str, em: _Emitter) -> dict:
+        ns = dict(_RUNTIME)
+        ns["K"] = tuple(em.consts)
+        exec(compile(source, f"<regcheck semantics of {self.spec.name}>", "exec"), ns)  # generated from the AST
+        return ns
 
     # ---- construction
-    def _compile_call(self, comp: _Compiler, info: CallInfo) -> CompiledCall:
-        cc = CompiledCall(info, [], [], [], [], [], [], None, None, (), None)
-        for c in info.decl.clauses:
+    def _emit_call(self, em: _Emitter, lines: list[str], i: int, info: CallInfo):
+        params = [n for n, _ in info.params]
+        with_out = params + [n for n, _ in info.outputs]
+        em.locals = set(params)
+        body: list[str] = ["    m = 0"]
+        bits: list[tuple[str, str, Any]] = []
+        cond_names: dict[str, str] = {}
+        ensures: list[tuple[str, str]] = []
+        effect_rule = None
+        order: tuple[str, ...] = ()
+        thread_rule = None
+
+        def add_bit(kind: str, rule: str, codes, test: str) -> None:
+            body.append(f"    if {test}: m |= {1 << len(bits)}")
+            bits.append((kind, rule, codes))
+
+        for j, c in enumerate(info.decl.clauses):
+            fname = f"c{i}_{j}"
             match c:
-                case S.Requires():
-                    cc.requires.append((c.rule, c.undefined, comp.expr(c.cond)))
                 case S.OnlyIn():
-                    cc.usage_groups.append((c.rule, [self._groups[g] for g in c.groups]))
+                    test = " or ".join(em.expr(self.spec.groups[g]) for g in c.groups) or "False"
+                    add_bit("usage", c.rule, None, f"not ({test})")
+                case S.Requires():
+                    add_bit("undefined" if c.undefined else "requires", c.rule, None, f"not {em.expr(c.cond)}")
+                    lines.extend(em.condition(fname, params, c.cond))
+                    cond_names[c.rule] = fname
+                    em.locals = set(params)
                 case S.Fails():
-                    cc.fails.append((c.rule, self._codes(comp, c.codes), comp.expr(c.cond)))
+                    add_bit("fails", c.rule, self._codes(c.codes), em.expr(c.cond))
+                    lines.extend(em.condition(fname, params, c.cond))
+                    cond_names[c.rule] = fname
+                    em.locals = set(params)
                 case S.MayFail():
-                    cc.may_fail.append((c.rule, self._codes(comp, c.codes), comp.expr(c.cond) if c.cond else None))
+                    add_bit("may", c.rule, self._codes(c.codes), em.expr(c.cond) if c.cond is not None else "True")
                 case S.Unspecified():
-                    cc.unspecified.append((c.rule, comp.expr(c.cond)))
+                    add_bit("unspecified", c.rule, None, em.expr(c.cond))
+                    lines.extend(em.condition(fname, params, c.cond))
+                    cond_names[c.rule] = fname
+                    em.locals = set(params)
                 case S.Ensures():
-                    cc.ensures.append((c.rule, comp.expr(c.cond)))
+                    lines.extend(em.condition(fname, with_out, c.cond))
+                    ensures.append((c.rule, fname))
+                    em.locals = set(params)
                 case S.Effect():
-                    cc.effect, cc.effect_rule = comp.stmts(c.body), c.rule
+                    em.locals = set(with_out)
+                    lines.extend(em.function(f"e{i}", with_out, em.stmts(c.body, "    ")))
+                    em.locals = set(params)
+                    effect_rule = c.rule
                 case S.Order():
-                    cc.order = c.rules
+                    order = c.rules
                 case S.NotThreadSafe():
-                    cc.thread_rule = c.rule
+                    thread_rule = c.rule
                 case _:
                     assert_never(c)
-        return cc
+        em.locals = set(params)
+        lines.extend(em.function(f"m{i}", params, body + ["    return m"]))
 
-    @staticmethod
-    def _codes(comp: _Compiler, codes: S.Codes) -> frozenset | None:
+        def plan(ns: dict) -> CompiledCall:
+            return CompiledCall(
+                info, ns[f"m{i}"], tuple(bits), {r: ns[f] for r, f in cond_names.items()},
+                tuple((r, ns[f]) for r, f in ensures), ns.get(f"e{i}") if effect_rule else None,
+                effect_rule, order, thread_rule, {},
+            )
+        return plan
+
+    def _codes(self, codes: S.Codes) -> frozenset | None:
         if isinstance(codes, S.AnyFailure):
             return None
-        v = comp.expr(codes)(None, None)
-        return v if isinstance(v, frozenset) else frozenset([v])
+        items = codes.items if isinstance(codes, S.SetLit) else (codes,)
+        return frozenset(self._emitter._constant(x) for x in items)
 
     def initial_state(self) -> State:
         vars = {n: v for n, (_, v) in self.spec.vars.items()}
@@ -623,49 +747,29 @@ class Semantics:
     def allowed(self, st: State, call: str, args: Mapping[str, Any]) -> Allowed:
         """Broken obligations and the outcome set of `call(args)` in `st`."""
         cc = self.calls[call]
-        a = dict(args)
         try:
-            return self._allowed(cc, st, a)
+            m = cc.mask(st, args)
         except EvalError as exc:
             raise RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}")]) from None
-
-    def _allowed(self, cc: CompiledCall, st: State, a: dict) -> Allowed:
-        broken: list[str] = []
-        undefined: list[str] = []
-        for rule, groups in cc.usage_groups:
-            if not any(g(st, a) for g in groups):
-                broken.append(rule)
-        for rule, is_undefined, cond in cc.requires:
-            if not cond(st, a):
-                broken.append(rule)
-                if is_undefined:
-                    undefined.append(rule)
-        errors = [ErrorOutcome(rule, codes) for rule, codes, cond in cc.fails if cond(st, a)]
-        if cc.order and len(errors) > 1:
-            errors = _apply_order(errors, cc.order)
-        env = [ErrorOutcome(rule, codes) for rule, codes, cond in cc.may_fail if cond is None or cond(st, a)]
-        unspecified = [rule for rule, cond in cc.unspecified if cond(st, a)]
-        return Allowed(cc.name, tuple(broken), tuple(undefined), tuple(unspecified), tuple(errors), tuple(env),
-                       not errors)
+        allowed = cc.cache.get(m)
+        if allowed is None:
+            allowed = cc.cache[m] = _allowed_from_mask(cc, m)
+        return allowed
 
     def witnesses(self, st: State, call: str, rule: str, args: Mapping) -> list[tuple[str, Any]]:
         """The table entries (table, key) the condition of `rule` looked at (for related events)."""
-        cc = self.calls[call]
-        conds = [c for r, _, c in cc.requires if r == rule] + [c for r, _, c in cc.fails if r == rule] + \
-                [c for r, c in cc.unspecified if r == rule]
+        cond = self.calls[call].conditions.get(rule)
         found: list = []
-        a = {**args, WITNESS: found}
-        for cond in conds:
+        if cond is not None:
             try:
-                cond(st, a)
+                cond(st, args, found)
             except EvalError:
                 pass
         return found
 
     def holds(self, st: State) -> list[str]:
         """Rule IDs of the invariants that do not hold in st."""
-        a: dict = {}
-        return [rule for rule, f in self.invariants if not f(st, a)]
+        return [rule for rule, f in self.invariants if not f(st, _EMPTY)]
 
     def ensures_broken(self, st: State, call: str, args: Mapping, outputs: Mapping) -> list[str]:
         cc = self.calls[call]
@@ -674,6 +778,8 @@ class Semantics:
             return [rule for rule, cond in cc.ensures if not cond(st, a)]
         except EvalError as exc:
             raise RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}")]) from None
+        except KeyError as exc:
+            raise RegcheckError([error("E0310", f"spec {self.spec.name}: {call}: output {exc} is missing")]) from None
 
     def judge(self, allowed: Allowed, st: State, args: Mapping, status, outputs: Mapping) -> Judgement:
         """Compare a recorded status and outputs with what `allowed` permits (before applying it)."""
@@ -718,12 +824,45 @@ class Semantics:
         return nxt
 
     def group_of(self, st: State) -> tuple[str, ...]:
-        a: dict = {}
-        return tuple(g for g, f in self._groups.items() if f(st, a))
+        return tuple(g for g, f in self._groups.items() if f(st, _EMPTY))
 
     def eval(self, e: S.Expr, st: State, scope: Mapping | None = None):
         """Evaluate one checked expression of this spec (tests, the prover's cross-check)."""
-        return self._compiler.expr(e)(st, dict(scope or {}))
+        scope = dict(scope or {})
+        names = [n for n in scope if n.isidentifier()]
+        em = _Emitter(self.spec, self.config)
+        ns = self._load("\n".join(em.condition("f", names, e)), em)
+        try:
+            return ns["f"](st, scope)
+        except EvalError as exc:
+            raise RegcheckError([error("E0310", f"spec {self.spec.name}: {exc}")]) from None
+
+
+_EMPTY: Mapping = {}
+
+
+def _ident(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+
+
+def _allowed_from_mask(cc: CompiledCall, m: int) -> Allowed:
+    broken, undefined, errors, env, unspecified = [], [], [], [], []
+    for bit, (kind, rule, codes) in enumerate(cc.bits):
+        if not m >> bit & 1:
+            continue
+        if kind in ("usage", "requires", "undefined"):
+            broken.append(rule)
+            if kind == "undefined":
+                undefined.append(rule)
+        elif kind == "fails":
+            errors.append(ErrorOutcome(rule, codes))
+        elif kind == "may":
+            env.append(ErrorOutcome(rule, codes))
+        else:
+            unspecified.append(rule)
+    if cc.order and len(errors) > 1:
+        errors = _apply_order(errors, cc.order)
+    return Allowed(cc.name, tuple(broken), tuple(undefined), tuple(unspecified), tuple(errors), tuple(env), not errors)
 
 
 def _apply_order(errors: list[ErrorOutcome], order: tuple[str, ...]) -> list[ErrorOutcome]:

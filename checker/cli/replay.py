@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ..diagnostics import RegcheckError
 from ..replay import ReplayReport, replay_trace
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all
@@ -13,7 +15,7 @@ def register(sub) -> None:
         description="Replay trace files (format v1, docs/trace-format.md) against the spec named in their header. "
                     "Exit 0: every trace conforms (unspecified findings alone still conform); 1: a trace "
                     "violates the spec; 2: input error (unreadable or malformed trace, unknown spec or call).")
-    p.add_argument("traces", nargs="+", metavar="TRACE")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file, or a directory: its *.jsonl files")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
     p.add_argument("--max-findings", type=int, metavar="N", help="stop a trace after N findings")
     add_format(p)
@@ -33,9 +35,21 @@ def report_text(report: ReplayReport) -> list[str]:
     return out
 
 
+def expand_traces(paths: list[str]) -> list[str]:
+    """Trace files as given; a directory stands for its *.jsonl files, sorted by name."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out.extend(os.path.join(p, name) for name in sorted(os.listdir(p)) if name.endswith(".jsonl"))
+        else:
+            out.append(p)
+    return out
+
+
 def run(args, out) -> int:
     reports: list[ReplayReport] = []
     errors: list[tuple[str, RegcheckError]] = []
+    args.traces = expand_traces(args.traces)
     for path in args.traces:
         try:
             reports.append(replay_trace(path, args.spec, args.max_findings))
@@ -60,4 +74,8 @@ def run(args, out) -> int:
             out.out(line)
     for _, exc in errors:
         out.err(render_all(exc.diagnostics))
+    if len(args.traces) > 1:
+        violating = sum(r.verdict == "violates" for r in reports)
+        out.out(f"{len(args.traces)} traces: {len(reports) - violating} conform, {violating} violate"
+                + (f", {len(errors)} unreadable" if errors else ""))
     return code

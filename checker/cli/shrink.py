@@ -1,0 +1,32 @@
+"""`regcheck shrink TRACE -o OUT`: the smallest subsequence of a trace with the same first finding."""
+
+from __future__ import annotations
+
+from ..shrink import shrink_trace
+from ..trace import write_trace
+from .common import EXIT_OK, add_format
+
+
+def register(sub) -> None:
+    p = sub.add_parser("shrink", help="delta-debug a violating trace to a smallest one with the same first finding",
+                       description="Shrink a violating trace: the result is still a well-formed trace and its first "
+                                   "usage/conformance finding has the same rule ID. Exit 0: written; 2: input error "
+                                   "or nothing to shrink (T0740).")
+    p.add_argument("trace", metavar="TRACE")
+    p.add_argument("-o", "--output", required=True, metavar="OUT")
+    p.add_argument("--spec", help="spec name or file to use instead of the header's")
+    add_format(p)
+    p.set_defaults(run=run)
+
+
+def run(args, out) -> int:
+    result = shrink_trace(args.trace, args.spec)
+    write_trace(args.output, result.header, result.events)
+    t = result.target
+    if args.format == "json":
+        out.json({"trace": args.trace, "output": args.output, "rule": t.rule, "kind": t.kind,
+                  "original_events": result.original, "events": len(result.events), "tests": result.tests})
+    else:
+        out.out(f"{args.trace}: first finding {t.kind}[{t.rule}] at line {t.line}")
+        out.out(f"shrunk {result.original} events to {len(result.events)} ({result.tests} replays); wrote {args.output}")
+    return EXIT_OK

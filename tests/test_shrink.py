@@ -1,0 +1,82 @@
+"""Delta debugging of violating traces."""
+
+import io
+import json
+
+import pytest
+
+from checker.cli import main
+from checker.replay import replay_trace
+from checker.shrink import ddmin
+
+HEADER = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
+
+
+def write(path, events, header=HEADER):
+    path.write_text("\n".join(json.dumps(x) for x in [header, *events]) + "\n")
+    return str(path)
+
+
+def noisy_overlap_trace(tmp_path):
+    """An overlap accepted by the driver, buried among unrelated, conforming activity."""
+    events = []
+    for i in range(30):  # unrelated allocations and registrations
+        base = 0x10_0000_0000 + i * 0x10000
+        events += [
+            {"call": "malloc", "args": {"size": 8192}, "out": {"ptr": base}},
+            {"call": "aclrtHostRegisterV2", "args": {"ptr": base, "size": 4096, "flag": 2}, "ret": 0},
+        ]
+    events += [
+        {"call": "malloc", "args": {"size": 16384}, "out": {"ptr": 0x7F00_0000_0000}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": 0x7F00_0000_0000, "size": 8192, "flag": 2}, "ret": 0},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": 0x7F00_0000_1000, "size": 4096, "flag": 2}, "ret": 0},
+        {"call": "aclrtHostUnregister", "args": {"ptr": 0x7F00_0000_0000}, "ret": 0},
+    ]
+    return write(tmp_path / "noisy.jsonl", events)
+
+
+def test_ddmin_finds_a_one_minimal_subsequence():
+    items = list(range(40))
+    result = ddmin(items, lambda xs: {3, 17, 29} <= set(xs))
+    assert result == [3, 17, 29]
+
+
+def test_shrink_keeps_the_first_finding_and_drops_the_noise(tmp_path):
+    src = noisy_overlap_trace(tmp_path)
+    out = tmp_path / "small.jsonl"
+    code = main(["shrink", src, "-o", str(out)], stdout=io.StringIO(), stderr=io.StringIO())
+    assert code == 0
+    report = replay_trace(str(out))
+    first = next(f for f in report.findings if f.kind != "unspecified")
+    assert (first.kind, first.rule) == ("conformance", "ACL-REG-OVERLAP")
+    assert report.events == 3  # malloc, the registration, the overlapping one
+
+
+def test_shrunk_trace_is_one_minimal(tmp_path):
+    src = noisy_overlap_trace(tmp_path)
+    out = tmp_path / "small.jsonl"
+    main(["shrink", src, "-o", str(out)], stdout=io.StringIO(), stderr=io.StringIO())
+    lines = out.read_text().splitlines()
+    for drop in range(1, len(lines)):
+        candidate = tmp_path / f"drop{drop}.jsonl"
+        candidate.write_text("\n".join(lines[:drop] + lines[drop + 1:]) + "\n")
+        report = replay_trace(str(candidate))
+        first = next((f for f in report.findings if f.kind != "unspecified"), None)
+        assert first is None or first.rule != "ACL-REG-OVERLAP"
+
+
+def test_shrink_of_a_conforming_trace_is_an_input_error(tmp_path):
+    src = write(tmp_path / "ok.jsonl", [{"call": "malloc", "args": {"size": 4096}, "out": {"ptr": 0x1000}}])
+    err = io.StringIO()
+    code = main(["shrink", src, "-o", str(tmp_path / "x.jsonl")], stdout=io.StringIO(), stderr=err)
+    assert code == 2
+    assert "T0740" in err.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["json"])
+def test_shrink_json_output(tmp_path, fmt):
+    src = noisy_overlap_trace(tmp_path)
+    buf = io.StringIO()
+    assert main(["shrink", src, "-o", str(tmp_path / "s.jsonl"), "--format", fmt], stdout=buf, stderr=io.StringIO()) == 0
+    doc = json.loads(buf.getvalue())
+    assert doc["rule"] == "ACL-REG-OVERLAP" and doc["events"] == 3 and doc["original_events"] == 64
