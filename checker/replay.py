@@ -26,7 +26,7 @@ from .diagnostics import RegcheckError, error
 from .load import load_spec
 from .semantics import Semantics, State, coerce_value
 from .source import Span
-from .trace import TraceEvent, TraceHeader, read_trace
+from .trace import TraceEvent, TraceHeader, parse_int, read_trace
 from .typecheck import INT_BOUNDS, CheckedSpec, Type
 
 KINDS = ("usage", "conformance", "unspecified")
@@ -183,7 +183,7 @@ class Replayer:
             if type(ret) is int:
                 return ret
             try:
-                return int(ret, 16) if isinstance(ret, str) else int(ret)
+                return parse_int(ret, what="ret")
             except ValueError:
                 raise self._input_error(ev, "T0733", f"{ev.call}: ret {ret!r} is not an integer status") from None
         if not isinstance(ret, str):
