@@ -76,7 +76,11 @@ def has_errors(diags: Iterable[Diagnostic]) -> bool:
 def render(diag: Diagnostic, sources: dict[str, SourceFile] | None = None) -> str:
     """Compiler-style text: `path:line:col: error[CODE]: message`, the source line, a caret, notes."""
     sources = sources or {}
-    lines = [f"{diag.span}: {diag.severity.value}[{diag.code}]: {diag.message}"]
+    if diag.span.line > 0:
+        where = str(diag.span)
+    else:  # no position: name the file if there is one, else the tool
+        where = diag.span.path if diag.span.path != NO_SPAN.path else "regcheck"
+    lines = [f"{where}: {diag.severity.value}[{diag.code}]: {diag.message}"]
     src = sources.get(diag.span.path)
     if src is not None and diag.span.line > 0:
         text = src.line_text(diag.span.line)

@@ -28,11 +28,14 @@ def bundled_spec_names() -> tuple[str, ...]:
 def read_spec_source(name_or_path: str) -> SourceFile:
     """A bundled spec name or a path; E0601 when neither exists, E0602 when it is not UTF-8."""
     path = Path(name_or_path)
-    if path.suffix == ".spec" or path.exists() or "/" in name_or_path:
+    bundled = "/" not in name_or_path and path.suffix != ".spec" and _spec_dir().joinpath(f"{name_or_path}.spec").is_file()
+    # A bundled name wins over a directory (or other non-file) of the same name in the working directory.
+    if not bundled and (path.suffix == ".spec" or path.exists() or "/" in name_or_path):
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise RegcheckError([error("E0601", f"cannot read spec '{name_or_path}': {exc.strerror}")]) from None
+            raise RegcheckError([error("E0601", f"cannot read spec '{name_or_path}': {exc.strerror}",
+                                       Span(name_or_path, 0, 0))]) from None
         display = name_or_path
     else:
         res = _spec_dir().joinpath(f"{name_or_path}.spec")

@@ -22,6 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from . import syntax as S
 from .diagnostics import RegcheckError, error
 from .load import load_spec
 from .semantics import Semantics, State, coerce_value
@@ -123,6 +124,7 @@ class Replayer:
         self.created: dict[tuple[str, Any], tuple[int, str]] = {}
         self.removed: dict[tuple[str, Any], tuple[int, str]] = {}
         self.recent: dict[str, deque] = {}
+        self._rule_tables: dict[str, frozenset[str]] = {}
         self.success = sem.success
         self.status_type = self.spec.status_type
         self.events = 0
@@ -169,7 +171,7 @@ class Replayer:
                 extra = sorted(set(rawo) - shape.output_names)
                 raise self._input_error(ev, "T0732", f"{ev.call}: unknown output(s) {', '.join(extra)}")
         if status == self.success and len(outs) != len(shape.outputs):
-            missing = [n for n, _ in shape.outputs if n not in outs]
+            missing = [n for n, *_ in shape.outputs if n not in outs]
             raise self._input_error(ev, "T0735", f"{ev.call} succeeded but its output(s) {', '.join(missing)} are missing")
         return shape, args, status, outs
 
@@ -211,7 +213,7 @@ class Replayer:
                                               ((clash, shape.name),)))
         judgement = sem.judge(allowed, st, args, status, outs)
         if not judgement.conforms:
-            findings.append(self._conformance(ev, judgement, args, status))
+            findings.append(self._conformance(ev, judgement, args, status, outs))
         for rule in allowed.unspecified:
             findings.append(self._finding(ev, "unspecified", rule, "the documents do not say what happens here; "
                                           f"recorded result {status!r} accepted", self._related(rule, ev, args)))
@@ -257,10 +259,22 @@ class Replayer:
                 found.add(made)
         if not found:  # nothing live to blame: perhaps the memory was freed or unregistered earlier
             values = {v for v in args.values() if type(v) is int and v != 0}
+            tables = self._tables_of_rule(rule)
             for (table, key), gone in self.removed.items():
-                if key in values:
+                if key in values and table in tables:
                     found.add(gone)
         return tuple(sorted(found))
+
+    def _tables_of_rule(self, rule: str) -> frozenset[str]:
+        """The tables a rule's condition mentions (cached): only their removals can explain it."""
+        cached = self._rule_tables.get(rule)
+        if cached is None:
+            info = self.spec.rules.get(rule)
+            clauses = self.spec.calls[info.call].decl.clauses if info and info.call else ()
+            cached = frozenset(t for c in clauses if getattr(c, "rule", None) == rule
+                               for t in tables_mentioned(getattr(c, "cond", None)))
+            self._rule_tables[rule] = cached
+        return cached
 
     def _cite_note(self, rule: str) -> tuple[str, ...]:
         info = self.spec.rules.get(rule)
@@ -288,18 +302,61 @@ class Replayer:
             msg += f": {info.cite.clause}"
         return self._finding(ev, "usage", rule, msg, self._related(rule, ev, args))
 
-    def _conformance(self, ev: TraceEvent, judgement, args: Mapping, status) -> Finding:
+    def _conformance(self, ev: TraceEvent, judgement, args: Mapping, status, outs: Mapping) -> Finding:
         rules = judgement.rules or ("(none)",)
         rule = rules[0]
-        if status == self.success and rule in self.spec.rules and self.spec.rules[rule].kind == "ensures":
-            msg = f"returned success with outputs {dict(ev.out)} that break the promise {rule}"
+        kind = self.spec.rules[rule].kind if rule in self.spec.rules else ""
+        if status == self.success and kind == "ensures":
+            shown = ", ".join(f"{n}={_show(v)}" for n, v in outs.items())
+            info = self.spec.rules[rule]
+            msg = f"succeeded with {shown}, which breaks the promise {rule}" + (f": {info.cite.clause}" if info.cite else "")
+        elif kind == "effect":
+            msg = (f"returned {_show(status)}, but no documented failure applies in this state, so the call must "
+                   f"succeed; the spec allows {judgement.expected}")
         else:
-            msg = f"returned {status!r}; the spec allows {judgement.expected}"
-        related = tuple(sorted({made for r in rules for made in self._related(r, ev, args)}))
+            msg = f"returned {_show(status)}; the spec allows {judgement.expected}"
+        scope = {**args, **outs}
+        related = tuple(sorted({made for r in rules for made in self._related(r, ev, scope)}))
         f = self._finding(ev, "conformance", rule, msg, related)
         if len(rules) > 1:
             f = Finding(f.line, f.kind, f.rule, f.call, f.message + f" (also {', '.join(rules[1:])})", f.related, f.notes)
         return f
+
+
+def _show(v) -> str:
+    """Addresses in hex, statuses and names as they are."""
+    if type(v) is int and (v >= 0x10000 or v < 0):
+        return hex(v)
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def tables_mentioned(e) -> set[str]:
+    """Names of the tables an expression reads (quantifiers, lookups, `in` tests)."""
+    found: set[str] = set()
+
+    def walk(x) -> None:
+        match x:
+            case S.Quant(table=t, body=b):
+                found.add(t)
+                walk(b)
+            case S.Index(table=t, key=k):
+                found.add(t)
+                walk(k)
+            case S.Name(name=n):
+                found.add(n)  # filtered below: only table names survive
+            case S.Field(obj=o):
+                walk(o)
+            case S.Unary(operand=o):
+                walk(o)
+            case S.Binary(left=l, right=r):
+                walk(l)
+                walk(r)
+            case S.Builtin(args=xs) | S.SetLit(items=xs):
+                for y in xs:
+                    walk(y)
+    if e is not None:
+        walk(e)
+    return found
 
 
 # ---------------------------------------------------------------- whole traces
@@ -320,17 +377,25 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
 
 def replay_events(sem: Semantics, events: Iterable[TraceEvent], path: str = "<trace>",
                   max_findings: int | None = None) -> ReplayReport:
+    """Replay events; with max_findings, stop after that many usage/conformance findings."""
+    if max_findings is not None and max_findings < 1:
+        raise ValueError("max_findings must be at least 1")
     r = Replayer(sem, path)
     findings: list[Finding] = []
     truncated = False
     feed = r.feed
+    violations = 0
     for ev in events:
         found = feed(ev)
         if found:
-            findings.extend(found)
-            if max_findings is not None and len(findings) >= max_findings:
-                del findings[max_findings:]
-                truncated = True
+            for f in found:
+                findings.append(f)
+                if f.kind != "unspecified":
+                    violations += 1
+                    if max_findings is not None and violations >= max_findings:
+                        truncated = True
+                        break
+            if truncated:
                 break
     return ReplayReport(path, sem.spec.name, r.events, tuple(findings), truncated)
 

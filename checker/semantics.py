@@ -14,6 +14,7 @@ Values: bool, int (exact, unbounded: `ptr + size` may pass 2**64 and is never wr
 from __future__ import annotations
 
 import heapq
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
@@ -22,7 +23,7 @@ from sortedcontainers import SortedList
 
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .typecheck import ANY, CallInfo, CheckedSpec, Type
+from .typecheck import ANY, CallInfo, CheckedSpec, Type, normalise_version
 
 Fn = Callable[["State", dict], Any]
 
@@ -315,7 +316,7 @@ class _Emitter:
             case S.BoolLit(value=v):
                 return "True" if v else "False"
             case S.VersionLit(parts=p):
-                return self.k(tuple(int(x) for x in p))
+                return self.k(normalise_version(p))
             case S.Name(name=n):
                 return self.name(n)
             case S.Field(obj=o, name=n):
@@ -352,7 +353,7 @@ class _Emitter:
             case S.IntLit(value=v) | S.BoolLit(value=v):
                 return v
             case S.VersionLit(parts=p):
-                return tuple(p)
+                return normalise_version(p)
             case S.Name(name=n) if n in self.spec.consts:
                 return self.spec.consts[n][1]
             case S.Name(name=n) if n in self.spec.params:
@@ -709,6 +710,7 @@ class Semantics:
                 case S.Ensures():
                     lines.extend(em.condition(fname, with_out, c.cond))
                     ensures.append((c.rule, fname))
+                    cond_names[c.rule] = fname
                     em.locals = set(params)
                 case S.Effect():
                     em.locals = set(with_out)
@@ -757,13 +759,15 @@ class Semantics:
         return allowed
 
     def witnesses(self, st: State, call: str, rule: str, args: Mapping) -> list[tuple[str, Any]]:
-        """The table entries (table, key) the condition of `rule` looked at (for related events)."""
+        """The table entries (table, key) the condition of `rule` looked at (for related events).
+
+        `args` holds the call's arguments, and for an `ensures` rule its outputs too."""
         cond = self.calls[call].conditions.get(rule)
         found: list = []
         if cond is not None:
             try:
                 cond(st, args, found)
-            except EvalError:
+            except (EvalError, KeyError):
                 pass
         return found
 
@@ -889,15 +893,20 @@ def describe_outcomes(allowed: Allowed, success) -> str:
 # ---------------------------------------------------------------- configuration
 
 
+_VERSION_PREFIX = re.compile(r"\s*([0-9]+(?:\.[0-9]+)*)")
+
+
 def parse_version(value) -> tuple[int, ...] | None:
-    if isinstance(value, (list, tuple)) and all(isinstance(x, int) for x in value):
-        return tuple(value)
-    text = str(value).strip()
-    try:
-        parts = tuple(int(p) for p in text.split("."))
-    except ValueError:
+    """A version from "5.10.1", "5.10.0-136.oe2203.aarch64" (the distribution suffix is ignored)
+    or a list of ints; None when it does not start with a number."""
+    if isinstance(value, (list, tuple)) and value and all(type(x) is int and x >= 0 for x in value):
+        return normalise_version(value)
+    if not isinstance(value, str):
         return None
-    return parts if parts and all(p >= 0 for p in parts) else None
+    m = _VERSION_PREFIX.match(value)
+    if m is None:
+        return None
+    return normalise_version(int(p) for p in m.group(1).split("."))
 
 
 def coerce_value(t: Type, value, spec: CheckedSpec):

@@ -709,7 +709,7 @@ class _Checker:
             case S.BoolLit(value=v):
                 return v
             case S.VersionLit(parts=p):
-                return p
+                return normalise_version(p)
             case S.Name(name=n):
                 if n in self.consts:
                     return self.consts[n][1]
@@ -740,6 +740,14 @@ class _Checker:
 
 
 _NOT_CONST = object()
+
+
+def normalise_version(parts) -> tuple[int, ...]:
+    """Trailing zero components carry no meaning: 5.10.0 is 5.10."""
+    parts = tuple(parts)
+    while len(parts) > 1 and parts[-1] == 0:
+        parts = parts[:-1]
+    return parts
 
 
 def _assignable(got: Type, want: Type) -> bool:

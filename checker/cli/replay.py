@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from ..diagnostics import RegcheckError
@@ -17,10 +18,21 @@ def register(sub) -> None:
                     "violates the spec; 2: input error (unreadable or malformed trace, unknown spec or call).")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file, or a directory: its *.jsonl files")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
-    p.add_argument("--max-findings", type=int, metavar="N", help="stop a trace after N findings")
+    p.add_argument("--max-findings", type=_positive, metavar="N",
+                   help="stop a trace after N usage/conformance findings (N >= 1)")
     add_format(p)
     p.set_defaults(run=run)
 
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
 
 
 def report_text(report: ReplayReport) -> list[str]:

@@ -1,0 +1,883 @@
+"""Proof obligations and consistency checks of one spec; results are data (nothing here prints).
+
+Induction. For every property P (each `invariant`, the implicit well-typedness of the state, and
+"state written by calls restricted to API groups changes only in those groups"):
+  init            the initial state satisfies P, for every configuration;
+  call / branch   all invariants and branch  =>  P after the call, for every call and branch:
+    success       the caller keeps its obligations (`requires`, `usage ... only in`), no `fails`
+                  condition holds, no `unspecified` clause holds, the outputs keep `ensures`;
+                  the success effect runs;
+    unspecified   obligations kept, some `unspecified` clause holds (the documents are silent,
+                  any outcome is allowed), the call reports success: the effect runs. A refutation
+                  here is a *documentation gap*, reported in its own category, but it still
+                  counts as refuted;
+    failure       any failure leaves the state unchanged: trivially PROVED (counted, not solved).
+A property whose reads miss everything the effect writes is PROVED by the frame argument.
+Verdicts come from `checker.solver` (UNKNOWN keeps Z3's reason and is never shown as PROVED). A
+REFUTED or UNKNOWN obligation gets a counterexample to induction from a bounded search (at most
+`cti_slots` entries per table), replayed with the concrete semantics; a bounded counterexample
+turns UNKNOWN into REFUTED (it is a real one).
+
+Guards (the other direction). For every call, property and single obligation r of the call:
+can a caller who breaks only r make the call break P? Each FOUND guard names the rule ID the
+replayer reports for that way of breaking P (freeing registered memory, ...).
+
+Consistency (bounded model checking from the initial state, `witness_depth` steps, each witness
+replayed concretely; what no run of that length shows is decided without bound over the states
+that satisfy the invariants): every clause can hold (no dead clause; a `fails` or `unspecified`
+clause that holds only when the outcome is open anyway is *shadowed*), every call can succeed,
+every invariant is non-vacuous, overlapping error conditions with their outcome sets, and silent
+successes (inputs where a call succeeds and no clause or effect statement applies).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import z3
+
+from . import syntax as S
+from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
+from .runs import Run, Step, semantics_for, well_typed
+from .encode import Encoder, SymState, read_config, reads_and_writes, symbolic_config
+from .semantics import Allowed, EvalError, Semantics, State, describe_outcomes
+from .solver import Answer, Session, SolverOptions, Verdict, Witness
+from .typecheck import INT_BOUNDS, CheckedSpec
+
+TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
+GROUP_FRAME = "API-GROUPS"
+GUARD_TIMEOUT_MS = 1000  # prefix of the implicit "changes only in its API groups" properties
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class ProveOptions:
+    solver: SolverOptions = SolverOptions()
+    consistency: bool = True
+    guards: bool = True
+    witness_depth: int = 4  # steps before the final call in consistency witnesses
+    cti_slots: int = 3  # entries per table in counterexample searches
+    reach_depth: int = 4  # bounded search for a refuted invariant from the initial state (0: none)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterExample:
+    """A concrete pre-state, call and post-state (a counterexample to induction, or a guard example)."""
+
+    env: Mapping[str, Any]
+    pre: State
+    call: str
+    inputs: Mapping[str, Any]
+    outputs: Mapping[str, Any]
+    post: State
+    rules: tuple[str, ...]  # the rule IDs involved
+    failing: tuple[str, ...]  # the properties false after the call (concrete semantics)
+    validated: bool  # the concrete semantics agrees: invariants held before, the step was allowed
+
+
+@dataclass(frozen=True, slots=True)
+class Obligation:
+    property: str  # an invariant's rule ID, TYPES, or API-GROUPS(<state>)
+    call: str | None  # None: the initial-state obligation
+    branch: str  # init | success | unspecified | failure
+    verdict: Verdict
+    how: str  # solver | frame | trivial | bounded (a bounded counterexample settled an UNKNOWN)
+    reason: str  # the solver's reason when UNKNOWN; a note otherwise
+    seconds: float
+    rules: tuple[str, ...]
+    cex: CounterExample | None = None
+
+    @property
+    def gap(self) -> bool:
+        """A refutation where the documents are silent: a documentation gap, not a spec bug."""
+        return self.branch == "unspecified" and self.verdict is not Verdict.PROVED
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """Breaking obligation `rule` (and only it) lets `call` break `property`: FOUND / NONE / UNKNOWN."""
+
+    property: str
+    call: str
+    rule: str
+    witness: Witness
+    reason: str
+    seconds: float
+    example: CounterExample | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One consistency item.
+
+    kind: clause | call | invariant | overlap | gap. status:
+      clause     live | shadowed | dead | unreached (satisfiable, no run within depth) | unknown
+      call       reachable | never | unreached | unknown
+      invariant  non-vacuous | vacuous | unreached | unknown
+      overlap    overlap | possible (no run within depth) | (disjoint pairs are counted, not listed)
+      gap        silent (a witness run) | possible
+    """
+
+    kind: str
+    subject: str
+    call: str | None
+    status: str
+    ok: bool
+    rules: tuple[str, ...]
+    detail: str
+    seconds: float
+    run: Run | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProofReport:
+    spec: str  # as given: a bundled name or a path
+    name: str  # the spec's declared name
+    obligations: tuple[Obligation, ...]
+    guards: tuple[Guard, ...]
+    reach: tuple[BmcResult, ...]  # bounded searches from the initial state for refuted invariants
+    checks: tuple[Check, ...]
+    disjoint_pairs: int
+    options: ProveOptions
+    seconds: float
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def proved(self) -> bool:
+        return all(o.verdict is Verdict.PROVED for o in self.obligations)
+
+    @property
+    def consistent(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def ok(self) -> bool:
+        return self.proved and self.consistent
+
+
+# ---------------------------------------------------------------- properties
+
+
+@dataclass(frozen=True, slots=True)
+class _Property:
+    id: str
+    rules: tuple[str, ...]
+    reads: frozenset  # what it reads (None entries: everything)
+    holds: Callable  # (enc, pre: SymState, post: SymState, call | None) -> z3 Bool
+    concrete: Callable  # (sem, pre: State | None, call | None, post: State) -> bool
+    everything: bool = False
+
+
+def _properties(spec: CheckedSpec) -> list[_Property]:
+    reads, writes = reads_and_writes(spec)
+    props = []
+    for inv in spec.invariants:
+        props.append(_Property(
+            inv.rule, (inv.rule,), reads(inv.expr),
+            (lambda inv: lambda enc, pre, post, call: enc.invariant(inv, post))(inv),
+            (lambda rule: lambda sem, pre, call, post: rule not in _holds(sem, post))(inv.rule)))
+    props.append(_Property(TYPES, (), frozenset(), lambda enc, pre, post, call: z3.And(enc.well_typed(post)),
+                           lambda sem, pre, call, post: well_typed(sem.spec, post), everything=True))
+    props += _group_properties(spec, writes)
+    return props
+
+
+def _group_properties(spec: CheckedSpec, writes) -> list[_Property]:
+    """For state written by a call restricted to API groups: it changes only in the allowed groups."""
+    restricted: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}  # state -> [(call, groups, rule)]
+    for name, info in spec.calls.items():
+        usage = info.clauses(S.OnlyIn)
+        if not usage:
+            continue
+        for item in writes(name):
+            target = item[1]
+            for u in usage:
+                entry = (name, u.groups, u.rule)
+                if entry not in restricted.setdefault(target, []):
+                    restricted[target].append(entry)
+    props = []
+    for target, writers in restricted.items():
+        allowed = {call: groups for call, groups, _ in writers}
+        rules = tuple(dict.fromkeys(rule for _, _, rule in writers))
+        is_var = target in spec.vars
+        items = frozenset([("var", target)]) if is_var else \
+            frozenset([("present", target)] + [("field", target, n) for n, _ in spec.tables[target].fields])
+
+        def holds(enc: Encoder, pre: SymState, post: SymState, call, target=target, is_var=is_var, allowed=allowed):
+            same = _same(enc, pre, post, target, is_var)
+            if call in allowed:
+                return z3.Or(same, z3.Or([enc.group_active(g, pre) for g in allowed[call]]))
+            return same
+
+        def concrete(sem: Semantics, pre, call, post, target=target, is_var=is_var, allowed=allowed):
+            if pre is None:
+                return True
+            same = pre.vars[target] == post.vars[target] if is_var else pre.tables[target].rows == post.tables[target].rows
+            if same:
+                return True
+            return call in allowed and any(g in sem.group_of(pre) for g in allowed[call])
+
+        props.append(_Property(f"{GROUP_FRAME}({target})", rules, items, holds, concrete))
+    return props
+
+
+def _same(enc: Encoder, pre: SymState, post: SymState, target: str, is_var: bool):
+    if is_var:
+        from .encode import equal
+        return equal(pre.vars[target], post.vars[target])
+    return pre.tables[target].same_as(post.tables[target], enc._name("same"))
+
+
+def _holds(sem: Semantics, st: State) -> list[str]:
+    try:
+        return sem.holds(st)
+    except EvalError:
+        return [inv.rule for inv in sem.spec.invariants]
+
+
+# ---------------------------------------------------------------- the prover
+
+
+class _Prover:
+    def __init__(self, spec: CheckedSpec, spec_name: str, options: ProveOptions):
+        self.spec = spec
+        self.spec_name = spec_name
+        self.options = options
+        self.config, self.config_bounds = symbolic_config(spec)
+        self.enc = Encoder(spec, self.config)
+        self.props = _properties(spec)
+        self.reads, self.writes = reads_and_writes(spec)
+        self.pre = self.enc.fresh_state("pre.")
+        self.hypotheses = (self.config_bounds + self.enc.well_typed(self.pre)
+                           + [self.enc.invariant(inv, self.pre) for inv in spec.invariants])
+        self._bounded_cache: dict = {}
+        self._bounded_goals: dict = {}
+
+    def touches(self, prop: _Property, call: str) -> bool:
+        return prop.everything or bool(prop.reads & self.writes(call))
+
+    # ---- induction
+    def induction(self) -> list[Obligation]:
+        out = []
+        init = self.enc.initial_state(bounded=False)
+        session = Session(self.options.solver, self.config_bounds)
+        for prop in self.props:
+            if prop.id.startswith(GROUP_FRAME):
+                continue
+            ans = session.prove(prop.holds(self.enc, init, init, None))
+            out.append(self._obligation(prop, None, "init", ans))
+        for call in self.spec.calls:
+            out += self.call_obligations(call)
+        return out
+
+    def call_obligations(self, call: str) -> list[Obligation]:
+        enc = self.enc
+        env, bounds = enc.fresh_io(call, f"{call}.")
+        cc = enc.conditions(call, self.pre, env)
+        post = enc.effect(call, self.pre, env)
+        session = Session(self.options.solver, self.hypotheses + bounds + [cc.ensured])
+        branches = [("success", cc.success_documented)]
+        if cc.unspecified:
+            branches.append(("unspecified", cc.success_unspecified))
+        out = []
+        goals = {prop.id: prop.holds(enc, self.pre, post, call) for prop in self.props if self.touches(prop, call)}
+        for branch, cond in branches:
+            with session.frame():
+                session.add(cond)
+                for prop in self.props:
+                    if not self.touches(prop, call):
+                        out.append(Obligation(prop.id, call, branch, Verdict.PROVED, "frame",
+                                              "the effect writes nothing the property reads", 0.0, prop.rules))
+                        continue
+                    ans = session.prove(goals[prop.id])
+                    ob = self._obligation(prop, call, branch, ans)
+                    if ob.verdict is not Verdict.PROVED:
+                        ob = self._with_cti(ob, prop, call, branch)
+                    out.append(ob)
+        if cc.fails or cc.env_errors:
+            for prop in self.props:
+                out.append(Obligation(prop.id, call, "failure", Verdict.PROVED, "trivial",
+                                      "a failure leaves the state unchanged", 0.0, prop.rules))
+        return out
+
+    def _obligation(self, prop: _Property, call, branch: str, ans: Answer) -> Obligation:
+        rules = prop.rules
+        if call is not None:
+            effect = self.spec.calls[call].clauses(S.Effect)
+            rules = rules + ((effect[0].rule,) if effect else ())
+        return Obligation(prop.id, call, branch, ans.verdict, "solver", ans.reason, ans.seconds, rules)
+
+    def _with_cti(self, ob: Obligation, prop: _Property, call: str, branch: str) -> Obligation:
+        t0 = time.perf_counter()
+        cex = self.bounded_example(prop, call, branch, None)
+        seconds = ob.seconds + time.perf_counter() - t0
+        if cex is None:
+            return Obligation(ob.property, call, branch, ob.verdict, ob.how, ob.reason, seconds, ob.rules)
+        rules = tuple(dict.fromkeys(ob.rules + cex.rules))
+        if ob.verdict is Verdict.UNKNOWN and cex.validated:
+            note = f"solver: {ob.reason}; a bounded counterexample settles it"
+            return Obligation(ob.property, call, branch, Verdict.REFUTED, "bounded", note, seconds, rules, cex)
+        return Obligation(ob.property, call, branch, ob.verdict, ob.how, ob.reason, seconds, rules, cex)
+
+    def _bounded(self, call: str):
+        """The call over a bounded symbolic pre-state (`cti_slots` entries per table), in one session."""
+        cached = self._bounded_cache.get(call)
+        if cached is None:
+            enc = Encoder(self.spec, self.config)
+            n = self.options.cti_slots
+            pre = enc.fresh_state(f"cti.{call}.", slots=n)
+            env, bounds = enc.fresh_io(call, f"cti.{call}.io.")
+            cc = enc.conditions(call, pre, env)
+            post = enc.effect(call, pre, env)
+            facts = (self.config_bounds + enc.well_typed(pre) + [enc.invariant(inv, pre) for inv in self.spec.invariants]
+                     + bounds + [cc.ensured])
+            cached = (enc, pre, env, cc, post, Session(self.options.solver, facts))
+            self._bounded_cache[call] = cached
+        return cached
+
+    def bounded_example(self, prop: _Property, call: str, branch: str, broken_rule: str | None) -> CounterExample | None:
+        """A small concrete pre-state and step that break prop (with only broken_rule broken, if given)."""
+        return self._bounded_search(prop, call, branch, broken_rule)[0]
+
+    def _bounded_search(self, prop, call, branch, broken_rule) -> tuple[CounterExample | None, Answer]:
+        enc, pre, env, cc, post, session = self._bounded(call)
+        key = (call, prop.id)
+        if key not in self._bounded_goals:
+            self._bounded_goals[key] = z3.Not(prop.holds(enc, pre, post, call))
+        ans = session.find(_branch(cc, branch, broken_rule), self._bounded_goals[key])
+        if ans.witness is not Witness.FOUND:
+            return None, ans
+        return self._example(enc, ans.model, pre, call, env, prop, branch, broken_rule), ans
+
+    def _example(self, enc: Encoder, model, pre_sym: SymState, call: str, env: Mapping, prop: _Property,
+                 branch: str, broken_rule: str | None) -> CounterExample:
+        info = self.spec.calls[call]
+        cfg = read_config(self.spec, model, self.config)
+        pre = enc.read_state(model, pre_sym)
+        inputs = {n: enc.types.read(t, model, env[n]) for n, t in info.params}
+        outputs = {n: enc.types.read(t, model, env[n]) for n, t in info.outputs}
+        sem = semantics_for(self.spec, cfg)
+        check = _ExampleCheck(self, sem, prop, call, inputs, outputs, branch, broken_rule)
+        validated = check(pre)
+        if validated:
+            pre = check.shrink(pre)
+        post = sem.successor(pre, call, inputs, outputs)
+        failing = tuple(p.id for p in self.props if not p.concrete(sem, pre, call, post))
+        rules: list[str] = list(prop.rules)
+        try:
+            al = sem.allowed(pre, call, inputs)
+            rules += list(al.broken) + list(al.unspecified)
+        except Exception:
+            validated = False
+        effect = info.clauses(S.Effect)
+        if effect:
+            rules.append(effect[0].rule)
+        return CounterExample(cfg, pre, call, inputs, outputs, post, tuple(dict.fromkeys(rules)), failing, validated)
+
+    # ---- guards
+    def guards(self) -> list[Guard]:
+        """Which single broken obligation lets a call break a property (bounded search, concrete check).
+
+        The induction obligations already prove that no call breaks a property while the caller
+        keeps its obligations; guards only name the rule behind each way to break it, so a bounded
+        search (`cti_slots` entries per table) is enough: NONE here means none that small.
+        """
+        out = []
+        for call, info in self.spec.calls.items():
+            obligations = [u.rule for u in info.clauses(S.OnlyIn)] + [r.rule for r in info.clauses(S.Requires)]
+            for rule in obligations:
+                for prop in self.props:
+                    if prop.id == TYPES or not self.touches(prop, call):
+                        continue
+                    t0 = time.perf_counter()
+                    example, ans = self._bounded_search(prop, call, "broken", rule)
+                    witness = Witness.FOUND if example is not None and example.validated else ans.witness
+                    if witness is Witness.FOUND and example is None:
+                        witness = Witness.UNKNOWN
+                    out.append(Guard(prop.id, call, rule, witness, ans.reason, time.perf_counter() - t0, example))
+        return out
+
+    # ---- reachability of refuted invariants
+    def reach(self, obligations: Sequence[Obligation]) -> list[BmcResult]:
+        refuted = sorted({o.property for o in obligations if o.verdict is not Verdict.PROVED
+                          and o.property in {inv.rule for inv in self.spec.invariants}})
+        if not refuted or self.options.reach_depth <= 0:
+            return []
+        return [search_violation(self.spec, self.spec_name, self.options.reach_depth, self.options.solver,
+                                 invariants=refuted)]
+
+    # ---- consistency
+    def consistency(self) -> tuple[list[Check], int]:
+        unrolling = Unrolling(self.spec, self.options.witness_depth, self.options.solver)
+        targets = self._targets()
+        found = cover(unrolling, self.spec_name, [t for t, _ in targets])
+        # second round: fails/unspecified clauses not live with the outcome decided by them
+        shadow = [_Shadow(t, info) for t, info in targets if info["kind"] in ("fails", "unspecified")
+                  and found[t.key].witness is not Witness.FOUND]
+        shadow_found = cover(unrolling, self.spec_name, [s.target for s in shadow]) if shadow else {}
+        checks: list[Check] = []
+        disjoint = 0
+        for t, info in targets:
+            c = found[t.key]
+            if info["kind"] == "overlap":
+                check = self._overlap_check(t, info, c)
+                if check is None:
+                    disjoint += 1
+                else:
+                    checks.append(check)
+                continue
+            if c.witness is Witness.FOUND:
+                checks.append(self._found_check(t, info, c))
+                continue
+            if info["kind"] in ("fails", "unspecified"):
+                sc = shadow_found.get(("shadow", t.key))
+                if sc is not None and sc.witness is Witness.FOUND:
+                    checks.append(Check("clause", info["rule"], t.call, "shadowed", True, (info["rule"],),
+                                        "holds only where the outcome is open anyway (a broken `undefined` "
+                                        "obligation or an `unspecified` clause)", sc.seconds,
+                                        self._finish_run(sc.run, info)))
+                    continue
+            checks.append(self._unbounded_check(t, info, c))
+        return checks, disjoint
+
+    def _targets(self) -> list[tuple[Target, dict]]:
+        out = []
+        spec = self.spec
+        for call, info in spec.calls.items():
+            clauses = info.decl.clauses
+            for c in clauses:
+                match c:
+                    case S.Fails():
+                        out.append(_clause_target(call, "fails", c.rule))
+                    case S.MayFail() if c.cond is not None:
+                        out.append(_clause_target(call, "may-fail", c.rule))
+                    case S.Unspecified():
+                        out.append(_clause_target(call, "unspecified", c.rule))
+                    case S.Requires():
+                        out.append(_clause_target(call, "requires", c.rule))
+                    case S.OnlyIn():
+                        out.append(_clause_target(call, "usage", c.rule))
+            out.append(_success_target(call))
+            if info.decl.kind == "call":
+                out.append(_gap_target(spec, call))
+            out += _overlap_targets(call, clauses)
+        for inv in spec.invariants:
+            out.append(_vacuity_target(inv))
+        return out
+
+    def _finish_run(self, run: Run | None, info: dict) -> Run | None:
+        """Give the final call the status the check is about."""
+        if run is None or not run.steps or info.get("call") is None:
+            return run
+        last = run.steps[-1]
+        if self.spec.calls[last.call].decl.kind != "call":
+            return run
+        sem = semantics_for(self.spec, run.env)
+        st = sem.initial_state()
+        for s in run.steps[:-1]:
+            sem.apply(st, s.call, s.inputs, s.outputs)
+        al = sem.allowed(st, last.call, last.inputs)
+        status = _status_for(self.spec, al, info)
+        return Run(run.spec, run.env, run.steps[:-1] + (Step(last.call, last.inputs, last.outputs, status),))
+
+    def _found_check(self, t: Target, info: dict, c: Covered) -> Check:
+        kind = info["kind"]
+        run = self._finish_run(c.run, info)
+        if kind == "success":
+            return Check("call", t.call, t.call, "reachable", True, (), "succeeds after the witness run", c.seconds, run)
+        if kind == "vacuity":
+            return Check("invariant", info["rule"], None, "non-vacuous", True, (info["rule"],),
+                         "its antecedent holds in a reachable state", c.seconds, run)
+        if kind == "gap":
+            return Check("gap", t.call, t.call, "silent", True, info["around"],
+                         "succeeds and no effect statement applies: check that the documents say so", c.seconds, run)
+        return Check("clause", info["rule"], t.call, "live", True, (info["rule"],), _LIVE[kind], c.seconds, run)
+
+    def _overlap_check(self, t: Target, info: dict, c: Covered) -> Check | None:
+        a, b = info["rules"]
+        if c.witness is Witness.FOUND:
+            run = self._finish_run(c.run, info)
+            return Check("overlap", f"{a} + {b}", t.call, "overlap", True, (a, b), self._outcomes(run), c.seconds, run)
+        ans = self._unbounded(t, info)
+        if ans.witness is Witness.NONE:
+            return None
+        status = "possible" if ans.witness is Witness.FOUND else "unknown"
+        return Check("overlap", f"{a} + {b}", t.call, status, True, (a, b),
+                     f"both can hold in a state satisfying the invariants, no run of {self.options.witness_depth} "
+                     f"steps shows it" if status == "possible" else f"solver: {ans.reason}", c.seconds + ans.seconds)
+
+    def _outcomes(self, run: Run | None) -> str:
+        if run is None or not run.steps:
+            return ""
+        sem = semantics_for(self.spec, run.env)
+        st = sem.initial_state()
+        for s in run.steps[:-1]:
+            sem.apply(st, s.call, s.inputs, s.outputs)
+        last = run.steps[-1]
+        al = sem.allowed(st, last.call, last.inputs)
+        broken = f"broken obligations {', '.join(al.broken)}; " if al.broken else ""
+        return f"{broken}outcomes: {describe_outcomes(al, self.spec.success)}"
+
+    def _unbounded(self, t: Target, info: dict) -> Answer:
+        """Does the target hold in some state satisfying the invariants (no bound on entries)?"""
+        enc = self.enc
+        if t.call is None:
+            formula = t.formula(enc, {}, None, self.pre)
+            return Session(self.options.solver, self.hypotheses).find(formula)
+        env, bounds = enc.fresh_io(t.call, f"unb.{t.call}.")
+        cc = enc.conditions(t.call, self.pre, env)
+        return Session(self.options.solver, self.hypotheses + bounds).find(t.formula(enc, env, cc, self.pre))
+
+    def _unbounded_check(self, t: Target, info: dict, c: Covered) -> Check:
+        kind = info["kind"]
+        ans = self._unbounded(t, info)
+        seconds = c.seconds + ans.seconds
+        depth = self.options.witness_depth
+        subject = info.get("rule") or t.call
+        ck = {"success": "call", "vacuity": "invariant", "gap": "gap"}.get(kind, "clause")
+        if ans.witness is Witness.NONE:
+            if kind == "gap":
+                return Check("gap", t.call, t.call, "none", True, info["around"], "no silent success", seconds)
+            status = {"success": "never", "vacuity": "vacuous"}.get(kind, "dead")
+            detail = {"never": "no state satisfying the invariants lets the call succeed",
+                      "vacuous": "its antecedent never holds in a state satisfying the invariants"}.get(
+                status, "its condition never holds in a state satisfying the invariants")
+            return Check(ck, subject, t.call, status, False, info.get("rules", ()), detail, seconds)
+        if ans.witness is Witness.FOUND:
+            status = "possible" if kind == "gap" else "unreached"
+            return Check(ck, subject, t.call, status, kind == "gap", info.get("rules", ()),
+                         f"holds in a state satisfying the invariants, but no run of {depth} steps shows it "
+                         f"(raise --witness-depth)", seconds)
+        return Check(ck, subject, t.call, "unknown", False, info.get("rules", ()), f"solver: {ans.reason or c.reason}",
+                     seconds)
+
+
+_LIVE = {
+    "fails": "decides the outcome in a reachable state",
+    "may-fail": "its condition holds in a reachable state",
+    "unspecified": "holds in a reachable state where the caller keeps its obligations",
+    "requires": "a caller can break it in a reachable state",
+    "usage": "a caller can break it in a reachable state",
+}
+
+
+class _ExampleCheck:
+    """Is a concrete pre-state a counterexample (invariants hold, the branch is taken, prop fails after)?"""
+
+    def __init__(self, prover: "_Prover", sem: Semantics, prop: _Property, call: str, inputs: Mapping,
+                 outputs: Mapping, branch: str, broken_rule: str | None):
+        self.prover, self.sem, self.prop, self.call = prover, sem, prop, call
+        self.inputs, self.outputs, self.branch, self.broken_rule = inputs, outputs, branch, broken_rule
+
+    def __call__(self, pre: State) -> bool:
+        sem = self.sem
+        try:
+            if _holds(sem, pre) or not well_typed(sem.spec, pre):
+                return False
+            al = sem.allowed(pre, self.call, self.inputs)
+            if not _branch_holds(al, self.branch, self.broken_rule):
+                return False
+            if sem.ensures_broken(pre, self.call, self.inputs, self.outputs):
+                return False
+            post = sem.successor(pre, self.call, self.inputs, self.outputs)
+            return not self.prop.concrete(sem, pre, self.call, post)
+        except Exception:  # an evaluation error: not a counterexample
+            return False
+
+    def shrink(self, pre: State) -> State:
+        """Drop table entries one at a time while the state stays a counterexample."""
+        changed = True
+        while changed:
+            changed = False
+            for name, table in pre.tables.items():
+                for key in list(table.rows):
+                    trial = pre.copy()
+                    trial.tables[name].remove(key)
+                    if self(trial):
+                        pre, changed = trial, True
+                        break
+                if changed:
+                    break
+        return pre
+
+
+# ---------------------------------------------------------------- branch conditions
+
+
+def _branch(cc, branch: str, broken_rule: str | None):
+    if branch == "success":
+        return cc.success_documented
+    if branch == "unspecified":
+        return cc.success_unspecified
+    # "broken": only broken_rule is broken; the call still succeeds (anything may happen when the
+    # obligation is `undefined`; otherwise the documented errors still apply)
+    conds = []
+    undefined = True
+    for rule, cond in cc.usage:
+        conds.append(z3.Not(cond) if rule == broken_rule else cond)
+        if rule == broken_rule:
+            undefined = False
+    for rule, is_undefined, cond in cc.requires:
+        conds.append(z3.Not(cond) if rule == broken_rule else cond)
+        if rule == broken_rule:
+            undefined = is_undefined
+    if not undefined:
+        conds.append(z3.Or(z3.Not(cc.any_error), cc.any_unspecified))
+    return z3.And(conds)
+
+
+def _branch_holds(al: Allowed, branch: str, broken_rule: str | None) -> bool:
+    if branch == "success":
+        return not al.broken and al.success and not al.unspecified
+    if branch == "unspecified":
+        return not al.broken and bool(al.unspecified)
+    return al.broken == (broken_rule,) and (al.open or al.success)
+
+
+def _status_for(spec: CheckedSpec, al: Allowed, info: dict):
+    """A status the final call may return that shows what the check is about."""
+    kind = info["kind"]
+    if kind in ("fails", "may-fail"):
+        rule = info["rule"]
+        for e in al.errors + al.env_errors:
+            if e.rule == rule:
+                return _a_code(spec, e.codes)
+    if kind == "overlap" and not al.open:
+        for e in al.errors:
+            if e.rule in info["rules"]:
+                return _a_code(spec, e.codes)
+    if al.open or al.success:
+        return spec.success
+    if al.errors:
+        return _a_code(spec, al.errors[0].codes)
+    return spec.success
+
+
+def _a_code(spec: CheckedSpec, codes):
+    if codes is not None:
+        return sorted(codes, key=str)[0]
+    if spec.status_type.kind == "enum":
+        return next(m for m in spec.enums[spec.status_type.name] if m != spec.success)
+    return spec.success + 1 if isinstance(spec.success, int) else spec.success
+
+
+# ---------------------------------------------------------------- consistency targets
+
+
+def _clause_cond(cc, kind: str, rule: str):
+    if kind == "fails":
+        return next(c for r, _, c in cc.errors if r == rule)
+    if kind == "may-fail":
+        return next(c for r, _, c in cc.env_errors if r == rule)
+    if kind == "unspecified":
+        return next(c for r, c in cc.unspecified if r == rule)
+    if kind == "requires":
+        return z3.Not(next(c for r, _, c in cc.requires if r == rule))
+    return z3.Not(next(c for r, c in cc.usage if r == rule))
+
+
+def _open(cc):
+    undefined = [z3.Not(c) for _, u, c in cc.requires if u]
+    return z3.Or(undefined + [cc.any_unspecified])
+
+
+def _undefined_broken(cc):
+    return z3.Or([z3.Not(c) for _, u, c in cc.requires if u])
+
+
+def _clause_holds(al: Allowed, kind: str, rule: str) -> bool:
+    if kind == "fails":
+        return rule in [e.rule for e in al.errors]
+    if kind == "may-fail":
+        return rule in [e.rule for e in al.env_errors]
+    if kind == "unspecified":
+        return rule in al.unspecified
+    return rule in al.broken
+
+
+def _clause_target(call: str, kind: str, rule: str) -> tuple[Target, dict]:
+    def formula(enc, env, cc, st):
+        c = _clause_cond(cc, kind, rule)
+        if kind == "fails":
+            return z3.And(c, z3.Not(_open(cc)))
+        if kind == "unspecified":
+            return z3.And(c, z3.Not(_undefined_broken(cc)))
+        return c
+
+    def holds(sem, st, step):
+        al = sem.allowed(st, step.call, step.inputs)
+        if not _clause_holds(al, kind, rule):
+            return False
+        if kind == "fails":
+            return not al.open
+        if kind == "unspecified":
+            return not al.undefined
+        return True
+    return Target(("clause", rule), call, formula, holds), {"kind": kind, "rule": rule, "rules": (rule,), "call": call}
+
+
+@dataclass(frozen=True, slots=True)
+class _Shadow:
+    """The second round for a clause: its condition alone (the outcome may be open)."""
+
+    original: Target
+    info: dict
+
+    @property
+    def target(self) -> Target:
+        kind, rule = self.info["kind"], self.info["rule"]
+        return Target(("shadow", self.original.key), self.original.call,
+                      lambda enc, env, cc, st: _clause_cond(cc, kind, rule),
+                      lambda sem, st, step: _clause_holds(sem.allowed(st, step.call, step.inputs), kind, rule))
+
+
+def _success_target(call: str) -> tuple[Target, dict]:
+    def holds(sem, st, step):
+        al = sem.allowed(st, step.call, step.inputs)
+        return (not al.broken and al.success and not al.open
+                and not sem.ensures_broken(st, step.call, step.inputs, step.outputs))
+    return (Target(("success", call), call, lambda enc, env, cc, st: z3.And(cc.success_documented, cc.ensured), holds),
+            {"kind": "success", "call": call})
+
+
+def _gap_target(spec: CheckedSpec, call: str) -> tuple[Target, dict]:
+    def formula(enc, env, cc, st):
+        return z3.And(cc.success_documented, cc.ensured, enc.effect_idle(call, st, env))
+
+    def holds(sem, st, step):
+        al = sem.allowed(st, step.call, step.inputs)
+        if al.broken or not al.success or al.open or sem.ensures_broken(st, step.call, step.inputs, step.outputs):
+            return False
+        return sem.successor(st, step.call, step.inputs, step.outputs) == st
+    return Target(("gap", call), call, formula, holds), {"kind": "gap", "call": call, "around": _around(spec, call)}
+
+
+def _around(spec: CheckedSpec, call: str) -> tuple[str, ...]:
+    """The rules next to a silent success: the effect rule, and clauses reading what its `if`s read."""
+    info = spec.calls[call]
+    effects = info.clauses(S.Effect)
+    names: set[str] = set()
+    if effects:
+        for node in _stmts_conds(effects[0].body):
+            names |= _names(node)
+    rules = [effects[0].rule] if effects else []
+    for c in info.decl.clauses:
+        if isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(c.cond) & names:
+            rules.append(c.rule)
+    return tuple(rules)
+
+
+def _stmts_conds(body):
+    for s in body:
+        if isinstance(s, S.If):
+            yield s.cond
+            yield from _stmts_conds(s.then)
+            yield from _stmts_conds(s.orelse)
+
+
+def _names(e) -> set[str]:
+    out: set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        match x:
+            case S.Name(name=n):
+                out.add(n)
+            case S.Field(obj=o):
+                stack.append(o)
+            case S.Index(table=t, key=k):
+                out.add(t)
+                stack.append(k)
+            case S.Quant(table=t, body=b):
+                out.add(t)
+                stack.append(b)
+            case S.Unary(operand=o):
+                stack.append(o)
+            case S.Binary(left=l, right=r):
+                stack += [l, r]
+            case S.Builtin(args=args) | S.SetLit(items=args):
+                stack += list(args)
+    return out
+
+
+def _overlap_targets(call: str, clauses) -> list[tuple[Target, dict]]:
+    """Pairs of clauses whose conditions hold together while nothing else opens the outcome:
+    two errors (both outcomes allowed), an error and a broken (not `undefined`) obligation (the
+    caller's bug and a documented error), an error and an `unspecified` clause (the documents give
+    an error and are silent at once)."""
+    errors = [("fails", c.rule) for c in clauses if isinstance(c, S.Fails)]
+    others = [("requires", c.rule) for c in clauses if isinstance(c, S.Requires) and not c.undefined] + \
+             [("unspecified", c.rule) for c in clauses if isinstance(c, S.Unspecified)]
+    pairs = [(a, b) for i, a in enumerate(errors) for b in errors[i + 1:]] + [(a, b) for a in errors for b in others]
+    out = []
+    for (ka, ra), (kb, rb) in pairs:
+        def formula(enc, env, cc, st, ka=ka, ra=ra, kb=kb, rb=rb):
+            rest = [c for r, c in cc.usage] + [c for r, _, c in cc.requires if r != rb]
+            rest += [z3.Not(c) for r, c in cc.unspecified if r != rb]
+            return z3.And([_clause_cond(cc, ka, ra), _clause_cond(cc, kb, rb)] + rest)
+
+        def holds(sem, st, step, ka=ka, ra=ra, kb=kb, rb=rb):
+            al = sem.allowed(st, step.call, step.inputs)
+            if not (_clause_holds(al, ka, ra) and _clause_holds(al, kb, rb)):
+                return False
+            return set(al.broken) <= {rb} and set(al.unspecified) <= {rb}
+        out.append((Target(("overlap", call, ra, rb), call, formula, holds),
+                    {"kind": "overlap", "rules": (ra, rb), "call": call}))
+    return out
+
+
+def _vacuity_target(inv: S.InvariantDecl) -> tuple[Target, dict]:
+    witness = _antecedent(inv.expr)
+
+    def holds(sem, st, step):
+        return bool(sem.eval(witness, st))
+    target = Target(("vacuity", inv.rule), None, lambda enc, env, cc, st: enc.expr(witness, st, {}), holds)
+    return target, {"kind": "vacuity", "rule": inv.rule, "rules": (inv.rule,)}
+
+
+def _antecedent(e: S.Expr) -> S.Expr:
+    """What must hold for the invariant to say something: its quantified entries exist and its
+    implication's premise holds (`forall a in T: A implies B` -> `exists a in T: A`)."""
+    match e:
+        case S.Quant(kind="forall", var=v, table=t, body=b):
+            return S.Quant("exists", v, t, _antecedent(b), e.span)
+        case S.Binary(op="implies", left=a, right=b):
+            rest = _antecedent(b)
+            return a if isinstance(rest, S.BoolLit) else S.Binary("and", a, rest, e.span)
+        case S.Binary(op="and", left=a, right=b):
+            ra, rb = _antecedent(a), _antecedent(b)
+            if isinstance(ra, S.BoolLit):
+                return rb
+            if isinstance(rb, S.BoolLit):
+                return ra
+            return S.Binary("and", ra, rb, e.span)
+    return S.BoolLit(True, e.span)
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def prove(spec: CheckedSpec, spec_name: str, options: ProveOptions = ProveOptions()) -> ProofReport:
+    """All obligations, guards and (optionally) consistency checks of one spec."""
+    t0 = time.perf_counter()
+    prover = _Prover(spec, spec_name, options)
+    phases = {}
+    obligations = prover.induction()
+    phases["induction"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    guards = prover.guards() if options.guards else []
+    phases["guards"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    reach = prover.reach(obligations)
+    phases["reach"] = time.perf_counter() - t1
+    checks, disjoint = [], 0
+    if options.consistency:
+        t1 = time.perf_counter()
+        checks, disjoint = prover.consistency()
+        phases["consistency"] = time.perf_counter() - t1
+    return ProofReport(spec_name, spec.name, tuple(obligations), tuple(guards), tuple(reach), tuple(checks), disjoint,
+                       options, time.perf_counter() - t0, phases)

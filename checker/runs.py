@@ -1,0 +1,213 @@
+"""Concrete call sequences (runs): data, replay with the concrete semantics, shrinking, formatting.
+
+A `Run` is a trace as data: the configuration and the steps from the initial state. Bounded
+model checking, the prover's witnesses and the simulator all produce runs; each is checked and
+shortened here with `checker.semantics` only (this module does not import z3), and written as a
+trace file (format v1) that `regcheck replay` reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .semantics import Allowed, EvalError, Semantics, State
+from .trace import TraceEvent, TraceHeader, write_trace
+from .typecheck import INT_BOUNDS, CheckedSpec, Type
+
+# ---------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One call with its inputs and outputs (semantics values) and the status it returned."""
+
+    call: str
+    inputs: Mapping[str, Any]
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    status: Any = None  # None for environment events (they have no status)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A concrete call sequence from the initial state under one configuration: a trace, as data."""
+
+    spec: str  # the spec as a trace header names it: a bundled name or a path
+    env: Mapping[str, Any]  # parameter values (semantics values)
+    steps: tuple[Step, ...]
+
+    def header(self, checked: CheckedSpec) -> TraceHeader:
+        return TraceHeader(spec=self.spec, env={n: json_value(checked.params[n][0], v) for n, v in self.env.items()})
+
+    def events(self, checked: CheckedSpec) -> list[TraceEvent]:
+        out = []
+        for s in self.steps:
+            info = checked.calls[s.call]
+            args = {n: json_value(t, s.inputs[n]) for n, t in info.params}
+            outs = {n: json_value(t, s.outputs[n]) for n, t in info.outputs if n in s.outputs}
+            out.append(TraceEvent(line=0, call=s.call, args=args, ret=s.status, out=outs))
+        return out
+
+    def write(self, target, checked: CheckedSpec) -> int:
+        """Write as a trace file (format v1) that `regcheck replay` reads."""
+        return write_trace(target, self.header(checked), self.events(checked))
+
+    def describe(self, checked: CheckedSpec) -> list[str]:
+        lines = []
+        for i, s in enumerate(self.steps, 1):
+            lines.append(f"{i}. {format_step(checked, s)}")
+        return lines
+
+
+def json_value(t: Type, v):
+    """A semantics value as a trace JSON value."""
+    if t.kind == "version":
+        return ".".join(str(p) for p in v)
+    return v
+
+
+def format_value(t: Type, v) -> str:
+    if t.kind in ("int", "flags") and isinstance(v, int):
+        if t.kind == "flags":
+            return f"{v:#x}"
+        return f"{v:#x}" if abs(v) >= 4096 else str(v)
+    if t.kind == "version":
+        return ".".join(str(p) for p in v)
+    if t.kind == "bool":
+        return "true" if v else "false"
+    return str(v)
+
+
+def format_step(checked: CheckedSpec, s: Step) -> str:
+    info = checked.calls[s.call]
+    args = ", ".join(f"{n}={format_value(t, s.inputs[n])}" for n, t in info.params)
+    text = f"{s.call}({args})"
+    if info.outputs:
+        text += " -> (" + ", ".join(f"{n}={format_value(t, s.outputs[n])}" for n, t in info.outputs if n in s.outputs) + ")"
+    if s.status is not None:
+        text += f" = {s.status}"
+    return text
+
+
+def format_state(checked: CheckedSpec, st: State) -> str:
+    """A state in one line: `vm=Init; regs={0x1000: size=0x1000, kind=CUDA}; ...` (empty tables shown)."""
+    parts = [f"{n}={format_value(t, st.vars[n])}" for n, (t, _) in checked.vars.items()]
+    for n, info in checked.tables.items():
+        rows = st.tables[n].rows
+        entries = []
+        for k in sorted(rows, key=_sort_key):
+            rec = ", ".join(f"{f}={format_value(t, rows[k][f])}" for f, t in info.fields)
+            entries.append(f"{format_value(info.key, k)}: {rec}")
+        parts.append(f"{n}={{" + "; ".join(entries) + "}")
+    return "; ".join(parts)
+
+
+def format_env(checked: CheckedSpec, env: Mapping) -> str:
+    return ", ".join(f"{n}={format_value(checked.params[n][0], v)}" for n, v in env.items())
+
+
+def _sort_key(k):
+    return (0, k) if isinstance(k, int) else (1, str(k))
+
+
+# ---------------------------------------------------------------- concrete checking of runs
+
+_SEMANTICS: dict = {}
+
+
+def semantics_for(spec: CheckedSpec, env: Mapping[str, Any]) -> Semantics:
+    """A `Semantics` per (spec, configuration), reused: building one compiles the spec."""
+    key = (id(spec), tuple(sorted(env.items())))
+    hit = _SEMANTICS.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_SEMANTICS) > 256:
+        _SEMANTICS.clear()
+    sem = Semantics(spec, env)
+    _SEMANTICS[key] = (spec, sem)
+    return sem
+
+
+
+class RunError(Exception):
+    """A run is not a sequence of allowed successful steps (a bug in the encoding if the solver made it)."""
+
+
+def step_allowed(sem: Semantics, st: State, s: Step) -> Allowed | None:
+    """The step's Allowed when it is a successful step a careful caller may take, else None."""
+    al = sem.allowed(st, s.call, s.inputs)
+    if al.broken:
+        return None
+    if not (al.success or al.unspecified):
+        return None
+    if sem.ensures_broken(st, s.call, s.inputs, s.outputs):
+        return None
+    return al
+
+
+def replay_prefix(sem: Semantics, steps: Sequence[Step]) -> State | None:
+    """The state after applying steps from the initial state, or None when a step is not allowed."""
+    st = sem.initial_state()
+    for s in steps:
+        if step_allowed(sem, st, s) is None:
+            return None
+        if not sem.apply(st, s.call, s.inputs, s.outputs):
+            return None
+    return st
+
+
+def shrink(sem: Semantics, steps: Sequence[Step], holds: Callable[[State], bool]) -> tuple[Step, ...]:
+    """Greedily drop steps while the prefix stays allowed and `holds(final state)` stays true."""
+    steps = tuple(steps)
+    i = 0
+    while i < len(steps):
+        trial = steps[:i] + steps[i + 1:]
+        st = replay_prefix(sem, trial)
+        if st is not None and holds(st):
+            steps = trial
+        else:
+            i += 1
+    return steps
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A run from the initial state after which invariants fail (checked concretely)."""
+
+    run: Run
+    invariants: tuple[str, ...]  # the rule IDs that fail in the final state (concrete semantics)
+    states: tuple[State, ...]  # the state after each step (the initial state first)
+
+
+def well_typed(spec: CheckedSpec, st: State) -> bool:
+    """Every state value lies in its declared type's range (the prover's TYPES property)."""
+    def ok(t, v) -> bool:
+        if t.kind == "int":
+            b = INT_BOUNDS.get(t.name)
+            return b is None or b[0] <= v <= b[1]
+        if t.kind == "flags":
+            return 0 <= v < 2**32
+        if t.kind == "enum":
+            return v in spec.enums[t.name]
+        return True
+    for n, (t, _) in spec.vars.items():
+        if not ok(t, st.vars[n]):
+            return False
+    for n, info in spec.tables.items():
+        for k, rec in st.tables[n].rows.items():
+            if not ok(info.key, k) or not all(ok(t, rec[f]) for f, t in info.fields):
+                return False
+    return True
+
+
+def failing_invariants(sem: Semantics, st: State) -> list[str]:
+    """The invariants (and TYPES) false in st; all of them when one cannot be evaluated."""
+    try:
+        bad = list(sem.holds(st))
+    except EvalError:
+        return [inv.rule for inv in sem.spec.invariants]
+    if not well_typed(sem.spec, st):
+        bad.append("TYPES")
+    return bad

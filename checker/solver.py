@@ -1,0 +1,120 @@
+"""A thin layer over Z3: timeouts, a deterministic seed, and sat/unsat/unknown mapped to a verdict once.
+
+Only this module and `checker.encode` import z3. A validity question ("do the hypotheses imply the
+goal?") is answered PROVED (hypotheses and not goal: unsat), REFUTED (sat, with the model) or
+UNKNOWN (with Z3's `reason_unknown()`, e.g. "timeout" or "incomplete quantifiers"); UNKNOWN is
+never turned into PROVED anywhere. A satisfiability question ("is there a witness?") is answered
+FOUND / NONE / UNKNOWN by the same mapping.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from typing import Iterable, Iterator
+
+import z3
+
+
+class Verdict(Enum):
+    PROVED = "PROVED"
+    REFUTED = "REFUTED"
+    UNKNOWN = "UNKNOWN"
+
+
+class Witness(Enum):
+    FOUND = "FOUND"
+    NONE = "NONE"
+    UNKNOWN = "UNKNOWN"
+
+
+@dataclass(frozen=True, slots=True)
+class SolverOptions:
+    """Per-query timeout (milliseconds) and the seed every solver starts from."""
+
+    timeout_ms: int = 5000
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One solver answer: the verdict, Z3's reason when unknown, the model when sat, the time."""
+
+    verdict: Verdict
+    reason: str
+    model: z3.ModelRef | None
+    seconds: float
+
+    @property
+    def witness(self) -> Witness:
+        return _WITNESS[self.verdict]
+
+
+_WITNESS = {Verdict.REFUTED: Witness.FOUND, Verdict.PROVED: Witness.NONE, Verdict.UNKNOWN: Witness.UNKNOWN}
+
+
+def _verdict(result: z3.CheckSatResult) -> Verdict:
+    """The one place sat/unsat/unknown become verdicts (of "hypotheses and not goal")."""
+    if result == z3.unsat:
+        return Verdict.PROVED
+    if result == z3.sat:
+        return Verdict.REFUTED
+    return Verdict.UNKNOWN
+
+
+class Session:
+    """An incremental solver: shared hypotheses, then one query per `prove`/`find` in its own frame."""
+
+    def __init__(self, options: SolverOptions = SolverOptions(), hypotheses: Iterable = ()):
+        self.options = options
+        self._s = z3.Solver()
+        self._s.set("random_seed", options.seed)
+        self._s.set("smt.random_seed", options.seed)
+        self._s.set("timeout", max(1, int(options.timeout_ms)))
+        for h in hypotheses:
+            self._s.add(h)
+
+    def add(self, *facts) -> None:
+        for f in facts:
+            self._s.add(f)
+
+    @contextmanager
+    def frame(self) -> Iterator["Session"]:
+        self._s.push()
+        try:
+            yield self
+        finally:
+            self._s.pop()
+
+    def _check(self, facts) -> Answer:
+        t0 = time.perf_counter()
+        with self.frame():
+            for f in facts:
+                self._s.add(f)
+            try:
+                result = self._s.check()
+            except z3.Z3Exception as exc:  # e.g. interrupted: never a proof
+                return Answer(Verdict.UNKNOWN, f"solver error: {exc}", None, time.perf_counter() - t0)
+            verdict = _verdict(result)
+            model = self._s.model() if verdict is Verdict.REFUTED else None
+            reason = self._s.reason_unknown() if verdict is Verdict.UNKNOWN else ""
+        return Answer(verdict, reason or ("unknown" if verdict is Verdict.UNKNOWN else ""), model,
+                      time.perf_counter() - t0)
+
+    def prove(self, goal) -> Answer:
+        """Do the hypotheses imply goal? PROVED / REFUTED (model: a counterexample) / UNKNOWN."""
+        return self._check([z3.Not(goal)])
+
+    def find(self, *conditions) -> Answer:
+        """Is there a model of the hypotheses and conditions? `.witness` FOUND (with model) / NONE / UNKNOWN."""
+        return self._check(conditions)
+
+
+def prove(hypotheses: Iterable, goal, options: SolverOptions = SolverOptions()) -> Answer:
+    return Session(options, hypotheses).prove(goal)
+
+
+def find(constraints: Iterable, options: SolverOptions = SolverOptions()) -> Answer:
+    return Session(options, constraints).find()

@@ -1,0 +1,386 @@
+"""Focused tests of `regcheck replay` (checker/replay.py, checker/cli/replay.py), run in-process.
+
+Each test writes a small trace to a temporary directory, so the trace and the expectation sit
+side by side. The corpus under traces/ is tested in tests/test_corpus.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from checker.cli import main
+
+ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
+CUPVA = {"regcheck": 1, "spec": "cupva", "env": {"driver_version": 2005, "qnx_safety": False}}
+
+BUF = "0x7f3a2c000000"
+DEV = "0x302000000"
+MB = 1048576
+
+
+def malloc(ptr=BUF, size=MB, **kw):
+    return {"call": "malloc", "args": {"size": size}, "out": {"ptr": ptr}, **kw}
+
+
+def register(ptr=BUF, size=MB, flag=("ACL_HOST_REG_MAPPED",), ret=0, **kw):
+    return {"call": "aclrtHostRegisterV2", "args": {"ptr": ptr, "size": size, "flag": list(flag)}, "ret": ret, **kw}
+
+
+def unregister(ptr=BUF, ret=0, **kw):
+    return {"call": "aclrtHostUnregister", "args": {"ptr": ptr}, "ret": ret, **kw}
+
+
+def free(ptr=BUF, **kw):
+    return {"call": "free", "args": {"ptr": ptr}, **kw}
+
+
+def cuda_malloc(ptr=DEV, size=MB):
+    return {"call": "cudaMalloc", "args": {"size": size}, "out": {"devPtr": ptr}}
+
+
+def pva_register(ptr=DEV, size=MB, kind="CUDA", ret="ok", **kw):
+    return {"call": "cupva::mem::Register", "args": {"ptr": ptr, "size": size, "externalAllocType": kind}, "ret": ret, **kw}
+
+
+def pva_unregister(ptr=DEV, ret="ok", **kw):
+    return {"call": "cupva::mem::Unregister", "args": {"ptr": ptr}, "ret": ret, **kw}
+
+
+def vm(state):
+    return {"call": "vm_state", "args": {"state": state}}
+
+
+@pytest.fixture
+def trace(tmp_path):
+    """trace(header, *events, name=...) -> path of a new trace file (the header is line 1)."""
+    count = 0
+
+    def write(header, *events, name=None):
+        nonlocal count
+        count += 1
+        path = tmp_path / (name or f"t{count}.jsonl")
+        path.write_text("".join(json.dumps(x) + "\n" for x in (header, *events)), encoding="utf-8")
+        return str(path)
+    return write
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["replay", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_json(*argv: str) -> tuple[int, dict]:
+    code, out, err = run("--format", "json", *argv)
+    assert err == ""
+    return code, json.loads(out)
+
+
+def findings(path: str, *extra: str) -> list[dict]:
+    return run_json(*extra, path)[1]["findings"]
+
+
+# ---------------------------------------------------------------- input errors
+
+
+INPUT_ERRORS = {
+    "unknown call": (ACL, [malloc(), {"call": "aclrtHostRegister", "args": {"ptr": BUF, "size": MB, "type": 0}, "ret": 0}],
+                     "T0730", 3),
+    "missing argument": (ACL, [malloc(), {"call": "aclrtHostRegisterV2", "args": {"ptr": BUF, "size": MB}, "ret": 0}],
+                         "T0731", 3),
+    "unknown argument": (ACL, [{"call": "aclrtHostUnregister", "args": {"ptr": BUF, "flags": 0}, "ret": 0}], "T0732", 2),
+    "unknown output": (ACL, [{"call": "malloc", "args": {"size": 4096}, "out": {"ptr": BUF, "usable": 4096}}], "T0732", 2),
+    "enum member": (CUPVA, [cuda_malloc(), pva_register(kind="CUDAX")], "T0733", 3),
+    "negative address": (ACL, [malloc(), register(ptr=-4096)], "T0733", 3),
+    "unknown flag name": (ACL, [malloc(), register(flag=["ACL_HOST_REG_MAPED"])], "T0733", 3),
+    "integer status for cupva": (CUPVA, [cuda_malloc(), pva_register(ret=0)], "T0733", 3),
+    "name status for acl": (ACL, [malloc(), register(ret="ACL_SUCCESS")], "T0733", 3),
+    "missing ret": (ACL, [malloc(), {"call": "aclrtHostUnregister", "args": {"ptr": BUF}}], "T0734", 3),
+    "missing output of a successful call": (ACL, [{"call": "aclrtMallocHost", "args": {"size": 4096}, "ret": 0}], "T0735", 2),
+    "missing output of an event": (ACL, [malloc(), {"call": "malloc", "args": {"size": 4096}}], "T0735", 3),
+    "unknown env parameter": ({**ACL, "env": {"os_kernel": "6.6", "kernel": "6.6"}}, [malloc()], "T0720", 1),
+    "bad env value": ({**ACL, "env": {"product": "Atlas9000"}}, [malloc()], "T0721", 1),
+    "bad env version": ({**ACL, "env": {"os_kernel": "six"}}, [malloc()], "T0721", 1),
+    "bad env type": ({**CUPVA, "env": {"qnx_safety": "yes"}}, [cuda_malloc()], "T0721", 1),
+}
+
+
+@pytest.mark.parametrize("case", INPUT_ERRORS)
+def test_input_error_text(trace, case):
+    header, events, code, line = INPUT_ERRORS[case]
+    path = trace(header, *events, free() if header["spec"] == "acl" else vm("DeInit"))  # a later line is never reached
+    rc, out, err = run(path)
+    assert rc == 2
+    assert out == ""
+    assert err.startswith(f"{path}:{line}:1: error[{code}]: "), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("case", ["missing argument", "unknown env parameter"])
+def test_input_error_json_document(trace, case):
+    header, events, code, line = INPUT_ERRORS[case]
+    path = trace(header, *events)
+    rc, out, err = run("--format", "json", path)
+    assert rc == 2 and err == ""
+    doc = json.loads(out)
+    assert set(doc) == {"error"}
+    assert doc["error"]["trace"] == path
+    (diag,) = doc["error"]["diagnostics"]
+    assert (diag["code"], diag["path"], diag["line"], diag["severity"]) == (code, path, line, "error")
+    assert diag["message"]
+
+
+def test_header_names_another_spec(trace):
+    path = trace(ACL, malloc())
+    rc, out, err = run("--spec", "cupva", path)
+    assert rc == 2 and out == ""
+    assert err.startswith(f"{path}:1:1: error[T0736]: "), err
+    assert "'acl'" in err and "'cupva'" in err
+
+
+def test_spec_option_naming_the_same_spec_is_fine(trace):
+    assert run("--spec", "acl", trace(ACL, malloc(), free()))[0] == 0
+
+
+def test_unreadable_trace(tmp_path):
+    rc, out, err = run(str(tmp_path / "missing.jsonl"))
+    assert rc == 2 and out == "" and "error[T0712]" in err
+
+
+# ---------------------------------------------------------------- exit codes and output shapes
+
+
+def test_exit_codes(trace):
+    ok = trace(ACL, malloc(), register(), unregister(), free())
+    bad = trace(ACL, malloc(), register(), free(), unregister())
+    broken = trace(ACL, malloc(), {"call": "aclrtHostUnregister", "args": {"ptr": BUF}})
+    assert run(ok)[0] == 0
+    assert run(bad)[0] == 1
+    assert run(broken)[0] == 2
+    assert run(ok, bad)[0] == 1
+    assert run(ok, ok)[0] == 0
+    assert run(ok, bad, broken)[0] == 2
+
+
+def test_unspecified_findings_alone_conform(trace):
+    path = trace(ACL, malloc(), register(), unregister(ptr="0x7f3a2c001000", ret=507911), unregister(), free())
+    rc, doc = run_json(path)
+    assert rc == 0 and doc["verdict"] == "conforms"
+    assert [(f["line"], f["kind"], f["rule"]) for f in doc["findings"]] == [(4, "unspecified", "ACL-UNREG-INTERIOR")]
+
+
+def test_json_shape_of_one_trace(trace):
+    path = trace(ACL, malloc(), register(), free(), unregister())
+    rc, doc = run_json(path)
+    assert rc == 1
+    assert set(doc) >= {"trace", "spec", "verdict", "events", "findings"}
+    assert (doc["trace"], doc["spec"], doc["verdict"], doc["events"]) == (path, "acl", "violates", 4)
+    assert "truncated" not in doc
+    (f,) = doc["findings"]
+    assert set(f) >= {"line", "kind", "rule", "message", "related"}
+    assert (f["line"], f["kind"], f["rule"], f["related"]) == (4, "usage", "ACL-FREE-REGISTERED", [2, 3])
+    assert isinstance(f["message"], str) and f["message"].startswith("free: ")
+
+
+def test_json_shape_of_several_traces(trace):
+    ok = trace(ACL, malloc(), free())
+    bad = trace(CUPVA, cuda_malloc(), pva_register(), {"call": "cudaFree", "args": {"devPtr": DEV}})
+    rc, doc = run_json(ok, bad)
+    assert rc == 1
+    assert set(doc) >= {"verdict", "traces", "errors"}
+    assert doc["verdict"] == "violates" and doc["errors"] == []
+    assert [(t["trace"], t["spec"], t["verdict"], t["events"]) for t in doc["traces"]] == \
+        [(ok, "acl", "conforms", 2), (bad, "cupva", "violates", 3)]
+    assert [f["rule"] for f in doc["traces"][1]["findings"]] == ["PVA-FREE-REGISTERED"]
+
+
+def test_json_of_several_traces_with_an_input_error(trace):
+    ok = trace(ACL, malloc(), free())
+    broken = trace(ACL, {"call": "mmap", "args": {}})
+    rc, doc = run_json(ok, broken)
+    assert rc == 2
+    assert doc["verdict"] == "error"
+    assert [t["trace"] for t in doc["traces"]] == [ok]
+    (e,) = doc["errors"]
+    assert e["trace"] == broken and [d["code"] for d in e["diagnostics"]] == ["T0730"]
+
+
+def test_text_report(trace):
+    path = trace(ACL, malloc(), register(), free(), unregister())
+    rc, out, err = run(path)
+    lines = out.splitlines()
+    assert rc == 1 and err == ""
+    assert lines[0].startswith(f"{path}:4: usage[ACL-FREE-REGISTERED]: free: ")
+    assert f"  note: {path}:2: related: the malloc recorded here" in lines
+    assert f"  note: {path}:3: related: the aclrtHostRegisterV2 recorded here" in lines
+    assert any(line.startswith("  note: spec/acl.spec:") for line in lines)
+    assert lines[-1] == f"{path}: violates: 4 events, 1 usage"
+
+
+# ---------------------------------------------------------------- --max-findings
+
+
+def _three_bad_frees(trace):
+    return trace(ACL, malloc(), free("0x1000"), free("0x2000"), free("0x3000"), free())
+
+
+def test_max_findings_stops_early(trace):
+    path = _three_bad_frees(trace)
+    assert len(findings(path)) == 3
+    rc, doc = run_json("--max-findings", "2", path)
+    assert rc == 1 and doc["verdict"] == "violates"
+    assert [f["line"] for f in doc["findings"]] == [3, 4]
+    assert doc["truncated"] is True
+    assert doc["events"] == 3  # stopped after the event of the second finding
+    rc, out, _ = run("--max-findings", "2", path)
+    assert rc == 1 and out.splitlines()[-1].endswith("(stopped early: --max-findings)")
+
+
+def test_max_findings_not_reached(trace):
+    path = _three_bad_frees(trace)
+    rc, doc = run_json("--max-findings", "4", path)
+    assert rc == 1 and len(doc["findings"]) == 3 and doc["events"] == 5 and "truncated" not in doc
+
+
+def test_max_findings_zero_never_hides_a_violation(trace):
+    rc, _, _ = run("--max-findings", "0", _three_bad_frees(trace))
+    assert rc != 0
+
+
+# ---------------------------------------------------------------- thread safety
+
+
+def _two_registrations(trace, first: dict, second: dict):
+    a = pva_register(DEV, MB, **first)
+    b = pva_register("0x302200000", MB, **second)
+    return trace(CUPVA, cuda_malloc(), cuda_malloc("0x302200000"), a, b)
+
+
+def _thread_findings(path):
+    return [f for f in findings(path) if f["rule"].endswith("THREAD-SAFETY")]
+
+
+def test_overlapping_calls_from_different_threads_are_flagged(trace):
+    path = _two_registrations(trace, {"tid": 1, "t0": 100, "t1": 500}, {"tid": 2, "t0": 400, "t1": 900})
+    (f,) = _thread_findings(path)
+    assert (f["line"], f["kind"], f["rule"], f["related"]) == (5, "usage", "PVA-REG-THREAD-SAFETY", [4])
+    assert "line 4" in f["message"]
+
+
+def test_touching_intervals_overlap(trace):
+    # [t0, t1] is closed: a call that begins the very nanosecond another ends still overlaps it.
+    path = _two_registrations(trace, {"tid": 1, "t0": 100, "t1": 500}, {"tid": 2, "t0": 500, "t1": 900})
+    assert len(_thread_findings(path)) == 1
+
+
+def test_tids_compare_as_written(trace):
+    path = _two_registrations(trace, {"tid": 5, "t0": 100, "t1": 500}, {"tid": "5", "t0": 200, "t1": 300})
+    assert len(_thread_findings(path)) == 1
+
+
+@pytest.mark.parametrize("first, second", [
+    ({"tid": 1, "t0": 100, "t1": 500}, {"tid": 1, "t0": 200, "t1": 300}),  # same thread
+    ({"tid": 1, "t0": 100, "t1": 500}, {"tid": 2, "t0": 501, "t1": 900}),  # disjoint in time
+    ({"tid": 1, "t0": 100, "t1": 500}, {"tid": 2}),  # no timestamps: takes part in no overlap
+    ({}, {}),  # no threads at all
+], ids=["same-tid", "disjoint", "no-times", "no-tids"])
+def test_calls_that_cannot_race_are_not_flagged(trace, first, second):
+    path = _two_registrations(trace, first, second)
+    rc, doc = run_json(path)
+    assert rc == 0 and doc["findings"] == []
+
+
+def test_different_functions_do_not_race(trace):
+    # Register and Unregister are each non-thread-safe; the rule is per function.
+    path = trace(CUPVA, cuda_malloc(), pva_register(tid=1, t0=100, t1=500), vm("DeInit"),
+                 pva_unregister(tid=2, t0=200, t1=300))
+    rc, doc = run_json(path)
+    assert rc == 0 and doc["findings"] == []
+
+
+def test_unregister_race(trace):
+    path = trace(CUPVA, cuda_malloc(), cuda_malloc("0x302200000"), pva_register(), pva_register("0x302200000"),
+                 vm("DeInit"), pva_unregister(tid="a", t0=10, t1=50), pva_unregister("0x302200000", tid="b", t0=40, t1=60))
+    assert [(f["line"], f["rule"], f["related"]) for f in findings(path)] == [(8, "PVA-UNREG-THREAD-SAFETY", [7])]
+
+
+# ---------------------------------------------------------------- the state follows the recorded result
+
+
+def test_wrongly_accepted_registration_is_then_registered(trace):
+    inner = "0x7f3a2c080000"
+    path = trace(ACL, malloc(), register(), register(inner, 262144), unregister(inner), unregister(), free())
+    fs = findings(path)
+    assert [(f["line"], f["kind"], f["rule"], f["related"]) for f in fs] == [(4, "conformance", "ACL-REG-OVERLAP", [3])]
+
+
+def test_cupva_wrongly_accepted_overlap_is_then_registered(trace):
+    inner = "0x302080000"
+    path = trace(CUPVA, cuda_malloc(), pva_register(), pva_register(inner, 65536), vm("DeInit"),
+                 pva_unregister(inner), pva_unregister(), {"call": "cudaFree", "args": {"devPtr": DEV}})
+    assert [(f["line"], f["kind"], f["rule"]) for f in findings(path)] == [
+        (4, "usage", "PVA-REG-OVERLAP-UB"), (4, "conformance", "PVA-REG-OVERLAP")]
+
+
+def test_recorded_failure_leaves_the_state_unchanged(trace):
+    # The registration failed (an allowed environment error), so nothing is registered: a later
+    # successful unregister is wrong, a 507911 is right.
+    wrong = trace(ACL, malloc(), register(ret=507899), unregister(), free())
+    right = trace(ACL, malloc(), register(ret=507899), unregister(ret=507911), free())
+    assert [(f["line"], f["rule"]) for f in findings(wrong)] == [(4, "ACL-UNREG-NOT-REGISTERED")]
+    assert findings(right) == []
+
+
+def test_replay_goes_on_after_a_finding(trace):
+    path = trace(ACL, malloc(), register(), free(), unregister(), free())
+    assert [(f["line"], f["rule"]) for f in findings(path)] == [(4, "ACL-FREE-REGISTERED"), (6, "ENV-FREE-UNKNOWN")]
+
+
+# ---------------------------------------------------------------- related lines
+
+
+def test_overlap_names_the_earlier_registration(trace):
+    second = "0x7f3a2c100000"
+    path = trace(ACL, malloc(size=2 * MB), register(), register(second), register("0x7f3a2c180000", 65536))
+    (f,) = findings(path)
+    assert (f["line"], f["rule"], f["related"]) == (5, "ACL-REG-OVERLAP", [4])  # not line 3: that one is disjoint
+
+
+def test_refused_overlap_conforms(trace):
+    path = trace(ACL, malloc(size=2 * MB), register(), register("0x7f3a2c080000", 65536, ret=507910), unregister(), free())
+    rc, doc = run_json(path)
+    assert rc == 0 and doc["findings"] == []
+
+
+def test_free_while_registered_names_the_malloc_and_the_registration(trace):
+    path = trace(ACL, malloc("0x7f3a2c400000", 4096), malloc(), register(), free(), unregister())
+    (f,) = findings(path)
+    assert (f["line"], f["rule"], f["related"]) == (5, "ACL-FREE-REGISTERED", [3, 4])
+
+
+def test_cudafree_while_registered_names_the_cudamalloc_and_the_registration(trace):
+    path = trace(CUPVA, cuda_malloc(), pva_register(), {"call": "cudaFree", "args": {"devPtr": DEV}})
+    (f,) = findings(path)
+    assert (f["line"], f["rule"], f["related"]) == (4, "PVA-FREE-REGISTERED", [2, 3])
+
+
+def test_double_free_names_only_the_first_free(trace):
+    path = trace(ACL, malloc(), register(), unregister(), free(), free())
+    (f,) = findings(path)
+    assert (f["line"], f["rule"], f["related"]) == (6, "ENV-FREE-UNKNOWN", [5])
+
+
+def test_bundled_spec_name_is_not_shadowed_by_the_current_directory(tmp_path, monkeypatch):
+    (tmp_path / "acl").mkdir()
+    (tmp_path / "acl" / "run.jsonl").write_text(json.dumps(ACL) + "\n" + json.dumps(malloc()) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    from checker.load import load_spec
+    load_spec.cache_clear()
+    try:
+        assert run("acl/run.jsonl")[0] == 0
+    finally:
+        load_spec.cache_clear()
