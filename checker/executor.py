@@ -192,18 +192,38 @@ class _HostMemory:
 
     def holding(self, address: int, size: int) -> tuple[int, _Block] | None:
         """The block whose bytes include all of [address, address + size), if any."""
-        if size <= 0:
+        entry = _at_or_before(self.blocks, address)
+        if entry is None or size <= 0 or address + size > entry[0] + entry[1].size:
             return None
-        i = self.blocks.bisect_right(address)
-        if i == 0:
-            return None
-        base = self.blocks.keys()[i - 1]
-        block = self.blocks[base]
-        return (base, block) if address + size <= base + block.size else None
+        return entry
 
     def allocations(self) -> Iterator[Allocation]:
         for base, block in self.blocks.items():
             yield Allocation(base, block.size, block.kind)
+
+
+def _at_or_before(table: SortedDict, address: int) -> tuple[int, Any] | None:
+    """The entry with the greatest key <= address, if any."""
+    i = table.bisect_right(address)
+    return table.peekitem(i - 1) if i else None
+
+
+def _sized_entry_holding(table: SortedDict, address: int, size: int) -> int | None:
+    """The key of the entry (base -> size, entries disjoint) whose range includes the range, if any."""
+    entry = _at_or_before(table, address)
+    if entry is None or size <= 0 or address + size > entry[0] + entry[1]:
+        return None
+    return entry[0]
+
+
+def _overlaps_any(table: SortedDict, address: int, size: int, size_of: Callable[[Any], int]) -> bool:
+    """Whether [address, address + size) overlaps an entry of a table of disjoint ranges.
+
+    Disjoint ranges sorted by base are sorted by end as well, so only the last one starting
+    before `address + size` can reach past `address`.
+    """
+    entry = _at_or_before(table, address + size - 1)
+    return entry is not None and size > 0 and entry[0] + size_of(entry[1]) > address
 
 
 def _pages(address: int, size: int) -> range:
@@ -306,13 +326,13 @@ class ReferenceDriver:
         """Every live allocation, host and simulated device, and every MAPPED device alias."""
         return tuple(sorted(self._require_impl().allocations(), key=lambda a: a.base))
 
-    def allocation_of(self, address: int) -> Allocation | None:
-        """The allocation whose bytes include `address`, if any."""
-        return next((a for a in self._require_impl().allocations() if a.contains(address, 1)), None)
+    def allocation_of(self, address: int, size: int = 1) -> Allocation | None:
+        """The allocation whose bytes include [address, address + size), if any (O(log n))."""
+        return self._require_impl().allocation_of(address, size)
 
     def owns(self, address: int, size: int) -> bool:
         """Whether [address, address + size) lies inside one allocation this driver handed out."""
-        return any(a.contains(address, size) for a in self._require_impl().allocations())
+        return self._require_impl().allocation_of(address, size) is not None
 
     def expected_locked_pages(self) -> frozenset[int]:
         """The pages the driver's own tables say must be locked: aclrtMallocHost blocks and live
@@ -353,13 +373,13 @@ class _Args:
         self.call = call
         self.values = values
 
-    def int(self, name: str) -> int:
+    def integer(self, name: str) -> int:
         value = self.values.get(name)
         if type(value) is not int:
             raise self._bad(name, "an integer", value)
         return value
 
-    def name(self, name: str, allowed: tuple[str, ...]) -> str:
+    def member(self, name: str, allowed: tuple[str, ...]) -> str:
         value = self.values.get(name)
         if value not in allowed:
             raise self._bad(name, "one of " + ", ".join(allowed), value)
@@ -370,7 +390,7 @@ class _Args:
         return RegcheckError([error(CODE_BAD_CALL, f"{self.call}: argument '{name}' must be {wanted}, found {found}")])
 
 
-Note = Callable[[Incident], None]
+Report = Callable[[Incident], None]
 
 
 # ---------------------------------------------------------------- Ascend CANN (software-table mode)
@@ -388,10 +408,11 @@ class _AclRegistration:
 class _AclDriver:
     """aclrtHostRegisterV2 and friends as the CANN runtime does them in software-table mode."""
 
-    def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Note):
+    def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Report):
         self.arena = arena
         self.host = _HostMemory(arena)
         self.regs: SortedDict = SortedDict()  # base -> _AclRegistration; bases of disjoint ranges
+        self.aliases: SortedDict = SortedDict()  # device address -> size, of live MAPPED registrations
         self.supported = config.get("product", "AtlasA2") in ACL_REGISTER_PRODUCTS
         self.note = note
         self.handlers: dict[str, Callable[[_Args], Result]] = {
@@ -407,10 +428,10 @@ class _AclDriver:
     # -- environment events
 
     def malloc(self, a: _Args) -> Result:
-        return Result(ACL_SUCCESS, {"ptr": self.host.allocate(a.int("size"), "malloc", lock=False)})
+        return Result(ACL_SUCCESS, {"ptr": self.host.allocate(a.integer("size"), "malloc", lock=False)})
 
     def free(self, a: _Args) -> Result:
-        ptr = a.int("ptr")
+        ptr = a.integer("ptr")
         if ptr != 0:
             if self.host.block_at(ptr, "malloc") is None:
                 self._refuse(a, f"{_show(ptr)} is not the start of a block malloc returned; nothing was freed")
@@ -421,7 +442,7 @@ class _AclDriver:
     # -- aclrtMallocHost / aclrtFreeHost (api-rules.md 1.8)
 
     def malloc_host(self, a: _Args) -> Result:
-        size = a.int("size")
+        size = a.integer("size")
         if size == 0:
             return Result(ACL_ERROR_INVALID_PARAM)
         try:
@@ -431,7 +452,7 @@ class _AclDriver:
             return Result(ACL_ERROR_RT_MEMORY_ALLOCATION)
 
     def free_host(self, a: _Args) -> Result:
-        ptr = a.int("hostPtr")
+        ptr = a.integer("hostPtr")
         if ptr == 0:
             return Result(ACL_ERROR_INVALID_PARAM)
         if self.host.block_at(ptr, "aclrtMallocHost") is None:
@@ -444,7 +465,7 @@ class _AclDriver:
     # -- aclrtHostRegisterV2 (api-rules.md 1.3)
 
     def register(self, a: _Args) -> Result:
-        ptr, size, flag = a.int("ptr"), a.int("size"), a.int("flag")
+        ptr, size, flag = a.integer("ptr"), a.integer("size"), a.integer("flag")
         if ptr == 0 or size == 0:
             return Result(ACL_ERROR_INVALID_PARAM)
         if flag == 0 or flag & ~ACL_HOST_REG_ALL:
@@ -476,12 +497,14 @@ class _AclDriver:
                 self._environment(a, exc)
                 return Result(ACL_ERROR_RT_MEMORY_ALLOCATION)
         self.regs[ptr] = _AclRegistration(size, flag, device, pinned)
+        if device is not None:
+            self.aliases[device] = size
         return Result(ACL_SUCCESS)
 
     # -- aclrtHostGetDevicePointer (api-rules.md 1.5)
 
     def get_device_pointer(self, a: _Args) -> Result:
-        p_host, flag = a.int("pHost"), a.int("flag")
+        p_host, flag = a.integer("pHost"), a.integer("flag")
         if p_host == 0 or flag != 0:
             return Result(ACL_ERROR_INVALID_PARAM)
         if not self.supported:
@@ -494,7 +517,7 @@ class _AclDriver:
     # -- aclrtHostUnregister (api-rules.md 1.6)
 
     def unregister(self, a: _Args) -> Result:
-        ptr = a.int("ptr")
+        ptr = a.integer("ptr")
         if ptr == 0:
             return Result(ACL_ERROR_INVALID_PARAM)
         if not self.supported:
@@ -511,6 +534,7 @@ class _AclDriver:
                     return Result(ACL_ERROR_RT_DRV_INTERNAL_ERROR)
             if reg.device is not None:
                 self.arena.unalias(reg.device)
+                del self.aliases[reg.device]
         del self.regs[ptr]
         return Result(ACL_SUCCESS)
 
@@ -518,9 +542,15 @@ class _AclDriver:
 
     def allocations(self) -> Iterator[Allocation]:
         yield from self.host.allocations()
-        for reg in self.regs.values():
-            if reg.live and reg.device is not None:
-                yield Allocation(reg.device, reg.size, "device-alias")
+        for device, size in self.aliases.items():
+            yield Allocation(device, size, "device-alias")
+
+    def allocation_of(self, address: int, size: int) -> Allocation | None:
+        held = self.host.holding(address, size)
+        if held is not None:
+            return Allocation(held[0], held[1].size, held[1].kind)
+        device = _sized_entry_holding(self.aliases, address, size)
+        return None if device is None else Allocation(device, self.aliases[device], "device-alias")
 
     def expected_locked_pages(self) -> frozenset[int]:
         pages: set[int] = set()
@@ -535,23 +565,19 @@ class _AclDriver:
     # -- internals
 
     def _overlaps(self, ptr: int, size: int) -> bool:
-        # Registrations are disjoint, so sorted by base they are sorted by end as well: only the
-        # last one starting before `ptr + size` can reach past `ptr`.
-        i = self.regs.bisect_left(ptr + size)
-        if i == 0:
-            return False
-        base = self.regs.keys()[i - 1]
-        return base + self.regs[base].size > ptr
+        return _overlaps_any(self.regs, ptr, size, lambda reg: reg.size)
 
     def _release_block(self, base: int) -> None:
         # Freeing registered memory is undefined (ACL-FREE-REGISTERED, ACL-FREEHOST-REGISTERED); the
         # runtime frees anyway and keeps its table entries. So do we: the arena drops the locks and
         # aliases with the block, and the entries stay as dead ones until unregistered.
         size = self.host.blocks[base].size
-        for reg_base in list(self.regs.irange(base, base + size, inclusive=(True, False))):
+        for reg_base in self.regs.irange(base, base + size, inclusive=(True, False)):
             reg = self.regs[reg_base]
-            reg.live = False
-            reg.locked = False
+            if reg.live:  # a dead entry from earlier memory at the same addresses is already done
+                reg.live = reg.locked = False
+                if reg.device is not None:
+                    del self.aliases[reg.device]
         self.host.free(base)
 
     def _refuse(self, a: _Args, message: str) -> None:
@@ -571,7 +597,7 @@ _ALLOC_TYPES = ("CUDA", "HOST")
 class _PvaDriver:
     """cupva::mem::Register/Unregister as their reference pages' Throws lists describe them."""
 
-    def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Note):
+    def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Report):
         self.host = _HostMemory(arena)
         self.cuda: SortedDict = SortedDict()  # simulated device base -> size
         self.next_cuda = CUDA_SPACE_BASE
@@ -601,10 +627,10 @@ class _PvaDriver:
     # -- environment events
 
     def malloc(self, a: _Args) -> Result:
-        return Result(PVA_OK, {"ptr": self.host.allocate(a.int("size"), "malloc", lock=False)})
+        return Result(PVA_OK, {"ptr": self.host.allocate(a.integer("size"), "malloc", lock=False)})
 
     def free(self, a: _Args) -> Result:
-        ptr = a.int("ptr")
+        ptr = a.integer("ptr")
         if ptr != 0:
             if self.host.block_at(ptr, "malloc") is None:
                 self._refuse(a, f"{_show(ptr)} is not the start of a block malloc returned; nothing was freed")
@@ -613,7 +639,7 @@ class _PvaDriver:
         return Result(PVA_OK)
 
     def cuda_malloc(self, a: _Args) -> Result:
-        size = a.int("size")
+        size = a.integer("size")
         span = max(-(-size // CUDA_ALIGNMENT), 1) * CUDA_ALIGNMENT  # 2 MiB granules, at least one
         if self.next_cuda + span > CUDA_SPACE_END:
             raise MappingFailed(0, f"cudaMalloc of {size} bytes: the simulated device address space is exhausted")
@@ -622,7 +648,7 @@ class _PvaDriver:
         return Result(PVA_OK, {"devPtr": base})
 
     def cuda_free(self, a: _Args) -> Result:
-        ptr = a.int("devPtr")
+        ptr = a.integer("devPtr")
         if ptr != 0:
             if ptr not in self.cuda:
                 self._refuse(a, f"{_show(ptr)} is not the start of a simulated cudaMalloc allocation")
@@ -633,7 +659,7 @@ class _PvaDriver:
         return Result(PVA_OK)
 
     def vm_state(self, a: _Args) -> Result:
-        self.vm = a.name("state", _VM_STATES)
+        self.vm = a.member("state", _VM_STATES)
         return Result(PVA_OK)
 
     def force_disable_support(self, a: _Args) -> Result:
@@ -645,8 +671,8 @@ class _PvaDriver:
     # -- cupva::mem::Register (api-rules.md 2.2 and the seed page)
 
     def register(self, a: _Args) -> Result:
-        ptr, size = a.int("ptr"), a.int("size")
-        kind = a.name("externalAllocType", _ALLOC_TYPES)
+        ptr, size = a.integer("ptr"), a.integer("size")
+        kind = a.member("externalAllocType", _ALLOC_TYPES)
         if self.vm == "Operational":
             return Result("NotAllowedInOperationalState")
         if self.cuda_disabled:
@@ -671,7 +697,7 @@ class _PvaDriver:
     # -- cupva::mem::Unregister (api-rules.md 2.3)
 
     def unregister(self, a: _Args) -> Result:
-        ptr = a.int("ptr")
+        ptr = a.integer("ptr")
         if self.vm == "Operational":
             return Result("NotAllowedInOperationalState")
         if ptr in self.regs:
@@ -688,24 +714,23 @@ class _PvaDriver:
         for base, size in self.cuda.items():
             yield Allocation(base, size, "cudaMalloc")
 
+    def allocation_of(self, address: int, size: int) -> Allocation | None:
+        held = self.host.holding(address, size)
+        if held is not None:
+            return Allocation(held[0], held[1].size, held[1].kind)
+        base = _sized_entry_holding(self.cuda, address, size)
+        return None if base is None else Allocation(base, self.cuda[base], "cudaMalloc")
+
     def expected_locked_pages(self) -> frozenset[int]:
         return frozenset()  # cuPVA locks nothing: HOST registration is unsupported
 
     # -- internals
 
     def _overlaps(self, ptr: int, size: int) -> bool:
-        i = self.regs.bisect_left(ptr + size)
-        if i == 0:
-            return False
-        base = self.regs.keys()[i - 1]
-        return base + self.regs[base][0] > ptr
+        return _overlaps_any(self.regs, ptr, size, lambda reg: reg[0])
 
     def _in_cuda_allocation(self, ptr: int, size: int) -> bool:
-        i = self.cuda.bisect_right(ptr)
-        if i == 0:
-            return False
-        base = self.cuda.keys()[i - 1]
-        return ptr + size <= base + self.cuda[base]
+        return _sized_entry_holding(self.cuda, ptr, size) is not None
 
     def _refuse(self, a: _Args, message: str) -> None:
         self.note(Incident(IncidentKind.REFUSED, a.call, CODE_NOT_OWNED, message))

@@ -32,6 +32,7 @@ from .typecheck import INT_BOUNDS, CheckedSpec, Type
 
 KINDS = ("usage", "conformance", "unspecified")
 _ABSENT = object()
+_NO_FINDINGS: list = []  # shared by every event without findings: callers must not append to it
 THREAD_WINDOW = 64  # calls per non-thread-safe function kept for the overlap check
 REMOVED_WINDOW = 4096  # removed entries remembered for "the free that came before" notes
 
@@ -194,16 +195,30 @@ class Replayer:
 
     # ---- one event
     def feed(self, ev: TraceEvent) -> list[Finding]:
+        """Check one event, then move to the state its recorded result implies."""
         shape, args, status, outs = self.normalise(ev)
         self.events += 1
         sem = self.sem
         st = self.state
         cc = sem.calls[shape.name]
         allowed = sem.allowed(st, shape.name, args)
+        success = status == self.success
+        findings: list[Finding] = _NO_FINDINGS
+        if allowed.broken or allowed.unspecified or cc.thread_rule is not None or not (success and allowed.success):
+            findings = self._explain(ev, shape, cc, allowed, args, status, outs)
+        elif cc.ensures and sem.ensures_broken(st, shape.name, args, outs):
+            findings = self._explain(ev, shape, cc, allowed, args, status, outs)
+        if success:
+            sem.apply(st, shape.name, args, outs)
+            if st.journal:
+                self._remember(ev.line, ev.call)
+        return findings
+
+    def _explain(self, ev, shape, cc, allowed, args, status, outs) -> list[Finding]:
+        """The findings of one event (the slow path: only events that may have any)."""
         findings: list[Finding] = []
-        if allowed.broken:
-            for rule in allowed.broken:
-                findings.append(self._usage(ev, rule, args))
+        for rule in allowed.broken:
+            findings.append(self._usage(ev, rule, args))
         if cc.thread_rule is not None and ev.t0 is not None and ev.tid is not None:
             clash = self._thread_clash(shape.name, ev)
             if clash is not None:
@@ -211,16 +226,12 @@ class Replayer:
                                               f"called from thread {ev.tid} while the call at line {clash} "
                                               f"from another thread was still running; the function is not thread-safe",
                                               ((clash, shape.name),)))
-        judgement = sem.judge(allowed, st, args, status, outs)
+        judgement = self.sem.judge(allowed, self.state, args, status, outs)
         if not judgement.conforms:
             findings.append(self._conformance(ev, judgement, args, status, outs))
         for rule in allowed.unspecified:
             findings.append(self._finding(ev, "unspecified", rule, "the documents do not say what happens here; "
                                           f"recorded result {status!r} accepted", self._related(rule, ev, args)))
-        if status == self.success:
-            sem.apply(st, shape.name, args, outs)
-            if st.journal:
-                self._remember(ev.line, ev.call)
         return findings
 
     def _remember(self, line: int, call: str) -> None:
@@ -311,10 +322,10 @@ class Replayer:
             info = self.spec.rules[rule]
             msg = f"succeeded with {shown}, which breaks the promise {rule}" + (f": {info.cite.clause}" if info.cite else "")
         elif kind == "effect":
-            msg = (f"returned {_show(status)}, but no documented failure applies in this state, so the call must "
+            msg = (f"returned {status!r}, but no documented failure applies in this state, so the call must "
                    f"succeed; the spec allows {judgement.expected}")
         else:
-            msg = f"returned {_show(status)}; the spec allows {judgement.expected}"
+            msg = f"returned {status!r}; the spec allows {judgement.expected}"
         scope = {**args, **outs}
         related = tuple(sorted({made for r in rules for made in self._related(r, ev, scope)}))
         f = self._finding(ev, "conformance", rule, msg, related)

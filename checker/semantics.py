@@ -97,9 +97,17 @@ class Table:
         return -heap[0]
 
     def set_field(self, key, name: str, value) -> None:
-        record = dict(self.rows[key])
+        if name == self.sized_by:  # the index must follow a size change
+            record = dict(self.rows[key])
+            record[name] = value
+            self.put(key, record)
+            return
+        old = self.rows[key]
+        if self.journal is not None:
+            self.journal.append((self.name, key, "put", old))
+        record = old.copy()
         record[name] = value
-        self.put(key, record)
+        self.rows[key] = record
 
     def entries(self) -> list[tuple]:
         return list(self.rows.items())

@@ -316,8 +316,10 @@ p.install_signal_cleanup()
 arena = p.PinnedArena()
 buf = arena.allocate(8 * p.PAGE_SIZE)
 arena.lock(buf, 8 * p.PAGE_SIZE)
-print("locked", p.vmlck_bytes(), flush=True)
 try:
+    # Announced inside the try: a signal that arrives right after the announcement must still
+    # reach the finally below.
+    print("locked", p.vmlck_bytes(), flush=True)
     time.sleep(30)
 finally:
     print("cleaned", p.vmlck_bytes(), len(p.live_arenas()), flush=True)

@@ -18,6 +18,8 @@ def register(sub) -> None:
                     "violates the spec; 2: input error (unreadable or malformed trace, unknown spec or call).")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file, or a directory: its *.jsonl files")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even when a trace violates the spec (input errors still exit 2)")
     p.add_argument("--max-findings", type=_positive, metavar="N",
                    help="stop a trace after N usage/conformance findings (N >= 1)")
     add_format(p)
@@ -67,7 +69,8 @@ def run(args, out) -> int:
             reports.append(replay_trace(path, args.spec, args.max_findings))
         except RegcheckError as exc:
             errors.append((path, exc))
-    code = EXIT_INPUT if errors else (EXIT_FINDINGS if any(r.verdict == "violates" for r in reports) else EXIT_OK)
+    violated = any(r.verdict == "violates" for r in reports)
+    code = EXIT_INPUT if errors else (EXIT_FINDINGS if violated and not args.exit_zero else EXIT_OK)
     if args.format == "json":
         if len(args.traces) == 1:
             if errors:
@@ -76,7 +79,7 @@ def run(args, out) -> int:
                 out.json({"trace": reports[0].path, "spec": reports[0].spec, **reports[0].to_json()})
             return code
         out.json({
-            "verdict": "error" if errors else ("violates" if code == EXIT_FINDINGS else "conforms"),
+            "verdict": "error" if errors else ("violates" if violated else "conforms"),
             "traces": [{"trace": r.path, "spec": r.spec, **r.to_json()} for r in reports],
             "errors": [{"trace": p, "diagnostics": [d.to_json() for d in e.diagnostics]} for p, e in errors],
         })
