@@ -49,7 +49,9 @@ def _describe_token(tok: Token) -> str:
 
 
 def _expected(names: set[str]) -> str:
-    readable = sorted({_terminal_name(n) for n in names if not n.startswith("$")})
+    # Closing brackets first: at the end of a file they are usually what is missing.
+    readable = sorted({_terminal_name(n) for n in names if not n.startswith("$")},
+                      key=lambda r: (r not in ("'}'", "')'", "']'"), r))
     if len(readable) > 8:
         readable = readable[:8] + ["..."]
     return ", ".join(readable)
@@ -70,7 +72,8 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic
     col = getattr(exc, "column", 0) or 0
     if isinstance(exc, UnexpectedCharacters):
         ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
-        return error("E0101", f"bad token: unexpected character {ch!r}", Span(path, line, col, line, col + 1))
+        what = "unterminated string" if ch == '"' else f"unexpected character {ch!r}"
+        return error("E0101", f"bad token: {what}", Span(path, line, col, line, col + 1))
     if isinstance(exc, UnexpectedEOF):
         last = text.rstrip().splitlines() or [""]
         return error("E0103", f"unexpected end of file; expected {_expected(set(exc.expected))}",
@@ -141,10 +144,18 @@ class _ToAst(Transformer):
         return tuple(str(t) for t in c)
 
     def enum(self, meta, c):
-        return S.EnumDecl(str(c[0]), c[1], self._span(meta))
+        return S.EnumDecl(str(c[0]), tuple(str(t) for t in c[1:]), self._span(meta))
+
+    def _int_lit(self, tok: Token) -> S.IntLit:
+        # The INT token admits "0x_" (digits only underscores); that is a bad token, not a crash.
+        try:
+            value = _int_value(str(tok))
+        except ValueError:
+            raise RegcheckError([error("E0101", f"bad token: malformed integer '{tok}'", self._tspan(tok))]) from None
+        return S.IntLit(value, str(tok), self._tspan(tok))
 
     def flag_member(self, meta, c):
-        return (str(c[0]), S.IntLit(_int_value(str(c[1])), str(c[1]), self._tspan(c[1])))
+        return (str(c[0]), self._int_lit(c[1]))
 
     def flags(self, meta, c):
         return S.FlagsDecl(str(c[0]), c[1], tuple(c[2:]), self._span(meta))
@@ -180,6 +191,10 @@ class _ToAst(Transformer):
     def invariant(self, meta, c):
         cite = c[2] if len(c) > 2 else None
         return S.InvariantDecl(str(c[0]), c[1], cite, self._span(meta))
+
+    def pinned(self, meta, c):
+        cite = c[4] if len(c) > 4 else None
+        return S.PinnedDecl(str(c[0]), str(c[1]), str(c[2]), c[3], cite, self._span(meta))
 
     def type(self, meta, c):
         return S.TypeRef(str(c[0]), self._tspan(c[0]))
@@ -250,7 +265,7 @@ class _ToAst(Transformer):
         return S.Order(tuple(str(t) for t in c), self._span(meta))
 
     def any_failure(self, meta, c):
-        return S.AnyFailure(self._span(meta))
+        return S.AnyFailure(c[0] if c else None, self._span(meta))
 
     # ---- statements
     def if_stmt(self, meta, c):
@@ -340,7 +355,7 @@ class _ToAst(Transformer):
         return S.Builtin(str(c[0]), tuple(c[1:]), self._span(meta))
 
     def int_lit(self, meta, c):
-        return S.IntLit(_int_value(str(c[0])), str(c[0]), self._tspan(c[0]))
+        return self._int_lit(c[0])
 
     def version_lit(self, meta, c):
         return S.VersionLit(tuple(int(p) for p in str(c[0]).split(".")), self._tspan(c[0]))

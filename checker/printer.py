@@ -72,7 +72,9 @@ def _int_text_ok(text: str, value: int) -> bool:
 
 
 def _codes(c: S.Codes) -> str:
-    return "any" if isinstance(c, S.AnyFailure) else print_expr(c)
+    if isinstance(c, S.AnyFailure):
+        return "any" if c.excluded is None else f"any except {print_expr(c.excluded)}"
+    return print_expr(c)
 
 
 def _cite(c: S.Cite | None) -> str:
@@ -163,6 +165,8 @@ def print_decl(d: S.Decl) -> str:
             return f"def {n} = {print_expr(x)}"
         case S.InvariantDecl(rule=r, expr=x, cite=ci):
             return f"invariant {r}: {print_expr(x)}{_cite(ci)}"
+        case S.PinnedDecl(rule=r, var=v, table=t, cond=x, cite=ci):
+            return f"pinned {r}: {v} in {t} where {print_expr(x)}{_cite(ci)}"
         case S.CallDecl(kind=k, name=n, params=ps, outputs=os_, clauses=cs):
             head = f"{k} {n}({_args(ps)})" + (f" -> ({_args(os_)})" if os_ else "")
             if not cs:

@@ -229,13 +229,15 @@ class State:
 
 @dataclass(frozen=True, slots=True)
 class ErrorOutcome:
-    """An allowed failure: its rule and status codes (None: any non-success status)."""
+    """An allowed failure: its rule and status codes (None: any non-success status, except those in
+    `excluded`)."""
 
     rule: str
     codes: frozenset | None
+    excluded: frozenset = frozenset()
 
     def allows(self, status) -> bool:
-        return self.codes is None or status in self.codes
+        return status in self.codes if self.codes is not None else status not in self.excluded
 
 
 @dataclass(frozen=True, slots=True)
@@ -664,9 +666,12 @@ class Semantics:
             lines += em.condition(f"g_{_ident(g)}", (), cond)
         for k, inv in enumerate(spec.invariants):
             lines += em.condition(f"inv{k}", (), inv.expr)
+        for k, pin in enumerate(spec.pinned):
+            lines += em.condition(f"pin{k}", (pin.var,), pin.cond)
         ns = self._load("\n".join(lines), em)
         self._groups = {g: ns[f"g_{_ident(g)}"] for g in spec.groups}
         self.invariants = [(inv.rule, ns[f"inv{k}"]) for k, inv in enumerate(spec.invariants)]
+        self._pinned = [(pin.rule, pin.var, pin.table, ns[f"pin{k}"]) for k, pin in enumerate(spec.pinned)]
         self.calls: dict[str, CompiledCall] = {name: plan(ns) for name, plan in plans.items()}
 
     def _load(self, source: str, em: _Emitter) -> dict:
@@ -742,9 +747,13 @@ class Semantics:
             )
         return plan
 
-    def _codes(self, codes: S.Codes) -> frozenset | None:
+    def _codes(self, codes: S.Codes) -> tuple[frozenset | None, frozenset]:
+        """(codes, excluded): the statuses a failure clause allows."""
         if isinstance(codes, S.AnyFailure):
-            return None
+            return None, (self._code_set(codes.excluded) if codes.excluded is not None else frozenset())
+        return self._code_set(codes), frozenset()
+
+    def _code_set(self, codes: S.Expr) -> frozenset:
         items = codes.items if isinstance(codes, S.SetLit) else (codes,)
         return frozenset(self._emitter._constant(x) for x in items)
 
@@ -782,6 +791,17 @@ class Semantics:
     def holds(self, st: State) -> list[str]:
         """Rule IDs of the invariants that do not hold in st."""
         return [rule for rule, f in self.invariants if not f(st, _EMPTY)]
+
+    def pinned_ranges(self, st: State) -> list[tuple[str, Any, tuple[int, int]]]:
+        """(rule, key, (base, end)) for every entry the spec's `pinned` declarations say is page-locked."""
+        out = []
+        for rule, var, table, cond in self._pinned:
+            tbl = st.tables[table]
+            for entry in tbl.entries():
+                if cond(st, {var: entry}):
+                    k = entry[0]
+                    out.append((rule, k, (k, k + entry[1][tbl.sized_by])))
+        return out
 
     def ensures_broken(self, st: State, call: str, args: Mapping, outputs: Mapping) -> list[str]:
         cc = self.calls[call]
@@ -867,9 +887,9 @@ def _allowed_from_mask(cc: CompiledCall, m: int) -> Allowed:
             if kind == "undefined":
                 undefined.append(rule)
         elif kind == "fails":
-            errors.append(ErrorOutcome(rule, codes))
+            errors.append(ErrorOutcome(rule, *codes))
         elif kind == "may":
-            env.append(ErrorOutcome(rule, codes))
+            env.append(ErrorOutcome(rule, *codes))
         else:
             unspecified.append(rule)
     if cc.order and len(errors) > 1:
@@ -893,7 +913,10 @@ def describe_outcomes(allowed: Allowed, success) -> str:
     if allowed.success:
         parts.append(f"success ({success})")
     for e in allowed.errors + allowed.env_errors:
-        codes = "any failure" if e.codes is None else " or ".join(str(c) for c in sorted(e.codes, key=str))
+        if e.codes is not None:
+            codes = " or ".join(str(c) for c in sorted(e.codes, key=str))
+        else:
+            codes = "any failure" + (" except " + ", ".join(str(c) for c in sorted(e.excluded, key=str)) if e.excluded else "")
         parts.append(f"{codes} [{e.rule}]")
     return "; ".join(parts)
 

@@ -184,8 +184,12 @@ class Cite:
 
 @dataclass(frozen=True, slots=True)
 class AnyFailure:
-    """The outcome `any`: some failure the documents do not name (any non-success status)."""
+    """The outcome `any`: some failure the documents do not name (any non-success status).
 
+    `any except CODES` leaves out statuses whose documented meaning is a specific condition
+    (an "already registered" code is not an environmental failure)."""
+
+    excluded: "Expr | None" = None
     span: Span = _span()
 
 
@@ -404,6 +408,19 @@ class InvariantDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class PinnedDecl:
+    """Which entries' ranges are page-locked: `pinned RULE: v in T where cond` (the executor checks
+    the kernel's page locks against this prediction)."""
+
+    rule: str
+    var: str
+    table: str
+    cond: Expr
+    cite: Cite | None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class ArgDecl:
     name: str
     type: TypeRef
@@ -423,7 +440,7 @@ class CallDecl:
 
 
 Decl = Union[SpecHeader, SourceDecl, ParamDecl, EnumDecl, FlagsDecl, ConstDecl, StatusDecl, GroupDecl,
-             VarDecl, RecordDecl, TableDecl, DefDecl, InvariantDecl, CallDecl]
+             VarDecl, RecordDecl, TableDecl, DefDecl, InvariantDecl, PinnedDecl, CallDecl]
 
 
 @dataclass(frozen=True, slots=True)

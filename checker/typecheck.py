@@ -63,7 +63,7 @@ class RuleInfo:
     """One rule ID with where it lives and what it cites."""
 
     rule: str
-    kind: str  # requires | undefined | fails | may-fail | unspecified | ensures | usage | effect | invariant
+    kind: str  # requires | undefined | fails | may-fail | unspecified | ensures | usage | effect | invariant | pinned
     call: str | None
     cite: S.Cite | None
     span: Span
@@ -123,6 +123,7 @@ class CheckedSpec:
     defs: dict[str, S.Expr]
     def_types: dict[str, Type]
     invariants: tuple[S.InvariantDecl, ...]
+    pinned: tuple[S.PinnedDecl, ...]
     calls: dict[str, CallInfo]
     rules: dict[str, RuleInfo]
     types: dict[int, Type] = field(default_factory=dict)  # id(expr node) -> type
@@ -265,7 +266,11 @@ class _Checker:
                 self.expect(d.cond, BOOL, Scope(where="group condition"))
         # Pass 3: invariants and calls.
         invariants = []
+        pinned = []
         for d in decls:
+            if isinstance(d, S.PinnedDecl):
+                pinned.append(d)
+                self.check_pinned(d)
             if isinstance(d, S.InvariantDecl):
                 invariants.append(d)
                 self.expect(d.expr, BOOL, Scope(where="invariant"))
@@ -282,6 +287,7 @@ class _Checker:
             flag_member=self.flag_member, consts=self.consts, status_type=self.status_type,
             success=self.success, groups=self.groups, vars=self.vars, records=self.records,
             tables=self.tables, defs=self.defs, def_types=self.def_types, invariants=tuple(invariants),
+            pinned=tuple(pinned),
             calls=self.calls, rules=self.rules, types=self.types,
             warnings=tuple(sorted(self.diags, key=_diag_key)),
         )
@@ -375,6 +381,16 @@ class _Checker:
                 self.err("E0405", f"the citation of rule '{rule}' names no clause", cite.span)
         self.rules[rule] = RuleInfo(rule, kind, call, cite, span, summary, source)
 
+    def check_pinned(self, d: S.PinnedDecl) -> None:
+        info = self.table_or_err(d.table, d.span)
+        if info is not None and info.sized_by is None:
+            self.err("E0203", f"table '{d.table}' has no ranges (declare it `sized by` a field)", d.span)
+        if d.var in self.globals:
+            self.err("E0202", f"variable '{d.var}' shadows another name", d.span)
+        scope = Scope(locals=((d.var, Type("entry", d.table) if info else ANY),), where="pinned condition")
+        self.expect(d.cond, BOOL, scope)
+        self.add_rule(d.rule, "pinned", None, d.cite, d.span, f"pinned {d.rule}: {d.var} in {d.table}")
+
     def check_call(self, d: S.CallDecl) -> None:
         if d.name in self.calls:
             self.err("E0202", f"duplicate call '{d.name}'", d.span, Note("first declared here", self.calls[d.name].decl.span))
@@ -444,10 +460,13 @@ class _Checker:
 
     def check_codes(self, codes: S.Codes, scope: Scope) -> None:
         if isinstance(codes, S.AnyFailure):
-            return
+            if codes.excluded is None:
+                return
+            codes = codes.excluded
         items = codes.items if isinstance(codes, S.SetLit) else (codes,)
         for item in items:
-            self.expect(item, self.status_type, Scope(state=False, where="status code"))
+            # The call's inputs are in scope so that `fails R: x when ...` says "not a constant", not "unknown name".
+            self.expect(item, self.status_type, Scope(inputs=scope.inputs, state=False, where="status code"))
             if self.constant(item) is _NOT_CONST:
                 self.err("E0303", "a status code must be a constant", item.span)
         if isinstance(codes, S.SetLit):
@@ -720,7 +739,8 @@ class _Checker:
                 return _NOT_CONST
             case S.Unary(op="-", operand=o):
                 v = self.constant(o)
-                return _NOT_CONST if v is _NOT_CONST else -v  # type: ignore[operator]
+                # Only integers negate; `-ok` (an enum member) is a type error reported elsewhere.
+                return -v if isinstance(v, int) and not isinstance(v, bool) else _NOT_CONST
             case S.Binary(op=op, left=l, right=r) if op in ("|", "+", "-", "*", "**"):
                 a, b = self.constant(l), self.constant(r)
                 if a is _NOT_CONST or b is _NOT_CONST or not isinstance(a, int) or not isinstance(b, int):

@@ -41,7 +41,7 @@ def run_rules(args, out) -> int:
         return EXIT_OK
     width = max((len(r.rule) for r in rules), default=0)
     for r in rules:
-        where = r.call or "(invariant)"
+        where = r.call or f"({r.kind})"
         out.out(f"{r.rule:<{width}}  {r.kind:<11} {where}")
         if r.cite and r.source:
             out.out(f"{'':<{width}}  cites {r.source.location}: {r.cite.clause}")
@@ -80,4 +80,5 @@ _KIND_MEANING = {
     "usage": "a usage rule (thread safety or API group): breaking it is the caller's bug",
     "effect": "the success effect: how the state changes when the call succeeds",
     "invariant": "a property every reachable state keeps; `regcheck prove` proves it",
+    "pinned": "which memory the documents say is page-locked; `regcheck execute` compares it with the kernel's page locks",
 }

@@ -1,0 +1,315 @@
+"""Replay a trace three ways: the recorded results, the spec's allowed outcomes, a driver's real results.
+
+`execute_trace` relocates every allocation the trace recorded into memory the driver hands out (the
+offset of an address inside its allocation and its offset inside its page are kept), calls the driver
+for each event, and compares:
+
+  usage / conformance / unspecified   the recorded trace against the spec, exactly as `regcheck replay`
+  executor     the driver's own result is not an outcome the spec allows (in the state that follows
+               the driver's results)
+  divergence   the driver's result differs from the recorded one, both allowed (informational)
+  refused      an address argument relocates to no memory the trace allocated: the call is not made
+               (or the driver refused it itself); informational
+  pinning      after the event, the pages the kernel reports locked (/proc/self/smaps) differ from
+               the pages the spec's `pinned` declarations predict
+
+Two model states are kept: one follows the recorded results (for the replay findings), the other the
+driver's results (to judge the driver and to predict its page locks), so one divergence does not
+cascade into false findings later.
+
+Rule IDs of the executor's own checks (not spec rules):
+  EXEC-ADDRESS-UNOWNED  an address that relocates to nothing the trace allocated
+  EXEC-DIVERGENCE       driver and recording disagree (both allowed)
+  EXEC-LOCK-EXTRA       the kernel reports a page locked that the spec does not predict
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from sortedcontainers import SortedDict
+
+from . import syntax as S
+from .executor import Driver, ReferenceDriver, Result
+from .pinning import PAGE_SIZE
+from .replay import Finding, Replayer, ReplayReport, _show, semantics_for
+from .semantics import Semantics, State
+from .trace import read_trace
+
+# Findings that do not make a trace violate: silences of the documents, divergences both allowed,
+# and refusals (the executor protecting memory it does not own; the cause, a caller error or an
+# earlier divergence, has its own finding).
+INFORMATIONAL = frozenset({"unspecified", "divergence", "refused"})
+EXEC_ADDRESS_UNOWNED = "EXEC-ADDRESS-UNOWNED"
+EXEC_DIVERGENCE = "EXEC-DIVERGENCE"
+EXEC_LOCK_EXTRA = "EXEC-LOCK-EXTRA"
+
+
+# ---------------------------------------------------------------- what the spec says about memory
+
+
+@dataclass(frozen=True, slots=True)
+class Allocator:
+    """A call that hands out memory: its address output and the argument giving the size."""
+
+    output: str
+    size_param: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryShape:
+    allocators: dict[str, Allocator]  # call -> allocator
+    releases: dict[str, frozenset[str]]  # call -> params that name an allocation to release (its base)
+    addr_params: dict[str, tuple[str, ...]]  # call -> params of type addr
+
+
+def memory_shape(sem: Semantics) -> MemoryShape:
+    """Read from the spec's effects which calls allocate and which release memory, and with which
+    arguments: an allocator inserts its address output as the key of a sized table, sized by one of
+    its arguments; a release deletes the entry keyed by one of its arguments from such a table."""
+    spec = sem.spec
+    allocators: dict[str, Allocator] = {}
+    tables: set[str] = set()
+    for name, info in spec.calls.items():
+        outs = {n for n, t in info.outputs if t.kind == "int" and t.name == "addr"}
+        for st in _statements(info):
+            if isinstance(st, S.Insert) and isinstance(st.key, S.Name) and st.key.name in outs:
+                sized = spec.tables[st.table].sized_by
+                size = dict(st.fields).get(sized)
+                if sized and isinstance(size, S.Name):
+                    allocators[name] = Allocator(st.key.name, size.name)
+                    tables.add(st.table)
+    releases = {}
+    for name, info in spec.calls.items():
+        keys = frozenset(st.key.name for st in _statements(info)
+                         if isinstance(st, S.Delete) and st.table in tables and isinstance(st.key, S.Name))
+        if keys:
+            releases[name] = keys
+    addr = {name: tuple(n for n, t in info.params if t.kind == "int" and t.name == "addr")
+            for name, info in spec.calls.items()}
+    return MemoryShape(allocators, releases, addr)
+
+
+def _statements(info):
+    def walk(body):
+        for st in body:
+            yield st
+            if isinstance(st, S.If):
+                yield from walk(st.then)
+                yield from walk(st.orelse)
+    for clause in info.clauses(S.Effect):
+        yield from walk(clause.body)
+
+
+# ---------------------------------------------------------------- relocation
+
+
+class Relocator:
+    """Recorded allocations -> the driver's: an address keeps its offset in its allocation and page."""
+
+    def __init__(self) -> None:
+        self._by_base: SortedDict = SortedDict()  # recorded base -> (size, driver address of that base, shift)
+
+    @staticmethod
+    def shift_of(recorded_base: int) -> int:
+        """The padding asked of the driver so the relocated base keeps its offset inside its page."""
+        return recorded_base % PAGE_SIZE
+
+    def add(self, recorded_base: int, size: int, driver_block: int) -> None:
+        shift = self.shift_of(recorded_base)
+        for base in list(self._by_base.irange(recorded_base - 1 - self._largest(), recorded_base + max(size, 1) - 1)):
+            old_size = self._by_base[base][0]
+            if base < recorded_base + max(size, 1) and recorded_base < base + max(old_size, 1):
+                del self._by_base[base]  # the recording reused that memory
+        self._by_base[recorded_base] = (size, driver_block + shift, shift)
+
+    def _largest(self) -> int:
+        return max((v[0] for v in self._by_base.values()), default=0)
+
+    def relocate(self, address: int) -> int | None:
+        """The driver's address for a recorded one, or None when no recorded allocation holds it."""
+        if address == 0:
+            return 0  # null stays null: every API checks it itself
+        i = self._by_base.bisect_right(address) - 1
+        if i < 0:
+            return None
+        base = self._by_base.keys()[i]
+        size, moved, _ = self._by_base[base]
+        if base <= address < base + max(size, 1):
+            return moved + (address - base)
+        return None
+
+    def relocate_base(self, address: int) -> int | None:
+        """For a release: the driver's own block address of the allocation starting at `address`."""
+        entry = self._by_base.get(address)
+        if entry is None:
+            return self.relocate(address)
+        size, moved, shift = entry
+        return moved - shift
+
+    def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:
+        start = self.relocate(base)
+        return None if start is None else (start, start + (end - base))
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _pages(lo: int, hi: int) -> range:
+    return range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)
+
+
+class Execution:
+    """One trace against one driver; `step` checks one event."""
+
+    def __init__(self, sem: Semantics, driver: Driver, path: str):
+        self.sem, self.driver, self.path = sem, driver, path
+        self.replayer = Replayer(sem, path)
+        self.shape = memory_shape(sem)
+        self.relocator = Relocator()
+        self.driver_state: State = sem.initial_state()  # the model, following the driver's results
+        self.check_locks = callable(getattr(driver, "kernel_locked_pages", None))
+
+    def step(self, ev) -> list[Finding]:
+        rep = self.replayer
+        shape, args, status, outs = rep.normalise(ev)
+        name = shape.name
+        findings = list(rep.feed(ev))  # the recording against the spec (this also advances its model)
+        driver_args, unowned = self._relocate_args(name, args, outs)
+        if unowned is not None:
+            findings.append(rep._finding(ev, "refused", EXEC_ADDRESS_UNOWNED,
+                                         f"argument {unowned} = {_show(args[unowned])} lies in no memory this trace "
+                                         "allocated; the call was not made"))
+            return findings
+        result = self.driver.call(name, driver_args)
+        incident = getattr(self.driver, "last_incident", None)
+        refused = incident is not None and incident.kind.value == "refused"
+        findings.extend(self._judge_driver(ev, name, args, status, outs, result, refused))
+        if incident is not None:
+            kind = "refused" if incident.kind.value == "refused" else "divergence"
+            rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
+            findings.append(rep._finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
+        if self.check_locks:
+            findings.extend(self._compare_locks(ev))
+        return findings
+
+    def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
+        out = dict(args)
+        releases = self.shape.releases.get(name, frozenset())
+        for p in self.shape.addr_params.get(name, ()):
+            moved = (self.relocator.relocate_base if p in releases else self.relocator.relocate)(args[p])
+            if moved is None:
+                return out, p
+            out[p] = moved
+        alloc = self.shape.allocators.get(name)
+        recorded_base = outs.get(alloc.output) if alloc is not None else None
+        if recorded_base is not None:
+            # Ask for the recorded base's offset in its page in front, so the relocated base keeps it.
+            out[alloc.size_param] = args[alloc.size_param] + Relocator.shift_of(recorded_base)
+        return out, None
+
+    def _judge_driver(self, ev, name, args, status, outs, result: Result, refused: bool) -> list[Finding]:
+        """The driver's result against the spec, in the model that follows the driver's results."""
+        sem, rep = self.sem, self.replayer
+        found: list[Finding] = []
+        driver_status = result.ret
+        alloc = self.shape.allocators.get(name)
+        model_outs = dict(result.out)
+        substituted = False
+        if alloc is not None and driver_status == sem.success:
+            recorded_base = outs.get(alloc.output)
+            block = result.out.get(alloc.output)
+            if recorded_base is not None and block is not None:
+                self.relocator.add(recorded_base, args[alloc.size_param], block)
+                model_outs[alloc.output] = recorded_base  # the driver's block stands for the recorded one
+                substituted = True
+            else:
+                model_outs = None  # allocated only by the driver: nothing of the trace refers to it
+        st = self.driver_state
+        allowed = sem.allowed(st, name, args)
+        if model_outs is not None or driver_status != sem.success:
+            # A substituted output is the recording's address, so promises about it (fresh, aligned)
+            # speak of the recording, not of the driver: judge the status alone then.
+            judgement = sem.judge(allowed, st, args, driver_status, model_outs or {}) if not substituted else \
+                _status_only(sem, allowed, driver_status)
+            if not judgement.conforms:
+                rule = (judgement.rules or (EXEC_DIVERGENCE,))[0]
+                found.append(rep._finding(ev, "executor", rule, f"the driver returned {driver_status!r}; the spec allows "
+                                          f"{judgement.expected}"))
+        if driver_status != status:
+            found.append(rep._finding(ev, "divergence", EXEC_DIVERGENCE,
+                                      f"recorded {status!r}, the driver returned {driver_status!r}"))
+        if driver_status == sem.success and model_outs is not None and not refused:
+            sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
+        return found
+
+    def _compare_locks(self, ev) -> list[Finding]:
+        predicted: dict[int, str] = {}
+        owns = getattr(self.driver, "owns", None)
+        for rule, _, (lo, hi) in self.sem.pinned_ranges(self.driver_state):
+            moved = self.relocator.relocate_range(lo, hi)
+            if moved is not None:
+                for page in _pages(*moved):
+                    # Only mapped memory can be locked: a page the driver no longer holds (freed
+                    # while registered, the caller's error) is no prediction.
+                    if owns is None or owns(max(page, moved[0]), 1):
+                        predicted.setdefault(page, rule)
+        kernel = self.driver.kernel_locked_pages()  # type: ignore[attr-defined]
+        missing = sorted(set(predicted) - kernel)
+        extra = sorted(kernel - set(predicted))
+        found = []
+        if missing:
+            found.append(self.replayer._finding(
+                ev, "pinning", predicted[missing[0]],
+                f"{len(missing)} page(s) the spec says are locked are not locked by the kernel (first {missing[0]:#x})"))
+        if extra:
+            found.append(self.replayer._finding(
+                ev, "pinning", EXEC_LOCK_EXTRA,
+                f"{len(extra)} page(s) are locked that the spec does not predict (first {extra[0]:#x})"))
+        return found
+
+
+def _status_only(sem: Semantics, allowed, status):
+    """A judgement of the status alone (outputs not compared)."""
+    from .semantics import Judgement, describe_outcomes
+    ok = allowed.allows_status(status, sem.success)
+    return Judgement(ok, () if ok else tuple(e.rule for e in allowed.errors), "" if ok else describe_outcomes(allowed, sem.success))
+
+
+def verdict_of(findings) -> str:
+    return "violates" if any(f.kind not in INFORMATIONAL for f in findings) else "conforms"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionReport(ReplayReport):
+    @property
+    def verdict(self) -> str:
+        return verdict_of(self.findings)
+
+
+def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDriver, spec_name: str | None = None,
+                  max_findings: int | None = None) -> ExecutionReport:
+    """Execute one trace against a fresh driver; the driver is closed (memory unlocked) on every exit."""
+    header, events = read_trace(path)
+    try:
+        sem = semantics_for(header, spec_name, path)
+        driver = driver_factory()
+        driver.start(spec_name or header.spec, header.env)
+        try:
+            run = Execution(sem, driver, path)
+            findings: list[Finding] = []
+            truncated = False
+            for ev in events:
+                found = run.step(ev)
+                findings.extend(found)
+                if max_findings is not None and sum(f.kind not in INFORMATIONAL for f in findings) >= max_findings:
+                    truncated = True
+                    break
+            return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated)
+        finally:
+            driver.close()
+    finally:
+        close = getattr(events, "close", None)
+        if close:
+            close()

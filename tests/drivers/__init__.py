@@ -1,0 +1,1 @@
+"""Small drivers for the executor tests (wrappers over the reference driver with one bug each)."""

@@ -1,0 +1,40 @@
+"""Two buggy drivers for `regcheck execute --driver` tests."""
+
+from checker.executor import ReferenceDriver, Result
+
+PINNED = 0x10000000
+
+
+class PinnedDoesNotPin(ReferenceDriver):
+    """Answers like the reference driver, but a PINNED registration leaves the pages pageable."""
+
+    def call(self, name, args):
+        result = super().call(name, args)
+        if name == "aclrtHostRegisterV2" and result.ret == 0 and args["flag"] & PINNED:
+            self.arena.unlock(args["ptr"], args["size"])
+        return result
+
+
+class UnregisterKeepsLock(ReferenceDriver):
+    """Unregister succeeds but the pages stay locked (an extra lock is taken back after the unpin)."""
+
+    def call(self, name, args):
+        pinned = name == "aclrtHostUnregister" and self._is_pinned(args["ptr"])
+        result = super().call(name, args)
+        if pinned and result.ret == 0:
+            self.arena.lock(args["ptr"], 4096)
+        return result
+
+    def _is_pinned(self, ptr):
+        reg = self._impl.regs.get(ptr)
+        return reg is not None and reg.locked
+
+
+class WrongOverlapCode(ReferenceDriver):
+    """Reports an overlapping registration with the wrong error code."""
+
+    def call(self, name, args):
+        result = super().call(name, args)
+        if name == "aclrtHostRegisterV2" and result.ret == 507910:
+            return Result(507911)
+        return result
