@@ -17,7 +17,7 @@ from ..diagnostics import RegcheckError
 from .common import EXIT_INPUT, EXIT_INTERNAL, Output, print_input_error
 
 # Subcommand modules, in the order `regcheck --help` lists them; a module that is absent is skipped.
-COMMAND_MODULES = ("check", "rules", "replay", "shrink", "prove", "simulate", "execute", "generate", "conform", "fuzz")
+COMMAND_MODULES = ("check", "rules", "replay", "record", "shrink", "prove", "simulate", "execute", "generate", "conform", "fuzz", "itf", "diagram")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,1138 @@
+/*
+ * regcheck_preload.c: the LD_PRELOAD interposer behind `regcheck record`.
+ *
+ * It intercepts the Ascend CANN host-registration calls (aclrtHostRegisterV2, aclrtHostUnregister,
+ * aclrtHostGetDevicePointer, aclrtMallocHost, aclrtFreeHost) and the host memory calls the spec's
+ * rules need (the malloc family, free, mmap, munmap, mremap), forwards each call to the real
+ * function found with dlsym(RTLD_NEXT), and appends trace format v1 events (docs/trace-format.md)
+ * to the file named by REGCHECK_TRACE. `regcheck record` writes the header line first; this file
+ * only appends events, one write(2) per line, so a crash never leaves half a line behind.
+ *
+ * Trace size follows registration activity, not allocation activity: every live heap block and
+ * mapping is kept in a compact in-memory table (address -> size), and a `malloc` event is written
+ * for a block only when aclrtHostRegisterV2 first touches it, just before the registration event.
+ * A `free` event is written only for blocks that had their `malloc` event. So the trace keeps the
+ * format's promise (every registered block has its allocation event) without one line per malloc.
+ *
+ * Constraints that shape the code:
+ *  - Nothing here may call malloc (we are malloc). The tables live in memory from the real mmap,
+ *    lines are formatted by hand on the stack, and dlsym's own allocations during start-up are
+ *    served from a static bootstrap buffer.
+ *  - Calls the vendor library makes itself (its internal mallocs, or one aclrt function calling
+ *    another through the PLT) are forwarded untouched: a thread-local depth counter marks "inside
+ *    a vendor call". The trace records what the program asked for.
+ *  - Event order must be the order the calls took effect where memory can be reused. One mutex
+ *    (`wlock`) serialises writing; it is also held across the real free/munmap/aclrtFreeHost of a
+ *    block whose allocation is in the trace, so the `free` line is written before any other
+ *    thread can be handed the same address and write its `malloc` line. Registration calls
+ *    themselves run unlocked, so the program's own concurrency is not changed.
+ *  - Lock order: wlock, then a table lock. Never the other way round.
+ *  - One trace holds one address space. The first process to write an event claims the trace
+ *    (O_EXCL on the file named by REGCHECK_CLAIM); any other process that makes registration
+ *    calls (a sibling, a fork of the owner) is not recorded and says so on stderr.
+ *
+ * 64-bit Linux with glibc or a compatible libc only.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(void *) == 8, "regcheck's interposer supports 64-bit targets only");
+
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+#define EXPORT __attribute__((visibility("default")))
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+typedef int aclError;
+enum {
+    ACL_HOST_REG_MAPPED = 0x2,
+    ACL_ERROR_RT_INTERNAL_ERROR = 507000,
+};
+
+/* ------------------------------------------------------------------ the real functions */
+
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void (*real_free)(void *);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
+
+static aclError (*real_register)(void *, uint64_t, uint32_t);
+static aclError (*real_unregister)(void *);
+static aclError (*real_get_dev)(void *, void **, uint32_t);
+static aclError (*real_malloc_host)(void **, size_t);
+static aclError (*real_free_host)(void *);
+
+/* ------------------------------------------------------------------ process state */
+
+enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
+static int init_state;          /* atomic: the real allocation functions are resolved */
+TLS int in_init;                /* this thread is resolving them: serve from the bootstrap buffer */
+TLS int depth;                  /* > 0 inside a vendor call: forward without recording */
+TLS uint32_t cached_tid;
+
+static int recording;           /* atomic: REGCHECK_TRACE is open and this process may record */
+enum { CLAIM_UNDECIDED, CLAIM_OWNER, CLAIM_DENIED };
+static int claim = CLAIM_UNDECIDED; /* under wlock */
+enum { OFF_NO_TRACE, OFF_DENIED, OFF_FORKED, OFF_WRITE_FAILED };
+static int off_reason = OFF_NO_TRACE;
+static int told_off;            /* the "not recorded" note was printed */
+static int trace_fd = -1;
+static char claim_path[4096];
+static size_t page_size = 4096;
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+TLS int wlock_depth; /* wlock is re-entrant per thread: a nested take must not deadlock */
+
+static void wlock_take(void) {
+    if (wlock_depth++ == 0)
+        pthread_mutex_lock(&wlock);
+}
+
+static void wlock_drop(void) {
+    if (--wlock_depth == 0)
+        pthread_mutex_unlock(&wlock);
+}
+
+/* ------------------------------------------------------------------ small helpers */
+
+static uint32_t tid(void) {
+    if (UNLIKELY(cached_tid == 0))
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+    return cached_tid;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int tracking(void) {
+    return depth == 0 && __atomic_load_n(&recording, __ATOMIC_RELAXED);
+}
+
+/* A line built on the stack: no printf (it may allocate), no allocation at all. */
+struct line {
+    size_t n;
+    char buf[768];
+};
+
+static void put_s(struct line *l, const char *s) {
+    while (*s && l->n < sizeof l->buf)
+        l->buf[l->n++] = *s++;
+}
+
+static void put_u(struct line *l, uint64_t v) {
+    char tmp[24];
+    int i = 0;
+    do {
+        tmp[i++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (i && l->n < sizeof l->buf)
+        l->buf[l->n++] = tmp[--i];
+}
+
+static void put_i(struct line *l, int64_t v) {
+    if (v < 0) {
+        put_s(l, "-");
+        put_u(l, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u(l, (uint64_t)v);
+    }
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return;
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+static void say(const char *a, uint64_t num, const char *b) {
+    struct line l = {0};
+    put_s(&l, "regcheck: ");
+    put_s(&l, a);
+    if (b) {
+        put_u(&l, num);
+        put_s(&l, b);
+    }
+    put_s(&l, "\n");
+    int saved = errno;
+    write_all(2, l.buf, l.n);
+    errno = saved;
+}
+
+/* ------------------------------------------------------------------ bootstrap allocator */
+
+/* dlsym may allocate before the real malloc is known; those few blocks come from here and are
+   never freed. Each block is preceded by its size, so realloc can copy it. */
+#define BOOT_SIZE (256 * 1024)
+static _Alignas(4096) unsigned char boot_buf[BOOT_SIZE];
+static size_t boot_used;
+
+static int is_boot(const void *p) {
+    return (const unsigned char *)p >= boot_buf && (const unsigned char *)p < boot_buf + BOOT_SIZE;
+}
+
+static void *boot_alloc(size_t n, size_t align) {
+    if (align < 16)
+        align = 16;
+    size_t start = __atomic_load_n(&boot_used, __ATOMIC_RELAXED);
+    for (;;) {
+        size_t data = (start + 16 + align - 1) & ~(align - 1);
+        size_t end = data + ((n + 15) & ~(size_t)15);
+        if (end > BOOT_SIZE || end < data)
+            return NULL;
+        if (__atomic_compare_exchange_n(&boot_used, &start, end, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            memcpy(boot_buf + data - sizeof(size_t), &n, sizeof n);
+            return boot_buf + data; /* static storage: already zero, good for calloc */
+        }
+    }
+}
+
+static size_t boot_size(const void *p) {
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+    return n;
+}
+
+/* ------------------------------------------------------------------ start-up */
+
+static void resolve_allocators(void) {
+    real_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    real_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    real_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    real_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+    real_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+    real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+    real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+    real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+    real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
+    if (!real_malloc || !real_calloc || !real_realloc || !real_free || !real_posix_memalign || !real_mmap ||
+        !real_munmap) {
+        say("cannot find the C library's allocator with dlsym(RTLD_NEXT); giving up", 0, NULL);
+        abort();
+    }
+}
+
+/* Resolves the allocators once; any thread may get here first (even before our constructor). */
+static void ensure_init(void) {
+    if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == INIT_DONE || in_init)
+        return;
+    int expected = INIT_NONE;
+    if (__atomic_compare_exchange_n(&init_state, &expected, INIT_RUNNING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        in_init = 1;
+        resolve_allocators();
+        in_init = 0;
+        __atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)
+        sched_yield();
+}
+
+#define BOOTING() (UNLIKELY(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE) && (ensure_init(), in_init))
+
+/* ------------------------------------------------------------------ block tables */
+
+/* Open addressing with linear probing; storage from the real mmap; address 0 marks a free slot.
+   The heap table is split in shards so that threads allocating at once rarely share a lock. */
+#define EMITTED 1u /* its `malloc` event is in the trace */
+
+struct entry {
+    uintptr_t addr;
+    uint64_t size;
+    uint32_t tid;
+    uint32_t flags;
+};
+
+struct table {
+    pthread_mutex_t lock;
+    struct entry *slots;
+    size_t cap; /* a power of two, or 0 before the first insert */
+    size_t count;
+};
+
+#define HEAP_SHARDS 64
+#define TABLE_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
+static struct table heap[HEAP_SHARDS] = {[0 ... HEAP_SHARDS - 1] = TABLE_INIT};
+static struct table maps = TABLE_INIT;    /* mmap'd regions */
+static struct table hostmem = TABLE_INIT; /* aclrtMallocHost blocks (their events are always written) */
+static int hostmem_live;                  /* atomic: entries in hostmem, so free() can skip the lookup */
+static int table_full_told;
+
+static uint64_t mix(uintptr_t a) {
+    uint64_t h = (uint64_t)a;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+static struct table *heap_shard(uintptr_t a) {
+    return &heap[mix(a) & (HEAP_SHARDS - 1)];
+}
+
+static size_t home(const struct table *t, uintptr_t a) {
+    return (size_t)(mix(a) >> 6) & (t->cap - 1);
+}
+
+static struct entry *tab_find(struct table *t, uintptr_t a) {
+    if (!t->cap)
+        return NULL;
+    for (size_t i = home(t, a);; i = (i + 1) & (t->cap - 1)) {
+        if (t->slots[i].addr == a)
+            return &t->slots[i];
+        if (t->slots[i].addr == 0)
+            return NULL;
+    }
+}
+
+/* The entry whose block [addr, addr + size) holds p (a zero-size block holds only its address). */
+static struct entry *tab_containing(struct table *t, uintptr_t p) {
+    struct entry *e = tab_find(t, p);
+    if (e)
+        return e;
+    for (size_t i = 0; i < t->cap; i++) {
+        struct entry *s = &t->slots[i];
+        if (s->addr && s->addr < p && p - s->addr < s->size)
+            return s;
+    }
+    return NULL;
+}
+
+static void tab_place(struct table *t, struct entry e) {
+    size_t i = home(t, e.addr);
+    while (t->slots[i].addr != 0 && t->slots[i].addr != e.addr)
+        i = (i + 1) & (t->cap - 1);
+    if (t->slots[i].addr == 0)
+        t->count++;
+    t->slots[i] = e;
+}
+
+static int tab_grow(struct table *t) {
+    size_t cap = t->cap ? t->cap * 2 : 1024;
+    void *mem = real_mmap(NULL, cap * sizeof(struct entry), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return -1;
+    struct entry *old = t->slots;
+    size_t old_cap = t->cap;
+    t->slots = mem;
+    t->cap = cap;
+    t->count = 0;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].addr)
+            tab_place(t, old[i]);
+    if (old)
+        real_munmap(old, old_cap * sizeof(struct entry));
+    return 0;
+}
+
+/* Inserts or replaces; the load stays at most one half so probes stay short. */
+static void tab_put(struct table *t, uintptr_t a, uint64_t size, uint32_t owner, uint32_t flags) {
+    if ((t->count + 1) * 2 > t->cap && tab_grow(t) != 0 && t->count + 1 >= t->cap) {
+        if (!__atomic_exchange_n(&table_full_told, 1, __ATOMIC_RELAXED))
+            say("out of memory for the block table; some allocations are not tracked", 0, NULL);
+        return;
+    }
+    struct entry e = {a, size, owner, flags};
+    tab_place(t, e);
+}
+
+/* Deletes a slot, shifting later members of its probe run back (no tombstones). */
+static void tab_del(struct table *t, struct entry *e) {
+    size_t mask = t->cap - 1, i = (size_t)(e - t->slots), j = i;
+    for (;;) {
+        t->slots[i].addr = 0;
+        for (;;) {
+            j = (j + 1) & mask;
+            if (t->slots[j].addr == 0) {
+                t->count--;
+                return;
+            }
+            size_t k = home(t, t->slots[j].addr);
+            int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+            if (!stays)
+                break;
+        }
+        t->slots[i] = t->slots[j];
+        i = j;
+    }
+}
+
+/* ------------------------------------------------------------------ writing events */
+
+/* Says once why a process that calls the registration API is not in the trace. */
+static void tell_off(void) {
+    if ((off_reason == OFF_DENIED || off_reason == OFF_FORKED) && !__atomic_exchange_n(&told_off, 1, __ATOMIC_RELAXED))
+        say(off_reason == OFF_DENIED ? "process " : "forked process ", (uint64_t)getpid(),
+            " calls the registration API but is not recorded: a trace holds one process, and another one owns it");
+}
+
+/* Decides, at the first event, whether this process owns the trace (caller holds wlock). */
+static int may_write(void) {
+    if (claim == CLAIM_UNDECIDED) {
+        claim = CLAIM_OWNER;
+        if (claim_path[0]) {
+            int fd = open(claim_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                struct line l = {0};
+                put_u(&l, (uint64_t)getpid());
+                put_s(&l, "\n");
+                write_all(fd, l.buf, l.n);
+                close(fd);
+            } else {
+                claim = CLAIM_DENIED;
+                off_reason = OFF_DENIED;
+                __atomic_store_n(&recording, 0, __ATOMIC_RELAXED);
+                tell_off();
+            }
+        }
+    }
+    return claim == CLAIM_OWNER && trace_fd >= 0;
+}
+
+static void emit(struct line *l) { /* caller holds wlock */
+    if (!may_write())
+        return;
+    if (l->n >= sizeof l->buf) { /* cannot happen with these fields; never write a cut line */
+        say("internal error: trace line too long; event dropped", 0, NULL);
+        return;
+    }
+    int saved = errno;
+    const char *p = l->buf;
+    size_t n = l->n;
+    while (n) {
+        ssize_t k = write(trace_fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            say("cannot write the trace; recording stops here (errno ", (uint64_t)errno, ")");
+            off_reason = OFF_WRITE_FAILED;
+            told_off = 1;
+            __atomic_store_n(&recording, 0, __ATOMIC_RELAXED);
+            trace_fd = -1;
+            break;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    errno = saved;
+}
+
+static void ev_begin(struct line *l, const char *call) {
+    l->n = 0;
+    put_s(l, "{\"call\":\"");
+    put_s(l, call);
+    put_s(l, "\",\"args\":{");
+}
+
+static void ev_arg(struct line *l, const char *name, uint64_t v, int first) {
+    put_s(l, first ? "\"" : ",\"");
+    put_s(l, name);
+    put_s(l, "\":");
+    put_u(l, v);
+}
+
+static void ev_ret(struct line *l, aclError ret) {
+    put_s(l, "},\"ret\":");
+    put_i(l, ret);
+}
+
+static void ev_out(struct line *l, const char *name, uint64_t v) {
+    put_s(l, ",\"out\":{\"");
+    put_s(l, name);
+    put_s(l, "\":");
+    put_u(l, v);
+    put_s(l, "}");
+}
+
+static void ev_end(struct line *l, uint32_t who, int timed, uint64_t t0, uint64_t t1) {
+    put_s(l, ",\"tid\":");
+    put_u(l, who);
+    if (timed) {
+        put_s(l, ",\"t0\":");
+        put_u(l, t0);
+        put_s(l, ",\"t1\":");
+        put_u(l, t1);
+    }
+    put_s(l, "}\n");
+}
+
+/* `malloc` for a block first touched by a registration. The allocation happened earlier and its
+   time was not kept (keeping it would double the table), so the line has the allocating thread
+   but no timestamps; no rule compares an environment event's time. */
+static void emit_malloc(const struct entry *e) {
+    struct line l;
+    ev_begin(&l, "malloc");
+    ev_arg(&l, "size", e->size, 1);
+    put_s(&l, "},\"out\":{\"ptr\":");
+    put_u(&l, e->addr);
+    put_s(&l, "}");
+    ev_end(&l, e->tid, 0, 0, 0);
+    emit(&l);
+}
+
+static void emit_free(uintptr_t p, uint64_t t0, uint64_t t1) {
+    struct line l;
+    ev_begin(&l, "free");
+    ev_arg(&l, "ptr", p, 1);
+    put_s(&l, "}");
+    ev_end(&l, tid(), 1, t0, t1);
+    emit(&l);
+}
+
+/* Marks the block holding p as emitted and writes its `malloc` line, unless it already has one
+   (caller holds wlock). Memory from aclrtMallocHost has its own event and is looked up first. */
+static void emit_block_for(uintptr_t p) {
+    struct entry copy;
+    struct entry *e;
+    int write_it = 0;
+    if (p == 0)
+        return;
+    if (__atomic_load_n(&hostmem_live, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&hostmem.lock);
+        e = tab_containing(&hostmem, p);
+        pthread_mutex_unlock(&hostmem.lock);
+        if (e)
+            return;
+    }
+    /* The heap before the mappings: an allocator that gets its chunks from mmap through the PLT
+       has those chunks in the mapping table, around the blocks it hands out. */
+    struct table *candidates[HEAP_SHARDS + 2];
+    size_t n = 0;
+    candidates[n++] = heap_shard(p); /* exact match: the usual case, one probe */
+    for (size_t i = 0; i < HEAP_SHARDS; i++) /* an interior pointer: scan every shard */
+        candidates[n++] = &heap[i];
+    candidates[n++] = &maps;
+    for (size_t i = 0; i < n; i++) {
+        struct table *t = candidates[i];
+        pthread_mutex_lock(&t->lock);
+        e = i == 0 ? tab_find(t, p) : tab_containing(t, p);
+        if (e && !(e->flags & EMITTED)) {
+            e->flags |= EMITTED;
+            copy = *e;
+            write_it = 1;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (e) {
+            if (write_it)
+                emit_malloc(&copy);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ heap tracking */
+
+static void heap_add(void *p, uint64_t size) {
+    if (!p || is_boot(p))
+        return;
+    struct table *t = heap_shard((uintptr_t)p);
+    pthread_mutex_lock(&t->lock);
+    tab_put(t, (uintptr_t)p, size, tid(), 0);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* Removes p's entry before the memory goes back to the allocator. Returns 1 when p's `malloc` is
+   in the trace: the caller then holds wlock (taken here) until it has written the `free`. */
+static int heap_remove(void *p, struct entry *removed) {
+    uintptr_t a = (uintptr_t)p;
+    struct table *t = heap_shard(a);
+    pthread_mutex_lock(&t->lock);
+    struct entry *e = tab_find(t, a);
+    if (e && !(e->flags & EMITTED)) {
+        *removed = *e;
+        tab_del(t, e);
+        pthread_mutex_unlock(&t->lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&t->lock);
+    removed->addr = 0;
+    if (!e)
+        return 0;
+    /* Flags are only ever set under wlock, so the entry is still emitted when we get back. */
+    wlock_take();
+    pthread_mutex_lock(&t->lock);
+    e = tab_find(t, a);
+    if (e) {
+        *removed = *e;
+        tab_del(t, e);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return 1;
+}
+
+/* free() of something that is not a heap block: if it is aclrtMallocHost memory, record the
+   misuse (the spec reports it) before the C library most likely aborts. */
+static void note_foreign_free(void *p) {
+    if (!__atomic_load_n(&hostmem_live, __ATOMIC_RELAXED))
+        return;
+    wlock_take();
+    pthread_mutex_lock(&hostmem.lock);
+    int found = tab_find(&hostmem, (uintptr_t)p) != NULL;
+    pthread_mutex_unlock(&hostmem.lock);
+    if (found) {
+        uint64_t t = now_ns();
+        emit_free((uintptr_t)p, t, t);
+    }
+    wlock_drop();
+}
+
+EXPORT void *malloc(size_t n) {
+    if (BOOTING())
+        return boot_alloc(n, 16);
+    void *p = real_malloc(n);
+    if (p && tracking())
+        heap_add(p, n);
+    return p;
+}
+
+EXPORT void *calloc(size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (BOOTING())
+        return boot_alloc(total, 16);
+    void *p = real_calloc(count, size);
+    if (p && tracking())
+        heap_add(p, total);
+    return p;
+}
+
+EXPORT void free(void *p) {
+    if (!p || is_boot(p))
+        return;
+    if (BOOTING())
+        return; /* cannot happen: nothing but the bootstrap buffer exists yet */
+    if (!tracking()) {
+        real_free(p);
+        return;
+    }
+    struct entry removed;
+    if (heap_remove(p, &removed)) {
+        uint64_t t0 = now_ns();
+        real_free(p);
+        uint64_t t1 = now_ns();
+        if (removed.addr)
+            emit_free(removed.addr, t0, t1);
+        wlock_drop();
+        return;
+    }
+    if (!removed.addr)
+        note_foreign_free(p);
+    real_free(p);
+}
+
+EXPORT void *realloc(void *p, size_t n) {
+    if (p && is_boot(p)) {
+        void *q = malloc(n);
+        if (q) {
+            size_t old = boot_size(p);
+            memcpy(q, p, old < n ? old : n);
+        }
+        return q;
+    }
+    if (BOOTING())
+        return boot_alloc(n, 16);
+    if (!p || !tracking()) {
+        void *q = real_realloc(p, n);
+        if (q && tracking())
+            heap_add(q, n);
+        return q;
+    }
+    /* C's realloc ends the old object's life even when the address stays the same, so a traced
+       block gets its `free`; a failed realloc leaves it alive, so its entry goes back. */
+    struct entry removed;
+    int traced = heap_remove(p, &removed);
+    uint64_t t0 = now_ns();
+    void *q = real_realloc(p, n);
+    uint64_t t1 = now_ns();
+    int old_freed = q != NULL || n == 0; /* glibc: realloc(p, 0) frees p and returns NULL */
+    if (removed.addr && !old_freed) {
+        struct table *t = heap_shard(removed.addr);
+        pthread_mutex_lock(&t->lock);
+        tab_put(t, removed.addr, removed.size, removed.tid, removed.flags);
+        pthread_mutex_unlock(&t->lock);
+    }
+    if (traced) {
+        if (removed.addr && old_freed)
+            emit_free(removed.addr, t0, t1);
+        wlock_drop();
+    }
+    if (q)
+        heap_add(q, n);
+    return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, total);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+    if (BOOTING()) {
+        void *p = boot_alloc(n, align);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
+    int rc = real_posix_memalign(out, align, n);
+    if (rc == 0 && tracking())
+        heap_add(*out, n);
+    return rc;
+}
+
+static void *aligned(void *(*fn)(size_t, size_t), size_t align, size_t n) {
+    if (BOOTING())
+        return boot_alloc(n, align);
+    void *p;
+    if (fn) {
+        p = fn(align, n);
+    } else if (real_posix_memalign(&p, align, n) != 0) {
+        p = NULL;
+    }
+    if (p && tracking())
+        heap_add(p, n);
+    return p;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n) { return aligned(real_aligned_alloc, align, n); }
+EXPORT void *memalign(size_t align, size_t n) { return aligned(real_memalign, align, n); }
+
+EXPORT void *valloc(size_t n) {
+    if (BOOTING())
+        return boot_alloc(n, 4096);
+    void *p = real_valloc ? real_valloc(n) : aligned(NULL, page_size, n);
+    if (p && real_valloc && tracking())
+        heap_add(p, n);
+    return p;
+}
+
+EXPORT void *pvalloc(size_t n) {
+    size_t rounded = (n + page_size - 1) & ~(page_size - 1);
+    if (BOOTING())
+        return boot_alloc(rounded, 4096);
+    void *p = real_pvalloc ? real_pvalloc(n) : aligned(NULL, page_size, rounded);
+    if (p && real_pvalloc && tracking())
+        heap_add(p, rounded);
+    return p;
+}
+
+/* ------------------------------------------------------------------ mapping tracking */
+
+static int maps_overlap_emitted(uintptr_t a, uintptr_t end) {
+    int hit = 0;
+    pthread_mutex_lock(&maps.lock);
+    for (size_t i = 0; i < maps.cap && !hit; i++) {
+        struct entry *s = &maps.slots[i];
+        hit = s->addr && (s->flags & EMITTED) && s->addr < end && a < s->addr + s->size;
+    }
+    pthread_mutex_unlock(&maps.lock);
+    return hit;
+}
+
+/* Forgets [a, end) (caller holds maps.lock, and wlock if an emitted mapping may be cut; only a
+   program racing a registration against an unmap of the same range can make us write without
+   it, and each line is still one write(2)): each
+   mapping it overlaps is freed as a whole (a `free` line if its `malloc` was written); the parts
+   outside the range stay mapped and are tracked again as new, untraced blocks. */
+static void maps_cut(uintptr_t a, uintptr_t end, uint64_t t0, uint64_t t1) {
+    for (;;) {
+        struct entry *s = NULL;
+        for (size_t i = 0; i < maps.cap; i++) {
+            struct entry *c = &maps.slots[i];
+            if (c->addr && c->addr < end && a < c->addr + c->size) {
+                s = c;
+                break;
+            }
+        }
+        if (!s)
+            return;
+        struct entry gone = *s;
+        tab_del(&maps, s);
+        if (gone.addr < a)
+            tab_put(&maps, gone.addr, a - gone.addr, gone.tid, 0);
+        if (gone.addr + gone.size > end)
+            tab_put(&maps, end, gone.addr + gone.size - end, gone.tid, 0);
+        if (gone.flags & EMITTED)
+            emit_free(gone.addr, t0, t1);
+    }
+}
+
+/* A mapping covers whole pages, so its block is the length rounded up to the page size. */
+static size_t page_len(size_t len) {
+    size_t n = (len + page_size - 1) & ~(page_size - 1);
+    return n < len ? len : n;
+}
+
+static uintptr_t page_end(uintptr_t a, size_t len) {
+    uintptr_t end = a + page_len(len);
+    return end < a ? UINTPTR_MAX : end;
+}
+
+/* The real call runs with maps.lock held (and wlock when a traced mapping is involved), so no
+   other thread can be handed the same range and track it before we have forgotten the old one. */
+static void *tracked_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    if (BOOTING() || !real_mmap)
+        return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    if (!tracking())
+        return real_mmap(addr, len, prot, flags, fd, off);
+    if (!(flags & MAP_FIXED)) {
+        void *p = real_mmap(addr, len, prot, flags, fd, off);
+        if (p != MAP_FAILED) {
+            pthread_mutex_lock(&maps.lock);
+            tab_put(&maps, (uintptr_t)p, page_len(len), tid(), 0);
+            pthread_mutex_unlock(&maps.lock);
+        }
+        return p;
+    }
+    uintptr_t a = (uintptr_t)addr, end = page_end(a, len);
+    int locked = maps_overlap_emitted(a, end);
+    if (locked)
+        wlock_take();
+    pthread_mutex_lock(&maps.lock);
+    uint64_t t0 = now_ns();
+    void *p = real_mmap(addr, len, prot, flags, fd, off);
+    uint64_t t1 = now_ns();
+    if (p != MAP_FAILED) {
+        maps_cut(a, end, t0, t1);
+        tab_put(&maps, (uintptr_t)p, page_len(len), tid(), 0);
+    }
+    pthread_mutex_unlock(&maps.lock);
+    if (locked)
+        wlock_drop();
+    return p;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    return tracked_mmap(addr, len, prot, flags, fd, off);
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    return tracked_mmap(addr, len, prot, flags, fd, off);
+}
+
+EXPORT int munmap(void *addr, size_t len) {
+    if (BOOTING() || !real_munmap)
+        return (int)syscall(SYS_munmap, addr, len);
+    uintptr_t a = (uintptr_t)addr;
+    if (!tracking() || len == 0 || (a & (page_size - 1)))
+        return real_munmap(addr, len); /* an invalid call changes nothing */
+    uintptr_t end = page_end(a, len);
+    int locked = maps_overlap_emitted(a, end);
+    if (locked)
+        wlock_take();
+    pthread_mutex_lock(&maps.lock);
+    uint64_t t0 = now_ns();
+    int rc = real_munmap(addr, len);
+    uint64_t t1 = now_ns();
+    if (rc == 0)
+        maps_cut(a, end, t0, t1);
+    pthread_mutex_unlock(&maps.lock);
+    if (locked)
+        wlock_drop();
+    return rc;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (BOOTING() || !real_mremap)
+        return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+    if (!tracking())
+        return real_mremap(old, old_len, new_len, flags, want);
+    uintptr_t a = (uintptr_t)old, end = page_end(a, old_len);
+    uintptr_t wa = (uintptr_t)want, wend = page_end(wa, new_len);
+    int locked = maps_overlap_emitted(a, end) || ((flags & MREMAP_FIXED) && maps_overlap_emitted(wa, wend));
+    if (locked)
+        wlock_take();
+    pthread_mutex_lock(&maps.lock);
+    uint64_t t0 = now_ns();
+    void *p = real_mremap(old, old_len, new_len, flags, want);
+    uint64_t t1 = now_ns();
+    if (p != MAP_FAILED) {
+        maps_cut(a, end, t0, t1);
+        if (flags & MREMAP_FIXED)
+            maps_cut(wa, wend, t0, t1);
+        tab_put(&maps, (uintptr_t)p, page_len(new_len), tid(), 0);
+    }
+    pthread_mutex_unlock(&maps.lock);
+    if (locked)
+        wlock_drop();
+    return p;
+}
+
+/* ------------------------------------------------------------------ the vendor calls */
+
+/* The real vendor function, looked up at the first call (the library may be loaded late). */
+static void *vendor(void **slot, const char *name) {
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        if (!f)
+            say("the real vendor function is missing (dlsym RTLD_NEXT failed); returning 507000", 0, NULL);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+/* Whether to record this vendor call (not one the vendor library makes itself). */
+static int record_call(void) {
+    if (depth > 0)
+        return 0;
+    if (__atomic_load_n(&recording, __ATOMIC_RELAXED))
+        return 1;
+    tell_off();
+    return 0;
+}
+
+#define VENDOR(slot, name) ((__typeof__(slot))vendor((void **)&(slot), (name)))
+
+EXPORT aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag) {
+    aclError (*real)(void *, uint64_t, uint32_t) = VENDOR(real_register, "aclrtHostRegisterV2");
+    if (!real)
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (!record_call())
+        return real(ptr, size, flag);
+    depth++;
+    wlock_take();
+    emit_block_for((uintptr_t)ptr);
+    wlock_drop();
+    uint64_t t0 = now_ns();
+    aclError ret = real(ptr, size, flag);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "aclrtHostRegisterV2");
+    ev_arg(&l, "ptr", (uintptr_t)ptr, 1);
+    ev_arg(&l, "size", size, 0);
+    ev_arg(&l, "flag", flag, 0);
+    ev_ret(&l, ret);
+    ev_end(&l, tid(), 1, t0, t1);
+    wlock_take();
+    emit(&l);
+    wlock_drop();
+    depth--;
+    return ret;
+}
+
+EXPORT aclError aclrtHostUnregister(void *ptr) {
+    aclError (*real)(void *) = VENDOR(real_unregister, "aclrtHostUnregister");
+    if (!real)
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (!record_call())
+        return real(ptr);
+    depth++;
+    uint64_t t0 = now_ns();
+    aclError ret = real(ptr);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "aclrtHostUnregister");
+    ev_arg(&l, "ptr", (uintptr_t)ptr, 1);
+    ev_ret(&l, ret);
+    ev_end(&l, tid(), 1, t0, t1);
+    wlock_take();
+    emit(&l);
+    wlock_drop();
+    depth--;
+    return ret;
+}
+
+EXPORT aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag) {
+    aclError (*real)(void *, void **, uint32_t) = VENDOR(real_get_dev, "aclrtHostGetDevicePointer");
+    if (!real)
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (!record_call())
+        return real(pHost, pDevice, flag);
+    depth++;
+    uint64_t t0 = now_ns();
+    aclError ret = real(pHost, pDevice, flag);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "aclrtHostGetDevicePointer");
+    ev_arg(&l, "pHost", (uintptr_t)pHost, 1);
+    ev_arg(&l, "flag", flag, 0);
+    ev_ret(&l, ret);
+    if (ret == 0 && pDevice)
+        ev_out(&l, "pDevice", (uintptr_t)*pDevice);
+    ev_end(&l, tid(), 1, t0, t1);
+    wlock_take();
+    emit(&l);
+    wlock_drop();
+    depth--;
+    return ret;
+}
+
+EXPORT aclError aclrtMallocHost(void **hostPtr, size_t size) {
+    aclError (*real)(void **, size_t) = VENDOR(real_malloc_host, "aclrtMallocHost");
+    if (!real)
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (!record_call())
+        return real(hostPtr, size);
+    depth++;
+    uint64_t t0 = now_ns();
+    aclError ret = real(hostPtr, size);
+    uint64_t t1 = now_ns();
+    uintptr_t p = ret == 0 && hostPtr ? (uintptr_t)*hostPtr : 0;
+    struct line l;
+    ev_begin(&l, "aclrtMallocHost");
+    ev_arg(&l, "size", size, 1);
+    ev_ret(&l, ret);
+    if (ret == 0 && hostPtr)
+        ev_out(&l, "hostPtr", p);
+    ev_end(&l, tid(), 1, t0, t1);
+    wlock_take();
+    if (p) {
+        pthread_mutex_lock(&hostmem.lock);
+        if (!tab_find(&hostmem, p))
+            __atomic_add_fetch(&hostmem_live, 1, __ATOMIC_RELAXED);
+        tab_put(&hostmem, p, size, tid(), EMITTED);
+        pthread_mutex_unlock(&hostmem.lock);
+    }
+    emit(&l);
+    wlock_drop();
+    depth--;
+    return ret;
+}
+
+EXPORT aclError aclrtFreeHost(void *hostPtr) {
+    aclError (*real)(void *) = VENDOR(real_free_host, "aclrtFreeHost");
+    if (!real)
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (!record_call())
+        return real(hostPtr);
+    depth++;
+    /* wlock across the real call: the line must precede any reuse of the memory (see the top). */
+    wlock_take();
+    uint64_t t0 = now_ns();
+    aclError ret = real(hostPtr);
+    uint64_t t1 = now_ns();
+    if (ret == 0 && hostPtr) {
+        pthread_mutex_lock(&hostmem.lock);
+        struct entry *e = tab_find(&hostmem, (uintptr_t)hostPtr);
+        if (e) {
+            tab_del(&hostmem, e);
+            __atomic_sub_fetch(&hostmem_live, 1, __ATOMIC_RELAXED);
+        }
+        pthread_mutex_unlock(&hostmem.lock);
+    }
+    struct line l;
+    ev_begin(&l, "aclrtFreeHost");
+    ev_arg(&l, "hostPtr", (uintptr_t)hostPtr, 1);
+    ev_ret(&l, ret);
+    ev_end(&l, tid(), 1, t0, t1);
+    emit(&l);
+    wlock_drop();
+    depth--;
+    return ret;
+}
+
+/* ------------------------------------------------------------------ fork and start-up */
+
+static int fork_locked;
+
+static int fork_took_wlock;
+
+static void lock_all(void) {
+    fork_took_wlock = wlock_depth == 0;
+    if (fork_took_wlock)
+        pthread_mutex_lock(&wlock);
+    for (size_t i = 0; i < HEAP_SHARDS; i++)
+        pthread_mutex_lock(&heap[i].lock);
+    pthread_mutex_lock(&maps.lock);
+    pthread_mutex_lock(&hostmem.lock);
+}
+
+static void unlock_all(void) {
+    pthread_mutex_unlock(&hostmem.lock);
+    pthread_mutex_unlock(&maps.lock);
+    for (size_t i = HEAP_SHARDS; i-- > 0;)
+        pthread_mutex_unlock(&heap[i].lock);
+    if (fork_took_wlock)
+        pthread_mutex_unlock(&wlock);
+}
+
+/* fork() while another thread holds a table lock would leave the child's copy locked forever. */
+static void before_fork(void) {
+    fork_locked = __atomic_load_n(&recording, __ATOMIC_RELAXED);
+    if (fork_locked)
+        lock_all();
+}
+
+static void after_fork_parent(void) {
+    if (fork_locked)
+        unlock_all();
+}
+
+static void after_fork_child(void) {
+    if (fork_locked)
+        unlock_all();
+    cached_tid = 0;
+    if (claim == CLAIM_OWNER) { /* the owner's child is another address space */
+        __atomic_store_n(&recording, 0, __ATOMIC_RELAXED);
+        off_reason = OFF_FORKED;
+    }
+}
+
+__attribute__((constructor)) static void regcheck_start(void) {
+    ensure_init();
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0)
+        page_size = (size_t)ps;
+    const char *path = getenv("REGCHECK_TRACE");
+    if (!path || !*path)
+        return;
+    const char *claim_env = getenv("REGCHECK_CLAIM");
+    if (claim_env && strlen(claim_env) < sizeof claim_path)
+        strcpy(claim_path, claim_env);
+    trace_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (trace_fd < 0) {
+        say("cannot open the trace named by REGCHECK_TRACE; not recording (errno ", (uint64_t)errno, ")");
+        return;
+    }
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    __atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
+}

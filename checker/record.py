@@ -1,0 +1,305 @@
+"""Recording real programs: build the LD_PRELOAD interposer and run a program under it.
+
+`record(argv, output, spec, env)` writes the trace header, runs the program with
+`LD_PRELOAD=<interposer>` and `REGCHECK_TRACE=<output>`, waits for it and returns its exit status.
+The interposer (checker/interposer/regcheck_preload.c, package data) appends one event per line
+while the program runs; docs/recording.md says what it intercepts and what it cannot see.
+
+The interposer is C, compiled on first use with the system compiler (`$CC`, else `cc`, `gcc` or
+`clang` on PATH) into a per-user cache, `$XDG_CACHE_HOME/regcheck/` or `~/.cache/regcheck/`,
+keyed by a hash of the source and of the compiler's identity, so an edited source or another
+compiler gets a new build. Without a compiler an earlier build of the same source is used.
+
+Error codes (X08xx, environment; X0801-X0808 belong to checker.pinning and checker.executor):
+  X0810  no C compiler found (and no earlier build of this interposer in the cache)
+  X0811  the interposer failed to build (the message carries the compiler's output)
+  X0812  the spec cannot be recorded: it lacks calls the interposer writes (cuPVA: see the docs)
+  X0813  the build cache or the trace file cannot be written
+  X0814  the program cannot be started
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from . import __version__
+from .diagnostics import Diagnostic, RegcheckError, error, warning
+from .load import load_spec
+from .semantics import resolve_config
+from .trace import TraceHeader, TraceWriter
+
+CODE_NO_COMPILER = "X0810"
+CODE_BUILD_FAILED = "X0811"
+CODE_SPEC_NOT_RECORDABLE = "X0812"
+CODE_CANNOT_WRITE = "X0813"
+CODE_CANNOT_RUN = "X0814"
+CODE_NOT_INTERCEPTABLE = "X0815"  # a warning: the program will run, but nothing can be recorded
+
+SOURCE_NAME = "regcheck_preload.c"
+COMPILERS = ("cc", "gcc", "clang")
+CFLAGS = ("-shared", "-fPIC", "-O2", "-pthread")
+LIBS = ("-ldl",)
+BUILD_TIMEOUT_S = 300
+MAX_COMPILER_OUTPUT = 4000
+
+# The calls the interposer writes; a spec must declare all of them to check its traces.
+RECORDED_CALLS = ("malloc", "free", "aclrtMallocHost", "aclrtFreeHost", "aclrtHostRegisterV2",
+                  "aclrtHostGetDevicePointer", "aclrtHostUnregister")
+
+
+@dataclass(frozen=True, slots=True)
+class Compiler:
+    argv: tuple[str, ...]  # the command, e.g. ("gcc",) or ("ccache", "cc")
+    path: str  # where argv[0] was found
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    status: int  # the program's exit status, as a shell reports it (128 + N for signal N)
+    signal: int | None  # the signal that ended the program, if one did
+    output: str  # the trace written
+    events: int  # event lines in the trace
+    recorded_pid: int | None  # the process whose calls are in the trace (None: no event written)
+    interposer: str  # the shared object that was preloaded
+    warnings: tuple[Diagnostic, ...] = ()
+
+
+# ---------------------------------------------------------------- building the interposer
+
+
+def interposer_source() -> bytes:
+    """The interposer's C source, shipped as package data."""
+    return resources.files("checker").joinpath("interposer", SOURCE_NAME).read_bytes()
+
+
+def cache_root(environ: Mapping[str, str]) -> Path:
+    """`$XDG_CACHE_HOME/regcheck` (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
+    `~/.cache/regcheck`."""
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(environ.get("HOME") or os.path.expanduser("~")) / ".cache"
+    return base / "regcheck"
+
+
+def find_compiler(environ: Mapping[str, str]) -> tuple[Compiler | None, str]:
+    """The C compiler to use and, when there is none, why (for the X0810 message)."""
+    search = environ.get("PATH", "")
+    cc = environ.get("CC", "").strip()
+    if cc:
+        argv = tuple(shlex.split(cc))
+        found = _which(argv[0], search)
+        if found is None:
+            return None, f"CC={cc!r} names no executable program"
+        return Compiler(argv, found), ""
+    for name in COMPILERS:
+        found = _which(name, search)
+        if found is not None:
+            return Compiler((name,), found), ""
+    return None, f"none of {', '.join(COMPILERS)} is on PATH and CC is not set"
+
+
+def _which(program: str, search: str) -> str | None:
+    if "/" in program:
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+    return shutil.which(program, path=search)
+
+
+def _compiler_identity(compiler: Compiler, environ: Mapping[str, str]) -> str:
+    """What makes two builds different: the compiler's path and version, the flags, the machine."""
+    try:
+        done = subprocess.run([*compiler.argv, "--version"], capture_output=True, env=dict(environ),
+                              timeout=60, check=False)
+        version = (done.stdout + done.stderr).decode("utf-8", "replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        version = f"unknown ({exc})"
+    return "\n".join([compiler.path, *compiler.argv, version, *CFLAGS, *LIBS, platform.machine()])
+
+
+def build_interposer(environ: Mapping[str, str] | None = None) -> Path:
+    """The interposer's shared object, built into the cache unless a build for this source and
+    compiler is there already. Raises RegcheckError X0810 / X0811 / X0813."""
+    environ = dict(os.environ if environ is None else environ)
+    source = interposer_source()
+    source_hash = hashlib.sha256(source).hexdigest()[:16]
+    directory = cache_root(environ) / f"preload-{source_hash}"
+    compiler, why = find_compiler(environ)
+    if compiler is None:
+        earlier = sorted(directory.glob("regcheck_preload-*.so"), key=lambda p: p.stat().st_mtime) if directory.is_dir() else []
+        if earlier:  # a build of this very source: still good without a compiler
+            return earlier[-1]
+        raise RegcheckError([error(CODE_NO_COMPILER, f"no C compiler found: {why}; `regcheck record` builds its "
+                                   "LD_PRELOAD interposer with the system C compiler on first use (install gcc or "
+                                   "clang, or set CC)")])
+    key = hashlib.sha256(f"{source_hash}\n{_compiler_identity(compiler, environ)}".encode()).hexdigest()[:16]
+    target = directory / f"regcheck_preload-{key}.so"
+    if target.is_file():
+        return target
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        src_path = directory / SOURCE_NAME
+        if not src_path.is_file() or src_path.read_bytes() != source:
+            _write_atomically(src_path, source)
+    except OSError as exc:
+        raise RegcheckError([error(CODE_CANNOT_WRITE, f"cannot write the build cache {directory}: "
+                                   f"{exc.strerror or exc}")]) from None
+    partial = directory / f".{target.name}.{os.getpid()}.tmp"
+    command = [*compiler.argv, *CFLAGS, "-o", str(partial), str(src_path), *LIBS]
+    try:
+        done = subprocess.run(command, capture_output=True, env=environ, timeout=BUILD_TIMEOUT_S, check=False)
+        output = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
+        failed = done.returncode != 0 or not partial.is_file()
+        reason = f"exit status {done.returncode}"
+    except subprocess.TimeoutExpired:
+        output, failed, reason = "", True, f"no result after {BUILD_TIMEOUT_S} s"
+    except OSError as exc:
+        output, failed, reason = "", True, f"cannot run the compiler: {exc.strerror or exc}"
+    if failed:
+        partial.unlink(missing_ok=True)
+        if len(output) > MAX_COMPILER_OUTPUT:
+            output = "...\n" + output[-MAX_COMPILER_OUTPUT:]
+        raise RegcheckError([error(CODE_BUILD_FAILED, f"build failed ({reason}): {shlex.join(command)}"
+                                   + (f"\n{output}" if output else " (the compiler printed nothing)"))])
+    os.replace(partial, target)  # atomic: a concurrent build of the same key writes the same bytes
+    return target
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+# ---------------------------------------------------------------- running a program
+
+
+def header_env(spec_name: str, pairs: Sequence[tuple[str, str]]) -> dict:
+    """`--env KEY=VALUE` pairs as header `env` values typed by the spec's parameters (an integer
+    for `driver_version`, a string for `os_kernel`), checked as the replayer will check them."""
+    spec = load_spec(spec_name)
+    env: dict = {}
+    for name, text in pairs:
+        declared = spec.params.get(name)
+        kind = declared[0].kind if declared else None
+        if kind == "int":
+            try:
+                env[name] = int(text, 0)
+            except ValueError:
+                env[name] = text  # resolve_config names the problem
+        elif kind == "bool" and text.lower() in ("true", "false", "1", "0", "yes", "no"):
+            env[name] = text.lower() in ("true", "1", "yes")
+        else:
+            env[name] = text
+    resolve_config(spec, env)
+    return env
+
+
+def check_recordable(spec_name: str) -> None:
+    """X0812 unless the spec declares every call the interposer writes."""
+    spec = load_spec(spec_name)
+    missing = [c for c in RECORDED_CALLS if c not in spec.calls]
+    if missing:
+        raise RegcheckError([error(CODE_SPEC_NOT_RECORDABLE, f"cannot record for spec '{spec_name}': it does not "
+                                   f"declare {', '.join(missing)}; the interposer records the Ascend CANN host "
+                                   "registration calls only (cuPVA is not intercepted, see docs/recording.md)")])
+
+
+def program_warnings(path: str) -> tuple[Diagnostic, ...]:
+    """Programs that LD_PRELOAD cannot reach: statically linked ELF files and set-user-ID ones."""
+    out = []
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            head = f.read(64)
+            elf = _elf_has_interpreter(f, head)
+    except OSError:
+        return ()
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        out.append(warning(CODE_NOT_INTERCEPTABLE, f"{path} is set-user-ID or set-group-ID: the dynamic loader "
+                           "ignores LD_PRELOAD for it, so none of its calls will be recorded"))
+    if elf is False:
+        out.append(warning(CODE_NOT_INTERCEPTABLE, f"{path} is statically linked: LD_PRELOAD cannot intercept its "
+                           "calls, so none of them will be recorded"))
+    return tuple(out)
+
+
+def _elf_has_interpreter(f, head: bytes) -> bool | None:
+    """True for a dynamically linked ELF file, False for a static one, None when not 64-bit ELF."""
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
+        return None
+    order = "little" if head[5] == 1 else "big"
+    phoff = int.from_bytes(head[32:40], order)
+    phentsize = int.from_bytes(head[54:56], order)
+    phnum = int.from_bytes(head[56:58], order)
+    f.seek(phoff)
+    table = f.read(phentsize * phnum)
+    PT_INTERP = 3
+    return any(int.from_bytes(table[i:i + 4], order) == PT_INTERP for i in range(0, len(table), phentsize))
+
+
+def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl", env: Mapping | None = None,
+           environ: Mapping[str, str] | None = None) -> RecordResult:
+    """Run `argv` under the interposer, recording into `output` (created or truncated).
+
+    The header is written before the program starts; each process that might record opens the
+    trace for appending, and the first one to write an event owns it. Returns when the program
+    has exited. Raises RegcheckError for regcheck's own problems (X0810-X0814, spec errors)."""
+    environ = dict(os.environ if environ is None else environ)
+    env = dict(env or {})
+    if not argv:
+        raise RegcheckError([error(CODE_CANNOT_RUN, "no program to run: give it after `--`")])
+    check_recordable(spec)
+    resolve_config(load_spec(spec), env)
+    interposer = build_interposer(environ)
+    program = _which(argv[0], environ.get("PATH", os.defpath))
+    if program is None:
+        raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: no such program"
+                                   + ("" if "/" in argv[0] else " on PATH"))])
+    warnings = program_warnings(program)
+    output = os.path.abspath(os.fspath(output))
+    meta = {"recorder": f"regcheck record {__version__}", "program": list(argv), "interposer": interposer.name}
+    try:
+        TraceWriter(output, TraceHeader(spec, env, meta=meta)).close()
+    except OSError as exc:
+        raise RegcheckError([error(CODE_CANNOT_WRITE, f"cannot write the trace {output}: {exc.strerror or exc}")]) from None
+    with tempfile.TemporaryDirectory(prefix="regcheck-record-") as scratch:
+        claim = os.path.join(scratch, "owner")
+        child_env = dict(environ)
+        preload = environ.get("LD_PRELOAD", "").strip()
+        child_env["LD_PRELOAD"] = str(interposer) + (f":{preload}" if preload else "")
+        child_env["REGCHECK_TRACE"] = output
+        child_env["REGCHECK_CLAIM"] = claim
+        try:
+            done = subprocess.run(list(argv), executable=program, env=child_env, check=False)
+        except OSError as exc:
+            raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: {exc.strerror or exc}")]) from None
+        recorded_pid = _read_pid(claim)
+    code = done.returncode
+    status, signal = (code, None) if code >= 0 else (128 - code, -code)
+    return RecordResult(status, signal, output, _count_events(output), recorded_pid, str(interposer), warnings)
+
+
+def _read_pid(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _count_events(path: str) -> int:
+    """Non-blank lines after the header (the trace is checked when it is replayed, not here)."""
+    try:
+        with open(path, "rb") as f:
+            return max(0, sum(1 for line in f if line.strip()) - 1)
+    except OSError:
+        return 0
