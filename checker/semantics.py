@@ -411,7 +411,9 @@ class _Emitter:
             return f"({l} {op} {r})"
         if op == "implies":
             return f"((not {l}) or {r})"
-        if op in ("==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "**", "&", "|"):
+        if op == "**":
+            return f"_pow({l}, {r})"
+        if op in ("==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "&", "|"):
             return f"({l} {op} {r})"
         if op == "%":
             return f"_mod({l}, {r})"
@@ -549,6 +551,12 @@ def _mod(x: int, d: int) -> int:
     return x % d
 
 
+def _pow(x: int, n: int) -> int:
+    if n < 0:
+        raise EvalError("negative exponent (values are exact integers)")
+    return x ** n
+
+
 def _rg(base: int, size: int) -> tuple:
     return (base, base + size)
 
@@ -590,7 +598,7 @@ def contains_addr(r: tuple, x: int) -> bool:
 
 _ov, _cr, _ca = overlaps, contains_range, contains_addr
 _RUNTIME = {
-    "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
+    "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
     "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
     "_ca": contains_addr, "frozenset": frozenset, "min": min, "max": max,
 }

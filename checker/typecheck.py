@@ -7,7 +7,7 @@ Error codes (stable):
   E0301 type mismatch               E0302 wrong number of arguments   E0303 not a constant expression
   E0401 duplicate rule ID           E0402 missing citation            E0403 unknown source
   E0404 bad order clause            E0405 empty citation text
-  W0501 source never cited          W0502 call with no success effect W0503 unreachable order entry
+  W0501 source never cited          W0502 call with no success effect W0504 flag value not a single bit
 """
 
 from __future__ import annotations
@@ -441,6 +441,9 @@ class _Checker:
                     assert_never(c)
         for c in d.clauses:
             if isinstance(c, S.Order):
+                repeated = sorted({r for r in c.rules if c.rules.count(r) > 1})
+                if repeated:
+                    self.err("E0404", f"order names {', '.join(repeated)} more than once", c.span)
                 for r in c.rules:
                     if r not in fails_rules:
                         self.err("E0404", f"order names '{r}', which is not a `fails` clause of {d.name}", c.span)
@@ -745,7 +748,9 @@ class _Checker:
                 a, b = self.constant(l), self.constant(r)
                 if a is _NOT_CONST or b is _NOT_CONST or not isinstance(a, int) or not isinstance(b, int):
                     return _NOT_CONST
-                return {"|": a | b, "+": a + b, "-": a - b, "*": a * b, "**": a ** b if b < 512 else 0}[op]
+                if op == "**" and not 0 <= b < 512:  # exact integers only: no fractions, no giant powers
+                    return _NOT_CONST
+                return {"|": a | b, "+": a + b, "-": a - b, "*": a * b, "**": a ** b if op == "**" else 0}[op]
             case _:
                 return _NOT_CONST
 

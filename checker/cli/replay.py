@@ -1,12 +1,26 @@
-"""`regcheck replay TRACE...`: check recorded traces against their specs (the main job)."""
+"""`regcheck replay TRACE...`: check recorded traces against their specs (the main job).
+
+A corpus (several files, a directory, a glob) can be replayed on N local processes (`-j N`) or on a
+Dask cluster (`--dask ADDRESS`); the report is the same as one at a time. `--format sarif` writes
+SARIF 2.1.0 for code-scanning dashboards; `--timeline OUT.html` draws one trace's address space.
+
+Input error codes (in addition to the trace and replay codes):
+  T0740 a directory or glob pattern names no trace file
+"""
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 
-from ..diagnostics import RegcheckError
-from ..replay import ReplayReport, replay_trace
+from ..diagnostics import RegcheckError, error
+from ..load import load_spec
+from ..parallel import CorpusReport, TraceOutcome, replay_corpus
+from ..progress import progress_bar
+from ..replay import ReplayReport
+from ..sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
+from ..source import NO_SPAN
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all
 
 
@@ -16,15 +30,23 @@ def register(sub) -> None:
         description="Replay trace files (format v1, docs/trace-format.md) against the spec named in their header. "
                     "Exit 0: every trace conforms (unspecified findings alone still conform); 1: a trace "
                     "violates the spec; 2: input error (unreadable or malformed trace, unknown spec or call).")
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file, or a directory: its *.jsonl files")
+    p.add_argument("traces", nargs="+", metavar="TRACE",
+                   help="trace file, a directory (its *.jsonl files) or a glob pattern such as 'runs/**/*.jsonl'")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when a trace violates the spec (input errors still exit 2)")
     p.add_argument("--max-findings", type=_positive, metavar="N",
                    help="stop a trace after N usage/conformance findings (N >= 1)")
-    add_format(p)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+                       help="replay N traces at a time on local worker processes (default: 1)")
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="replay on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
+                            "its workers need regcheck and must see the traces at the same absolute paths")
+    p.add_argument("--timeline", metavar="OUT.html",
+                   help="also write a self-contained HTML page of the trace's address space over time (one trace)")
+    add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run)
-
 
 
 def _positive(text: str) -> int:
@@ -42,7 +64,8 @@ def report_text(report: ReplayReport) -> list[str]:
     for f in report.findings:
         out.append(f"{report.path}:{f.line}: {f.kind}[{f.rule}]: {f.message}")
         out.extend(f"  note: {n}" for n in f.notes)
-    counts = {k: sum(f.kind == k for f in report.findings) for k in ("usage", "conformance", "unspecified")}
+    kinds = dict.fromkeys(["usage", "conformance", "unspecified"] + [f.kind for f in report.findings])
+    counts = {k: sum(f.kind == k for f in report.findings) for k in kinds}
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
     more = " (stopped early: --max-findings)" if report.truncated else ""
     out.append(f"{report.path}: {report.verdict}: {report.events} events, {summary}{more}")
@@ -50,47 +73,114 @@ def report_text(report: ReplayReport) -> list[str]:
 
 
 def expand_traces(paths: list[str]) -> list[str]:
-    """Trace files as given; a directory stands for its *.jsonl files, sorted by name."""
+    """Trace files as given; a directory stands for its *.jsonl files, sorted by name; a pattern
+    with *, ? or [ that names no existing file stands for the files it matches (** recurses),
+    sorted. A directory or pattern that yields nothing is an input error (T0740)."""
     out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
-            out.extend(os.path.join(p, name) for name in sorted(os.listdir(p)) if name.endswith(".jsonl"))
+            found = [os.path.join(p, name) for name in sorted(os.listdir(p)) if name.endswith(".jsonl")]
+            what = f"directory {p} has no *.jsonl trace files"
+        elif not os.path.exists(p) and glob.has_magic(p):
+            found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+            what = f"no trace file matches {p!r}"
         else:
             out.append(p)
+            continue
+        if not found:
+            raise RegcheckError([error("T0740", what)])
+        out.extend(found)
     return out
 
 
 def run(args, out) -> int:
-    reports: list[ReplayReport] = []
-    errors: list[tuple[str, RegcheckError]] = []
     args.traces = expand_traces(args.traces)
-    for path in args.traces:
-        try:
-            reports.append(replay_trace(path, args.spec, args.max_findings))
-        except RegcheckError as exc:
-            errors.append((path, exc))
+    if args.timeline and len(args.traces) != 1:
+        out.err(f"regcheck replay: error: --timeline draws one trace, but {len(args.traces)} were given")
+        return EXIT_INPUT
+    many = len(args.traces) > 1
+    with progress_bar(out.stderr if many else None, len(args.traces), "replaying") as bar:
+        outcomes = replay_corpus(args.traces, args.spec, args.max_findings, jobs=args.jobs, dask_address=args.dask,
+                                 on_done=lambda _: bar.advance())
+    corpus = CorpusReport(tuple(outcomes))
+    reports = corpus.reports
+    errors = corpus.errors
     violated = any(r.verdict == "violates" for r in reports)
     code = EXIT_INPUT if errors else (EXIT_FINDINGS if violated and not args.exit_zero else EXIT_OK)
+    if args.timeline and reports:
+        _write_timeline(args.traces[0], args.spec, args.timeline)
+    if args.format == "sarif":
+        out.json(sarif_report(corpus))
+        return code
     if args.format == "json":
-        if len(args.traces) == 1:
+        if not many:
             if errors:
-                out.json({"error": {"trace": errors[0][0], "diagnostics": [d.to_json() for d in errors[0][1].diagnostics]}})
+                out.json({"error": {"trace": errors[0].path, "diagnostics": [d.to_json() for d in errors[0].diagnostics]}})
             else:
                 out.json({"trace": reports[0].path, "spec": reports[0].spec, **reports[0].to_json()})
             return code
         out.json({
-            "verdict": "error" if errors else ("violates" if violated else "conforms"),
+            "verdict": corpus.verdict,
             "traces": [{"trace": r.path, "spec": r.spec, **r.to_json()} for r in reports],
-            "errors": [{"trace": p, "diagnostics": [d.to_json() for d in e.diagnostics]} for p, e in errors],
+            "errors": [{"trace": o.path, "diagnostics": [d.to_json() for d in o.diagnostics]} for o in errors],
+            **corpus.to_json(),
         })
         return code
     for r in reports:
         for line in report_text(r):
             out.out(line)
-    for _, exc in errors:
-        out.err(render_all(exc.diagnostics))
-    if len(args.traces) > 1:
+    for o in errors:
+        out.err(render_all(o.diagnostics))
+    if many:
+        for line in by_rule_text(corpus):
+            out.out(line)
         violating = sum(r.verdict == "violates" for r in reports)
         out.out(f"{len(args.traces)} traces: {len(reports) - violating} conform, {violating} violate"
                 + (f", {len(errors)} unreadable" if errors else ""))
     return code
+
+
+def by_rule_text(corpus: CorpusReport) -> list[str]:
+    """The findings of a corpus counted by rule ID (nothing when there are none)."""
+    counts = corpus.by_rule()
+    if not counts:
+        return []
+    width = max(len(c.rule) for c in counts)
+    lines = ["findings by rule:"]
+    for c in counts:
+        lines.append(f"  {c.rule:<{width}}  {c.kind:<11}  {c.findings} finding{'s' if c.findings != 1 else ''} "
+                     f"in {c.traces} trace{'s' if c.traces != 1 else ''}")
+    return lines
+
+
+def sarif_report(corpus: CorpusReport) -> dict:
+    """One SARIF run per spec (a rule ID may mean different things in two specs); traces that could
+    not be read become tool notifications of the first run."""
+    by_spec: dict[str, list[TraceOutcome]] = {}
+    for o in corpus.outcomes:
+        if o.report is not None:
+            by_spec.setdefault(o.spec_ref or o.report.spec, []).append(o)
+    notes = [SarifNotification(d.code, d.message, o.path if d.span.path == NO_SPAN.path else d.span.path,
+                               d.span.line or None)
+             for o in corpus.errors for d in o.diagnostics]
+    runs = []
+    for ref, outcomes in by_spec.items():
+        spec = load_spec(ref)
+        results = [res for o in outcomes for res in replay_results(o.report, spec)]
+        runs.append(sarif_run(spec.rules.values(), results, category=f"regcheck/replay/{spec.name}/",
+                              notifications=notes if not runs else (),
+                              properties={"spec": spec.name, "traces": len(outcomes)}))
+    if not runs:
+        runs.append(sarif_run((), (), category="regcheck/replay/", notifications=notes))
+    return sarif_log_of_runs(runs)
+
+
+def _write_timeline(path: str, spec: str | None, target: str) -> None:
+    from ..timeline import build_timeline, render_html
+
+    page = render_html(build_timeline(path, spec))
+    try:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as exc:
+        raise RegcheckError([error("E0603", f"cannot write {target}: {exc.strerror}")]) from None

@@ -1,0 +1,188 @@
+"""Spec diagrams (checker/diagram.py, `regcheck diagram`): every rule ID drawn, well-formed Mermaid
+and DOT (DOT checked by Graphviz where `dot` is installed)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from checker import syntax as S
+from checker.cli import main
+from checker.diagram import calls_graph, spec_diagram, states_graph, to_dot, to_markdown, to_mermaid
+from checker.load import load_spec
+
+SPECS = ("acl", "cupva")
+DOT = shutil.which("dot")
+
+
+def diagram(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["diagram", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def mermaid_structure(text: str) -> tuple[set[str], list[tuple[str, str, str]]]:
+    """Declared node ids and edges (src, label, dst) of our Mermaid flowcharts; asserts the layout."""
+    lines = text.splitlines()
+    assert lines[0] == "---" and lines[1].startswith('title: "') and lines[2] == "---" and lines[3] == "flowchart LR"
+    depth = 0
+    declared: set[str] = set()
+    edges = []
+    for line in lines[4:]:
+        s = line.strip()
+        if s.startswith("subgraph "):
+            depth += 1
+            declared.add(re.match(r"subgraph (\w+)\[", s).group(1))
+        elif s == "end":
+            depth -= 1
+            assert depth >= 0
+        elif s.startswith(("direction ", "classDef ", "class ")):
+            continue
+        elif m := re.fullmatch(r'(\w+) (-->|-\.->)\|"([^"]*)"\| (\w+)', s):
+            edges.append((m.group(1), m.group(3), m.group(4)))
+        elif m := re.fullmatch(r'(\w+)\(\("start"\)\) --> (\w+)', s):
+            declared.add(m.group(1))
+            edges.append((m.group(1), "", m.group(2)))
+        else:
+            m = re.fullmatch(r'(\w+)(\[/"|\["|\{\{"|\(\["|>"|\[\(")(.*?)("/\]|"\]|"\}\}|"\]\)|"\)\])', s)
+            assert m, f"not a node, edge or subgraph line: {line!r}"
+            assert '"' not in m.group(3) and "<" not in m.group(3).replace("<br/>", "")
+            declared.add(m.group(1))
+    assert depth == 0
+    return declared, edges
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_rule_is_drawn(name):
+    spec = load_spec(name)
+    mermaid = to_mermaid(calls_graph(spec))
+    dot = to_dot(calls_graph(spec))
+    labels = " ".join(e.label for e in calls_graph(spec).edges) + " " + " ".join(n.label for n in calls_graph(spec).nodes)
+    for rule, info in spec.rules.items():
+        assert re.search(rf"(?<![\w-]){re.escape(rule)}(?![\w-])", labels), f"{rule} ({info.kind}) is not drawn"
+        assert rule in mermaid and rule in dot
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_outcome_branches(name):
+    spec = load_spec(name)
+    g = calls_graph(spec)
+    by_id = {n.id: n for n in g.nodes}
+    for i, (call, info) in enumerate(spec.calls.items()):
+        out = [e for e in g.edges if e.src == f"c{i}"]
+        kinds = {by_id[e.dst].kind for e in out}
+        assert "success" in kinds
+        for clause in info.decl.clauses:
+            if isinstance(clause, S.Fails):
+                (edge,) = [e for e in out if e.label == clause.rule]
+                assert by_id[edge.dst].kind == "failure"
+            if isinstance(clause, S.Requires):
+                assert any(e.label.startswith(clause.rule) and by_id[e.dst].kind == "usage" for e in out)
+    # The effect's writes go to the tables: ACL-REG-EFFECT inserts into regs, free deletes from host_allocs.
+    if name == "acl":
+        reg = next(i for i, c in enumerate(spec.calls) if c == "aclrtHostRegisterV2")
+        assert any(e.src == f"c{reg}_ok" and e.dst == "t_regs" and e.label == "insert" for e in g.edges)
+        assert any(e.src == f"c{reg}" and e.dst == f"c{reg}_ok" and e.label == "ACL-REG-EFFECT" for e in g.edges)
+
+
+@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("view", ["calls", "states"])
+def test_mermaid_is_well_formed(name, view):
+    g = spec_diagram(load_spec(name), view)
+    declared, edges = mermaid_structure(to_mermaid(g))
+    assert declared >= {n.id for n in g.nodes}
+    for src, _, dst in edges:
+        assert src in declared and dst in declared
+    assert len([e for e in edges if e[1]]) == len(g.edges)
+
+
+def test_states_view_of_cupva():
+    g = states_graph(load_spec("cupva"))
+    labels = {n.id: n.label for n in g.nodes}
+    assert labels["s_vm_Init"].startswith("vm = Init\ngroup Init: cupva::mem::Register [PVA-REG-API-GROUP]")
+    assert "group DeInit: cupva::mem::Unregister [PVA-UNREG-API-GROUP]" in labels["s_vm_DeInit"]
+    assert set(g.initial) == {"s_vm_Init", "s_cuda_disabled_false", "s_cuda_interop_used_false"}
+    # vm_state may move between any two VM states; ForceDisableSupport only ever sets cuda_disabled.
+    vm_edges = {(e.src, e.dst) for e in g.edges if e.label.startswith("vm_state(")}
+    assert len(vm_edges) == 9
+    assert {(e.src, e.dst) for e in g.edges if e.label == "cupva::cuda::ForceDisableSupport"} == \
+        {("s_cuda_disabled_false", "s_cuda_disabled_true"), ("s_cuda_disabled_true", "s_cuda_disabled_true")}
+
+
+def test_states_view_of_a_spec_without_finite_state():
+    g = states_graph(load_spec("acl"))
+    assert [n.kind for n in g.nodes] == ["note"] and "host_allocs, regs" in g.nodes[0].label and g.edges == ()
+
+
+@pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed (apt-get install graphviz)")
+@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("view", ["calls", "states"])
+def test_graphviz_accepts_the_dot(name, view):
+    g = spec_diagram(load_spec(name), view)
+    run = subprocess.run([DOT, "-Tjson"], input=to_dot(g), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    doc = json.loads(run.stdout)
+    names = {o["name"] for o in doc.get("objects", []) if "nodes" not in o}
+    assert names >= {n.id for n in g.nodes}
+    assert len(doc.get("edges", [])) == len(g.edges) + len(g.initial)
+
+
+def test_dot_quotes_labels():
+    dot = to_dot(calls_graph(load_spec("cupva")))
+    assert dot.startswith('digraph "spec cupva: calls and outcomes" {')
+    assert 'label="cupva::mem::Register(ptr, size, externalAllocType)"' in dot
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_cli_formats(tmp_path):
+    code, out, err = diagram("acl")
+    assert code == 0 and err == "" and out == to_mermaid(calls_graph(load_spec("acl")))
+    code, out, _ = diagram("cupva", "--format", "dot", "--view", "states")
+    assert code == 0 and out == to_dot(states_graph(load_spec("cupva")))
+    code, out, _ = diagram("cupva", "--format", "markdown")
+    assert code == 0 and out == to_markdown(load_spec("cupva")) and out.count("```mermaid") == 2
+    target = tmp_path / "acl.mmd"
+    assert diagram("acl", "-o", str(target)) == (0, "", "")
+    assert target.read_text() == to_mermaid(calls_graph(load_spec("acl")))
+
+
+def test_cli_bad_input(tmp_path):
+    code, out, err = diagram("nosuchspec")
+    assert code == 2 and "error[E0601]" in err
+    bad = tmp_path / "bad.spec"
+    bad.write_text("spec x \"t\"\ncall f( {\n")
+    code, _, err = diagram(str(bad))
+    assert code == 2 and "error[E01" in err and "Traceback" not in err
+    code, _, err = diagram("acl", "-o", str(tmp_path / "no" / "dir" / "x.mmd"))
+    assert code == 2 and "error[E0603]" in err
+
+
+@pytest.mark.skipif(not os.environ.get("REGCHECK_MERMAID_JS") or shutil.which("chromium") is None,
+                    reason="set REGCHECK_MERMAID_JS to a mermaid.min.js (npm package mermaid) to render with Mermaid")
+def test_mermaid_renders_in_a_browser(tmp_path):
+    texts = {f"{s}-{v}": to_mermaid(spec_diagram(load_spec(s), v)) for s in SPECS for v in ("calls", "states")}
+    page = tmp_path / "m.html"
+    page.write_text(f"""<html><body><pre id="out">pending</pre>
+<script src="{Path(os.environ['REGCHECK_MERMAID_JS']).resolve().as_uri()}"></script><script>
+mermaid.initialize({{startOnLoad: false}});
+(async () => {{ const T = {json.dumps(texts)}, res = [];
+  for (const [k, t] of Object.entries(T)) {{
+    try {{ await mermaid.render("m" + res.length, t); res.push(k + ": ok"); }} catch (e) {{ res.push(k + ": " + e.message); }}
+  }}
+  document.getElementById("out").textContent = res.join("|"); }})();
+</script></body></html>""")
+    run = subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
+                          "--virtual-time-budget=20000", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    out = re.search(r'<pre id="out">(.*?)</pre>', run.stdout, re.S).group(1)
+    assert out.split("|") == [f"{k}: ok" for k in texts]

@@ -1,0 +1,200 @@
+"""Replaying a corpus (checker/parallel.py, `regcheck replay -j N`, `--dask ADDRESS`), the aggregate
+report, corpus expansion and progress bars (checker/progress.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from checker import parallel
+from checker.cli import main
+from checker.parallel import CorpusReport, replay_corpus, replay_one
+from checker.progress import QuietBar, progress_bar
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def replay(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["replay", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    """The bundled traces of both specs plus one unreadable trace, under relative paths."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "traces", tmp_path / "traces", ignore=shutil.ignore_patterns("*.expect", "*.md"))
+    (tmp_path / "traces" / "acl" / "zz_broken.jsonl").write_text('{"regcheck":1,"spec":"acl"}\n{"call":"mmap"}\n')
+    return sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "traces").glob("*/*.jsonl"))
+
+
+def test_jobs_2_gives_the_same_report_as_jobs_1(corpus):
+    one = replay("--format", "json", "traces/acl", "traces/cupva")
+    two = replay("--format", "json", "-j", "2", "traces/acl", "traces/cupva")
+    assert one[0] == two[0] == 2  # the broken trace makes it an input error
+    assert json.loads(one[1]) == json.loads(two[1])
+    doc = json.loads(two[1])
+    assert [t["trace"] for t in doc["traces"]] + [e["trace"] for e in doc["errors"]] == \
+        [p for p in corpus if "zz_broken" not in p] + ["traces/acl/zz_broken.jsonl"]
+    text1, text2 = replay("traces/acl", "-j", "1"), replay("traces/acl", "-j", "3")
+    assert text1 == text2
+
+
+def test_outcomes_keep_the_given_order(corpus):
+    paths = list(reversed(corpus))
+    seen = []
+    out = replay_corpus(paths, jobs=2, on_done=seen.append)
+    assert [o.path for o in out] == paths
+    assert sorted(o.path for o in seen) == sorted(paths)
+    assert out == [replay_one(p) for p in paths]
+
+
+def test_aggregate_counts_findings_by_rule(corpus):
+    doc = json.loads(replay("--format", "json", "traces/acl", "traces/cupva")[1])
+    expected: dict[tuple[str, str], list] = {}
+    for t in doc["traces"]:
+        for f in t["findings"]:
+            entry = expected.setdefault((f["rule"], f["kind"]), [0, set()])
+            entry[0] += 1
+            entry[1].add(t["trace"])
+    got = {(c["rule"], c["kind"]): (c["findings"], c["traces"]) for c in doc["findings_by_rule"]}
+    assert got == {k: (n, len(ts)) for k, (n, ts) in expected.items()}
+    counts = [c["findings"] for c in doc["findings_by_rule"]]
+    assert counts == sorted(counts, reverse=True)
+    s = doc["summary"]
+    assert (s["traces"], s["unreadable"]) == (len(corpus), 1)
+    assert s["conform"] + s["violate"] == len(doc["traces"])
+    assert s["violate"] == sum(t["verdict"] == "violates" for t in doc["traces"])
+    assert s["events"] == sum(t["events"] for t in doc["traces"])
+
+
+def test_text_report_lists_findings_by_rule(corpus):
+    code, out, err = replay("traces/cupva")
+    lines = out.splitlines()
+    start = lines.index("findings by rule:")
+    n = len(list(Path("traces/cupva").glob("*.jsonl")))
+    assert lines[-1].startswith(f"{n} traces: ")
+    rows = lines[start + 1:-1]
+    assert rows and all(row.startswith("  ") for row in rows)
+    assert any(row.split()[0] == "PVA-FREE-REGISTERED" and row.split()[1] == "usage" for row in rows)
+
+
+def test_glob_patterns(corpus):
+    code, out, _ = replay("--format", "json", "traces/*/ok_*.jsonl")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "conforms"
+    assert [t["trace"] for t in doc["traces"]] == [p for p in corpus if "/ok_" in p]
+    code, out, err = replay("traces/**/nothing_*.jsonl")
+    assert code == 2 and out == "" and "error[T0740]" in err and "nothing_" in err
+
+
+def test_empty_directory_is_an_input_error(tmp_path):
+    code, out, err = replay(str(tmp_path))
+    assert code == 2 and "error[T0740]" in err
+
+
+def test_jobs_and_dask_exclude_each_other(corpus):
+    code, _, err = replay("-j", "2", "--dask", "tcp://127.0.0.1:1", "traces/acl")
+    assert code == 2 and "not allowed with" in err
+    code, _, err = replay("-j", "0", "traces/acl")
+    assert code == 2 and "must be at least 1" in err
+
+
+# ---------------------------------------------------------------- Dask
+
+
+def test_dask_local_cluster_gives_the_same_report(corpus):
+    distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (the test extra has it)")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        code, out, err = replay("--format", "json", "--dask", cluster.scheduler_address, "traces/acl", "traces/cupva")
+    assert err == ""
+    local = replay("--format", "json", "traces/acl", "traces/cupva")
+    assert code == local[0] == 2
+    assert json.loads(out) == json.loads(local[1])  # relative paths as given, though workers got absolute ones
+
+
+def test_dask_unreachable_scheduler(corpus, monkeypatch):
+    pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (the test extra has it)")
+    monkeypatch.setattr(parallel, "DASK_CONNECT_TIMEOUT_S", 2)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, out, err = replay("--dask", f"tcp://127.0.0.1:{port}", "traces/acl")
+    assert code == 2 and "error[X0821]" in err and "Traceback" not in err
+
+
+def test_dask_missing_is_reported(corpus, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_dask(name, *a, **kw):
+        if name.startswith("dask"):
+            raise ImportError(name)
+        return real(name, *a, **kw)
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    code, _, err = replay("--dask", "tcp://127.0.0.1:1", "traces/acl")
+    assert code == 2 and "error[X0820]" in err and "regcheck[dask]" in err
+
+
+# ---------------------------------------------------------------- the aggregate and progress
+
+
+def test_corpus_report_verdicts(corpus):
+    outcomes = replay_corpus([p for p in corpus if "/ok_" in p][:3])
+    assert CorpusReport(tuple(outcomes)).verdict == "conforms"
+    bad = replay_corpus([p for p in corpus if "/bad_" in p][:2])
+    assert CorpusReport(tuple(outcomes + bad)).verdict == "violates"
+    broken = replay_corpus(["traces/acl/zz_broken.jsonl"])
+    assert broken[0].verdict == "error" and broken[0].diagnostics[0].code == "T0730"
+    assert CorpusReport(tuple(outcomes + bad + broken)).verdict == "error"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_quiet_off_a_terminal():
+    stream = io.StringIO()
+    with progress_bar(stream, 3, "replaying") as bar:
+        assert isinstance(bar, QuietBar)
+        bar.advance()
+    assert stream.getvalue() == ""
+    with progress_bar(None, None, "x") as bar:
+        assert isinstance(bar, QuietBar)
+
+
+def test_progress_draws_on_a_terminal():
+    stream = _Terminal()
+    with progress_bar(stream, 3, "replaying") as bar:
+        for _ in range(3):
+            bar.advance()
+    assert "replaying" in stream.getvalue()
+
+
+def test_replay_cli_draws_progress_only_on_a_terminal(corpus):
+    out, err = io.StringIO(), _Terminal()
+    main(["replay", "traces/cupva"], stdout=out, stderr=err)
+    assert "replaying" in err.getvalue() and "replaying" not in out.getvalue()
+    _, _, plain_err = replay("traces/cupva")
+    assert plain_err == ""
+
+
+def test_spec_file_option_in_parallel(corpus, tmp_path):
+    (tmp_path / "specs").mkdir()
+    shutil.copy(REPO / "spec" / "acl.spec", tmp_path / "specs" / "acl.spec")
+    args = ("--spec", "specs/acl.spec", "traces/acl/ok_double_register_rejected.jsonl", "traces/acl/bad_double_free.jsonl")
+    one = replay("--format", "json", *args)
+    two = replay("--format", "json", "-j", "2", *args)
+    assert one[0] == two[0] == 1 and json.loads(one[1]) == json.loads(two[1])
+    sarif = json.loads(replay("--format", "sarif", "-j", "2", *args)[1])
+    rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[0]["properties"]["definedAt"].startswith("specs/acl.spec:")  # as the user named it

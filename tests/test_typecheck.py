@@ -1,0 +1,192 @@
+"""The type checker: names, types, rules and citations, lints; every error at once, in file order.
+
+Malformed snippets with their exact rendered output live in tests/golden/diagnostics (see
+test_cli_check.py); the tests here look at the CheckedSpec and at single diagnostics.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from checker import syntax as S
+from checker.diagnostics import RegcheckError, Severity
+from checker.load import load_spec
+from checker.parser import parse_spec
+from checker.typecheck import BOOL, INT, RANGE, Type, check_spec
+
+HEADER = 'spec demo "t"\nsource DOC "doc.txt" "a document"\nstatus int success 0\n'
+
+
+def check(text: str):
+    return check_spec(parse_spec(text, "t.spec"))
+
+
+def errors(text: str) -> list:
+    """The errors (warnings such as W0501 for the uncited DOC aside)."""
+    with pytest.raises(RegcheckError) as e:
+        check(text)
+    return [d for d in e.value.diagnostics if d.severity is Severity.ERROR]
+
+
+def codes(text: str) -> list[str]:
+    return [d.code for d in errors(text)]
+
+
+def test_every_error_at_once_in_file_order():
+    diags = errors(HEADER + """
+enum Mode { Off, On }
+record Reg { size: u64 }
+table regs: addr -> Reg sized by size
+call f(ptr: addr, size: u64, mode: Mode) {
+  requires T-MODE: mode == 1
+    cite DOC "mode"
+  fails T-SIZE: 1 when size
+    cite DOC "size"
+  fails T-PTR: 1 when ptr == nil
+  usage T-GROUP: only in Nowhere
+    cite DOC "group"
+  effect T-REG: {
+    regs[ptr] = { size: size, flags: 0 }
+    counter = 1
+  }
+    cite DOCS "registers"
+}
+""")
+    assert [d.code for d in diags] == ["E0301", "E0301", "E0402", "E0201", "E0201", "E0203", "E0206", "E0403"]
+    lines = [d.span.line for d in diags]
+    assert lines == sorted(lines)
+    assert all(d.severity is Severity.ERROR and d.span.path == "t.spec" for d in diags)
+
+
+def test_error_message_names_both_types():
+    (d,) = errors(HEADER + "enum Mode { Off, On }\nconst M: Mode = Off\ndef bad = M == 1\n")
+    assert d.code == "E0301" and d.message == "cannot compare Mode with int"
+    assert (d.span.line, d.span.column) == (6, 11)
+
+
+def test_no_cascade_after_an_unknown_name():
+    # one unknown name gives one error, not a type error for every expression around it
+    assert codes(HEADER + "def bad = (nothing + 1) * 2 > 3 and nothing\n") == ["E0201", "E0201"]
+
+
+def test_warnings_w0501_w0502_do_not_stop_the_check():
+    spec = check(HEADER + """
+source UNUSED "other.txt" "never cited"
+call f(x: int) {
+  fails T-X: 1 when x == 0
+    cite DOC "x is not zero"
+}
+event e() {
+}
+""")
+    warnings = [(d.code, d.severity) for d in spec.warnings]
+    assert warnings == [("W0501", Severity.WARNING), ("W0502", Severity.WARNING)]
+    assert "UNUSED" in spec.warnings[0].message and "call f" in spec.warnings[1].message  # events need no effect
+
+
+def test_w0504_flag_that_is_not_one_bit():
+    spec = check(HEADER + "flags F: u32 { A = 0x2, B = 0x6 }\n")
+    assert [d.code for d in spec.warnings] == ["W0501", "W0504"]
+    assert spec.flags["F"] == {"A": 2, "B": 6}
+
+
+def test_checked_spec_tables_and_types():
+    spec = check(HEADER + """
+param kernel: version = 5.10
+const PAGE: u64 = 4096
+const TWO_PAGES: u64 = PAGE * 2
+record Reg { size: u64, flags: u32 }
+table regs: addr -> Reg sized by size
+var count: int = 0
+call reg(ptr: addr, size: u64) {
+  fails T-OVERLAP: 1 when exists r in regs: r.range overlaps range(ptr, size)
+    cite DOC "no overlap"
+  effect T-REG: {
+    regs[ptr] = { size: size, flags: 0 }
+    count = count + 1
+  }
+    cite DOC "registers"
+}
+""")
+    assert spec.params == {"kernel": (Type("version"), (5, 10))}
+    assert spec.consts["TWO_PAGES"] == (Type("int", "u64"), 8192)
+    assert spec.vars == {"count": (INT, 0)}
+    info = spec.tables["regs"]
+    assert (info.key, info.record, info.sized_by) == (Type("int", "addr"), "Reg", "size")
+    assert spec.calls["reg"].params == (("ptr", Type("int", "addr")), ("size", Type("int", "u64")))
+    fails = spec.calls["reg"].clauses(S.Fails)[0]
+    quant = fails.cond
+    assert spec.type_of(quant) == BOOL
+    assert spec.type_of(quant.body.left) == RANGE and spec.type_of(quant.body.right) == RANGE
+    rule = spec.rules["T-OVERLAP"]
+    assert (rule.kind, rule.call, rule.source.name) == ("fails", "reg", "DOC")
+    assert rule.summary == "fails T-OVERLAP: 1 when (exists r in regs: r.range overlaps range(ptr, size))"
+
+
+def test_rule_kinds_of_the_bundled_specs():
+    acl = load_spec("acl")
+    assert acl.rules["ACL-REG-ALIGN"].kind == "undefined"
+    assert acl.rules["ENV-FREE-UNKNOWN"].kind == "requires"
+    assert acl.rules["ACL-REG-OVERLAP"].kind == "fails"
+    assert acl.rules["ACL-REG-ENV"].kind == "may-fail"
+    assert acl.rules["ACL-REG-WRAP"].kind == "unspecified"
+    assert acl.rules["ACL-GETDEV-STABLE"].kind == "ensures"
+    assert acl.rules["ACL-REG-EFFECT"].kind == "effect"
+    assert acl.rules["ACL-INV-NO-OVERLAP"].kind == "invariant" and acl.rules["ACL-INV-NO-OVERLAP"].call is None
+    cupva = load_spec("cupva")
+    assert cupva.rules["PVA-REG-THREAD-SAFETY"].kind == "usage"
+    assert cupva.rules["PVA-REG-API-GROUP"].kind == "usage"
+    assert cupva.status_type == Type("enum", "Error") and cupva.success == "ok" and acl.success == 0
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+def test_every_bundled_rule_cites_a_declared_source(name):
+    spec = load_spec(name)
+    for rule in spec.rules.values():
+        assert rule.cite is not None and rule.source is not None, rule.rule
+        assert rule.cite.clause.strip() and rule.source.name in spec.sources
+    assert spec.warnings == ()  # the bundled specs are lint-clean
+
+
+def test_versions_compare_as_numbers_and_normalise():
+    spec = check(HEADER + "const V: version = 5.10.0\nparam k: version = 5.10.1\ndef newer = k > V\n")
+    assert spec.consts["V"][1] == (5, 10)
+    assert spec.params["k"][1] == (5, 10, 1)
+    assert (5, 10) < (5, 10, 1) < (5, 11)  # tuples: the order the semantics uses
+
+
+@pytest.mark.parametrize("snippet, code", [
+    ("enum A { X, Y }\nenum B { Y, Z }\n", "E0202"),  # a member in two enums
+    ("record R { key: u64 }\n", "E0202"),  # `key` and `range` are reserved fields
+    ("record R { size: u64 }\ntable t: addr -> R sized by length\n", "E0203"),
+    ("record R { size: u64 }\ntable t: Mode -> R sized by size\n", "E0201"),
+    ("record R { size: u64 }\ntable t: addr -> R\ndef d = exists r in t: r.range.size > 0\n", "E0203"),
+    ("record R { size: u64 }\ntable t: addr -> R sized by size\ndef r = 1\ndef d = exists r in t: true\n", "E0202"),
+    ("const A: int = B\nconst B: int = 1\n", "E0201 E0303"),  # constants only use earlier constants
+    ("var v: int = 0\nconst C: int = v\n", "E0208 E0303"),
+    ("def d = aligned(1)\n", "E0302"),
+    ("def d = sqrt(4)\n", "E0201"),
+    ("def d = true + 1\n", "E0301"),
+    ("def d = 5.10 < 3\n", "E0301"),
+    ("record R { size: u64 }\ntable t: addr -> R sized by size\ndef d = 1 overlaps t\n", "E0301 E0301"),
+    ("def d = DOC\n", "E0208"),  # a source is not a value
+])
+def test_single_errors(snippet, code):
+    assert codes(HEADER + snippet) == code.split()
+
+
+def test_negating_a_non_integer_constant_is_a_diagnostic_not_a_crash():
+    # regression: the constant folder used to raise TypeError on `-Off`
+    diags = errors('spec demo "t"\nenum Mode { Off, On }\nstatus Mode success -Off\n')
+    assert [(d.code, d.message) for d in diags] == [("E0301", "expected Mode, found int"),
+                                                    ("E0301", "expected an integer, found Mode")]
+
+
+def test_status_code_must_be_constant_names_the_real_problem():
+    # regression: an argument used as a status code was reported as an unknown name
+    assert codes(HEADER + "call f(x: int) {\n  fails T-X: x when x < 0\n    cite DOC \"x\"\n}\n") == ["E0303"]
+
+
+def test_missing_header_and_duplicate_status():
+    assert codes('source DOC "d" "t"\nstatus int success 0\n') == ["E0204"]
+    assert codes(HEADER + "status int success 1\n") == ["E0202"]
