@@ -15,18 +15,19 @@ regcheck writes are checked by the same semantics `regcheck replay` uses.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import z3
-
-from .encode import Encoder, SymState, concrete_config, read_config, symbolic_config
+from .encode import (FALSE, Encoder, SymState, concrete_config, conj, disj, fresh_int, holds_in, implies,
+                     int_in, neg, read_config, symbolic_config)
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
 from .semantics import State
 from .solver import Session, SolverOptions, Witness
 from .typecheck import CheckedSpec
 
 # ---------------------------------------------------------------- the unrolling
+
+SMALL = 1 << 20  # witnesses prefer addresses and sizes up to 1 MiB (readable traces)
 
 
 @dataclass(slots=True)
@@ -53,6 +54,7 @@ class Unrolling:
         self.encoder = Encoder(spec, self.config)
         self.session = Session(options, bounds)
         self.calls = tuple(spec.calls)
+        self.small: list = []  # readable values (first choice for witnesses): see `prefer_small`
         self.states: list[SymState] = [self.encoder.initial_state(bounded=True)]
         self.steps: list[_StepVars] = []
         for j in range(depth):
@@ -60,39 +62,46 @@ class Unrolling:
 
     def _add_step(self, j: int) -> None:
         enc, st = self.encoder, self.states[-1]
-        sel = z3.Int(f"bmc.step{j}")
+        sel = fresh_int(f"bmc.step{j}")
         self.session.add(sel >= 0, sel <= len(self.calls))  # len(calls): stutter
         nxt = st
         io = {}
         for i, call in enumerate(self.calls):
             env, bounds = enc.fresh_io(call, f"bmc.{j}.{call}.")
             io[call] = env
+            self.small += self._small(call, env)
             cc = enc.conditions(call, st, env)
-            allowed = z3.And(bounds + [cc.kept, z3.Or(z3.Not(cc.any_error), cc.any_unspecified), cc.ensured])
-            self.session.add(z3.Implies(sel == i, allowed))
+            allowed = conj(bounds + [cc.kept, disj(neg(cc.any_error), cc.any_unspecified), cc.ensured])
+            self.session.add(implies(sel == i, allowed))
             nxt = enc.effect(call, st, env).ite(sel == i, nxt)
         self.steps.append(_StepVars(sel, io))
         self.states.append(nxt)
+
+    def _small(self, call: str, env: Mapping) -> list:
+        info = self.spec.calls[call]
+        return [conj(env[n] >= -1, env[n] <= SMALL) for n, t in info.params + info.outputs
+                if t.kind == "int" and t.name in ("addr", "u64", "i64")]
 
     @property
     def final(self) -> SymState:
         return self.states[-1]
 
     def final_call(self, call: str, prefix: str = "bmc.final."):
-        """Fresh inputs/outputs for one more call in the last state: (env, type bounds, conditions)."""
+        """Fresh inputs/outputs for one more call in the last state: (env, type bounds, conditions,
+        small-value preferences)."""
         env, bounds = self.encoder.fresh_io(call, f"{prefix}{call}.")
-        return env, bounds, self.encoder.conditions(call, self.final, env)
+        return env, bounds, self.encoder.conditions(call, self.final, env), self._small(call, env)
 
     def stutter_after(self, k: int) -> list:
         """Constraints making steps k.. stutter (a run of at most k steps)."""
         return [s.selector == len(self.calls) for s in self.steps[k:]]
 
-    def run_of(self, model: z3.ModelRef, spec_name: str, upto: int | None = None) -> Run:
+    def run_of(self, model: Any, spec_name: str, upto: int | None = None) -> Run:
         """The concrete run a model gives (stutter steps left out); statuses: success for calls."""
         types = self.encoder.types
         steps = []
         for sv in self.steps[: self.depth if upto is None else upto]:
-            i = model.eval(sv.selector, model_completion=True).as_long()
+            i = int_in(model, sv.selector)
             if i >= len(self.calls):
                 continue
             call = self.calls[i]
@@ -103,7 +112,7 @@ class Unrolling:
             steps.append(Step(call, inputs, outputs, self.spec.success if info.decl.kind == "call" else None))
         return Run(spec_name, read_config(self.spec, model, self.config), tuple(steps))
 
-    def read_io(self, model: z3.ModelRef, call: str, env: Mapping) -> tuple[dict, dict]:
+    def read_io(self, model: Any, call: str, env: Mapping) -> tuple[dict, dict]:
         types = self.encoder.types
         info = self.spec.calls[call]
         return ({n: types.read(t, model, env[n]) for n, t in info.params},
@@ -140,7 +149,7 @@ def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: Sol
     queries = []
     unknown = ""
     for k in range(depth + 1):
-        bad = z3.Or([z3.Not(enc.invariant(inv, unrolling.states[k])) for inv in invs]) if invs else z3.BoolVal(False)
+        bad = disj([neg(enc.invariant(inv, unrolling.states[k])) for inv in invs]) if invs else FALSE
         ans = unrolling.session.find(bad, *unrolling.stutter_after(k))
         queries.append((k, ans.seconds))
         if ans.witness is Witness.UNKNOWN:
@@ -148,6 +157,10 @@ def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: Sol
             continue
         if ans.witness is Witness.NONE:
             continue
+        small = unrolling.session.find(bad, *unrolling.stutter_after(k), conj(unrolling.small))
+        queries.append((k, small.seconds))
+        if small.witness is Witness.FOUND:  # the same length with readable values, when there is one
+            ans = small
         run = unrolling.run_of(ans.model, spec_name, upto=k)
         violation = _confirm_violation(spec, run, [inv.rule for inv in invs])
         if violation is None:
@@ -219,15 +232,20 @@ def cover(unrolling: Unrolling, spec_name: str, targets: Sequence[Target]) -> di
         by_call.setdefault(t.call, []).append(t)
     for call, group in by_call.items():
         if call is None:
-            env, bounds, cc = {}, [], None
+            env, bounds, cc, small = {}, [], None, []
         else:
-            env, bounds, cc = unrolling.final_call(call)
+            env, bounds, cc, small = unrolling.final_call(call)
         formulas = {t.key: t.formula(unrolling.encoder, env, cc, unrolling.final) for t in group}
         remaining = list(group)
+        # first runs with small values (readable traces), then any values
+        prefer = [conj(unrolling.small + small)]
         with unrolling.session.frame():
             unrolling.session.add(*bounds)
             while remaining:
-                ans = unrolling.session.find(z3.Or([formulas[t.key] for t in remaining]))
+                ans = unrolling.session.find(disj([formulas[t.key] for t in remaining]), *prefer)
+                if ans.witness is Witness.NONE and prefer:
+                    prefer = []
+                    continue
                 if ans.witness is not Witness.FOUND:
                     for t in remaining:
                         out[t.key] = Covered(t.key, ans.witness, None, ans.reason, ans.seconds)
@@ -239,7 +257,7 @@ def cover(unrolling: Unrolling, spec_name: str, targets: Sequence[Target]) -> di
                     inputs, outputs = unrolling.read_io(model, call, env)
                     final = Step(call, inputs, outputs, None)
                 for t in list(remaining):
-                    if not z3.is_true(model.eval(formulas[t.key], model_completion=True)):
+                    if not holds_in(model, formulas[t.key]):
                         continue
                     remaining.remove(t)  # at least one target is true in every model: the loop ends
                     run = _confirm_target(spec, prefix, final, t)

@@ -10,10 +10,12 @@ Values (the Python-level shape of an encoded value; each leaf is a Z3 term):
                         Int term (exact, unbounded: `ptr + size` may pass 2**64, nothing wraps);
                         the declared width is a range constraint on inputs and state, not a sort
   enum                  Int term: the member's index in its declaration
-  version               `Ver`: K Int components, padded with -1 (K = longest version literal of the
-                        spec + 1). -1 is below every real component, so lexicographic order on the
-                        padded tuples is Python's tuple order (5.10 < 5.10.0 < 5.10.1 < 5.11), and
-                        comparisons with any literal of the spec are exact
+  version               `Ver`: K Int components of the canonical version (no trailing zero: 5.10.0 is
+                        5.10, as in the concrete semantics), padded with -1 (K = longest version
+                        literal of the spec + 1). -1 is below every real component, so lexicographic
+                        order on the padded tuples is the semantics' order (5.10 < 5.10.1 < 5.11);
+                        a longer value is represented by one that compares the same with every
+                        literal of the spec
   range                 `Rng(base, end)`, half-open; an empty range overlaps nothing
   table entry           `Entry(table, key, slot)`
 Bitwise operators work on exact integers with Python's infinite two's complement: with a constant
@@ -38,14 +40,14 @@ encoded exactly (the concrete semantics leaves the whole effect undone, so does 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, assert_never
 
 import z3
 
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .typecheck import ANY, INT_BOUNDS, CheckedSpec, Type
+from .typecheck import ANY, INT_BOUNDS, CheckedSpec, Type, normalise_version
 
 FLAGS_BOUNDS = (0, 2**32 - 1)  # checker.semantics.coerce_value accepts flags in [0, 2**32)
 
@@ -121,6 +123,8 @@ class Types:
             out = [v[0] >= 0]
             for i in range(1, len(v)):
                 out += [v[i] >= -1, z3.Implies(v[i - 1] == -1, v[i] == -1)]
+                # canonical: no trailing zero component (5.10.0 is 5.10)
+                out.append(z3.Implies(v[i] == 0, v[i + 1] >= 0) if i + 1 < len(v) else v[i] != 0)
             return out
         return []
 
@@ -134,7 +138,10 @@ class Types:
             case "enum":
                 return z3.IntVal(self.spec.enums[t.name].index(value))
             case "version":
-                parts = tuple(value)[: self.version_width]
+                parts = normalise_version(value)
+                if len(parts) > self.version_width:
+                    # compares with every literal of the spec (at most K-1 components) like value
+                    parts = parts[: self.version_width - 1] + (1,)
                 return Ver(z3.IntVal(p) for p in parts + (-1,) * (self.version_width - len(parts)))
             case "range":
                 return Rng(z3.IntVal(value[0]), z3.IntVal(value[1]))
@@ -217,6 +224,8 @@ def ite(c, a, b):
 def equal(a, b):
     if isinstance(a, (Rng, Ver)):
         return z3.And([x == y for x, y in zip(a, b)])
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise unsupported("comparing sets with `==` (use `in`)")
     return a == b
 
 
@@ -280,6 +289,14 @@ class ArrayTable:
             arrs = [z3.K(ks, x) for x in leaves(d)]
             fields[n] = arrs[0] if len(arrs) == 1 else tuple(arrs)
         return cls(info, types, z3.K(ks, z3.BoolVal(False)), fields)
+
+    @classmethod
+    def of_rows(cls, info, types: Types, rows: Mapping) -> "ArrayTable":
+        """Concrete rows as arrays (Store chains over constant arrays); quantifiers stay quantifiers."""
+        t = cls.empty(info, types)
+        for key, rec in rows.items():
+            t = t.insert(types.const(info.key, key), {f: types.const(ft, rec[f]) for f, ft in info.fields})
+        return cls(info, types, t.present, t.fields)
 
     def _get(self, arr, key, t: Type):
         if isinstance(arr, tuple):
@@ -580,10 +597,11 @@ class Encoder:
             tables = {n: ArrayTable.empty(info, self.types) for n, info in self.spec.tables.items()}
         return SymState(vars, tables)
 
-    def concrete_state(self, state) -> SymState:
-        """A `checker.semantics.State` as a bounded symbolic state with constant leaves."""
+    def concrete_state(self, state, bounded: bool = True) -> SymState:
+        """A `checker.semantics.State` with constant leaves: slots (bounded) or arrays (quantified)."""
+        kind = SlotTable if bounded else ArrayTable
         vars = {n: self.types.const(t, state.vars[n]) for n, (t, _) in self.spec.vars.items()}
-        tables = {n: SlotTable.of_rows(info, self.types, state.tables[n].rows) for n, info in self.spec.tables.items()}
+        tables = {n: kind.of_rows(info, self.types, state.tables[n].rows) for n, info in self.spec.tables.items()}
         return SymState(vars, tables)
 
     def well_typed(self, st: SymState) -> list:
@@ -646,7 +664,7 @@ class Encoder:
             case S.BoolLit(value=v):
                 return z3.BoolVal(v)
             case S.VersionLit(parts=p):
-                return self.types.const(Type("version"), p)
+                return self.types.const(Type("version"), p)  # normalised by Types.const
             case S.Name(name=n):
                 return self.name(n, e, st, env)
             case S.Field(obj=o, name=n):
@@ -964,6 +982,51 @@ def _constant(spec: CheckedSpec, e: S.Expr):
         case S.Name(name=n) if n in spec.flag_member:
             return spec.flag_member[n][1]
     raise unsupported("a status code must be a constant", getattr(e, "span", None))
+
+
+# ---------------------------------------------------------------- formulas for the layers above
+
+# The prover and the bounded model checker combine the formulas built here; they do it through
+# these helpers so that z3 stays behind this module and `checker.solver`.
+TRUE = z3.BoolVal(True)
+FALSE = z3.BoolVal(False)
+
+
+def _flat(fs) -> list:
+    return list(fs[0]) if len(fs) == 1 and isinstance(fs[0], (list, tuple)) else list(fs)
+
+
+def conj(*fs):
+    """And of formulas (given as arguments or one list); True when there are none."""
+    fs = _flat(fs)
+    return z3.And(fs) if fs else TRUE
+
+
+def disj(*fs):
+    """Or of formulas (given as arguments or one list); False when there are none."""
+    fs = _flat(fs)
+    return z3.Or(fs) if fs else FALSE
+
+
+def neg(f):
+    return z3.Not(f)
+
+
+def implies(a, b):
+    return z3.Implies(a, b)
+
+
+def fresh_int(name: str):
+    return z3.Int(name)
+
+
+def holds_in(model, f) -> bool:
+    """Whether formula f is true in a solver model (unconstrained symbols take default values)."""
+    return z3.is_true(model.eval(f, model_completion=True))
+
+
+def int_in(model, term) -> int:
+    return model.eval(term, model_completion=True).as_long()
 
 
 # ---------------------------------------------------------------- configurations

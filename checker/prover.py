@@ -36,15 +36,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-import z3
-
 from . import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
-from .runs import Run, Step, semantics_for, well_typed
-from .encode import Encoder, SymState, read_config, reads_and_writes, symbolic_config
+from .runs import Run, Step, a_status, semantics_for, well_typed
+from .encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
 from .semantics import Allowed, EvalError, Semantics, State, describe_outcomes
 from .solver import Answer, Session, SolverOptions, Verdict, Witness
-from .typecheck import INT_BOUNDS, CheckedSpec
+from .typecheck import CheckedSpec
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
 GROUP_FRAME = "API-GROUPS"
@@ -180,7 +178,7 @@ def _properties(spec: CheckedSpec) -> list[_Property]:
             inv.rule, (inv.rule,), reads(inv.expr),
             (lambda inv: lambda enc, pre, post, call: enc.invariant(inv, post))(inv),
             (lambda rule: lambda sem, pre, call, post: rule not in _holds(sem, post))(inv.rule)))
-    props.append(_Property(TYPES, (), frozenset(), lambda enc, pre, post, call: z3.And(enc.well_typed(post)),
+    props.append(_Property(TYPES, (), frozenset(), lambda enc, pre, post, call: conj(enc.well_typed(post)),
                            lambda sem, pre, call, post: well_typed(sem.spec, post), everything=True))
     props += _group_properties(spec, writes)
     return props
@@ -210,7 +208,7 @@ def _group_properties(spec: CheckedSpec, writes) -> list[_Property]:
         def holds(enc: Encoder, pre: SymState, post: SymState, call, target=target, is_var=is_var, allowed=allowed):
             same = _same(enc, pre, post, target, is_var)
             if call in allowed:
-                return z3.Or(same, z3.Or([enc.group_active(g, pre) for g in allowed[call]]))
+                return disj(same, disj([enc.group_active(g, pre) for g in allowed[call]]))
             return same
 
         def concrete(sem: Semantics, pre, call, post, target=target, is_var=is_var, allowed=allowed):
@@ -347,7 +345,7 @@ class _Prover:
         enc, pre, env, cc, post, session = self._bounded(call)
         key = (call, prop.id)
         if key not in self._bounded_goals:
-            self._bounded_goals[key] = z3.Not(prop.holds(enc, pre, post, call))
+            self._bounded_goals[key] = neg(prop.holds(enc, pre, post, call))
         ans = session.find(_branch(cc, branch, broken_rule), self._bounded_goals[key])
         if ans.witness is not Witness.FOUND:
             return None, ans
@@ -436,10 +434,12 @@ class _Prover:
             if info["kind"] in ("fails", "unspecified"):
                 sc = shadow_found.get(("shadow", t.key))
                 if sc is not None and sc.witness is Witness.FOUND:
-                    checks.append(Check("clause", info["rule"], t.call, "shadowed", True, (info["rule"],),
-                                        "holds only where the outcome is open anyway (a broken `undefined` "
-                                        "obligation or an `unspecified` clause)", sc.seconds,
-                                        self._finish_run(sc.run, info)))
+                    detail = ("the documents are silent only where the caller already broke an obligation"
+                              if info["kind"] == "unspecified" else
+                              "holds only where the outcome is open anyway (a broken `undefined` obligation "
+                              "or an `unspecified` clause)")
+                    checks.append(Check("clause", info["rule"], t.call, "shadowed", True, info["rules"], detail,
+                                        sc.seconds, self._finish_run(sc.run, info)))
                     continue
             checks.append(self._unbounded_check(t, info, c))
         return checks, disjoint
@@ -456,7 +456,9 @@ class _Prover:
                     case S.MayFail() if c.cond is not None:
                         out.append(_clause_target(call, "may-fail", c.rule))
                     case S.Unspecified():
-                        out.append(_clause_target(call, "unspecified", c.rule))
+                        target, meta = _clause_target(call, "unspecified", c.rule)
+                        meta["rules"] = (c.rule,) + _near(spec, call, c)
+                        out.append((target, meta))
                     case S.Requires():
                         out.append(_clause_target(call, "requires", c.rule))
                     case S.OnlyIn():
@@ -495,7 +497,7 @@ class _Prover:
         if kind == "gap":
             return Check("gap", t.call, t.call, "silent", True, info["around"],
                          "succeeds and no effect statement applies: check that the documents say so", c.seconds, run)
-        return Check("clause", info["rule"], t.call, "live", True, (info["rule"],), _LIVE[kind], c.seconds, run)
+        return Check("clause", info["rule"], t.call, "live", True, info["rules"], _LIVE[kind], c.seconds, run)
 
     def _overlap_check(self, t: Target, info: dict, c: Covered) -> Check | None:
         a, b = info["rules"]
@@ -618,16 +620,16 @@ def _branch(cc, branch: str, broken_rule: str | None):
     conds = []
     undefined = True
     for rule, cond in cc.usage:
-        conds.append(z3.Not(cond) if rule == broken_rule else cond)
+        conds.append(neg(cond) if rule == broken_rule else cond)
         if rule == broken_rule:
             undefined = False
     for rule, is_undefined, cond in cc.requires:
-        conds.append(z3.Not(cond) if rule == broken_rule else cond)
+        conds.append(neg(cond) if rule == broken_rule else cond)
         if rule == broken_rule:
             undefined = is_undefined
     if not undefined:
-        conds.append(z3.Or(z3.Not(cc.any_error), cc.any_unspecified))
-    return z3.And(conds)
+        conds.append(disj(neg(cc.any_error), cc.any_unspecified))
+    return conj(conds)
 
 
 def _branch_holds(al: Allowed, branch: str, broken_rule: str | None) -> bool:
@@ -642,27 +644,16 @@ def _status_for(spec: CheckedSpec, al: Allowed, info: dict):
     """A status the final call may return that shows what the check is about."""
     kind = info["kind"]
     if kind in ("fails", "may-fail"):
-        rule = info["rule"]
         for e in al.errors + al.env_errors:
-            if e.rule == rule:
-                return _a_code(spec, e.codes)
+            if e.rule == info["rule"]:
+                return a_status(spec, e)
     if kind == "overlap" and not al.open:
         for e in al.errors:
             if e.rule in info["rules"]:
-                return _a_code(spec, e.codes)
-    if al.open or al.success:
+                return a_status(spec, e)
+    if al.open or al.success or not al.errors:
         return spec.success
-    if al.errors:
-        return _a_code(spec, al.errors[0].codes)
-    return spec.success
-
-
-def _a_code(spec: CheckedSpec, codes):
-    if codes is not None:
-        return sorted(codes, key=str)[0]
-    if spec.status_type.kind == "enum":
-        return next(m for m in spec.enums[spec.status_type.name] if m != spec.success)
-    return spec.success + 1 if isinstance(spec.success, int) else spec.success
+    return a_status(spec, al.errors[0])
 
 
 # ---------------------------------------------------------------- consistency targets
@@ -676,17 +667,13 @@ def _clause_cond(cc, kind: str, rule: str):
     if kind == "unspecified":
         return next(c for r, c in cc.unspecified if r == rule)
     if kind == "requires":
-        return z3.Not(next(c for r, _, c in cc.requires if r == rule))
-    return z3.Not(next(c for r, c in cc.usage if r == rule))
+        return neg(next(c for r, _, c in cc.requires if r == rule))
+    return neg(next(c for r, c in cc.usage if r == rule))
 
 
 def _open(cc):
-    undefined = [z3.Not(c) for _, u, c in cc.requires if u]
-    return z3.Or(undefined + [cc.any_unspecified])
-
-
-def _undefined_broken(cc):
-    return z3.Or([z3.Not(c) for _, u, c in cc.requires if u])
+    undefined = [neg(c) for _, u, c in cc.requires if u]
+    return disj(undefined + [cc.any_unspecified])
 
 
 def _clause_holds(al: Allowed, kind: str, rule: str) -> bool:
@@ -703,9 +690,9 @@ def _clause_target(call: str, kind: str, rule: str) -> tuple[Target, dict]:
     def formula(enc, env, cc, st):
         c = _clause_cond(cc, kind, rule)
         if kind == "fails":
-            return z3.And(c, z3.Not(_open(cc)))
+            return conj(c, neg(_open(cc)))
         if kind == "unspecified":
-            return z3.And(c, z3.Not(_undefined_broken(cc)))
+            return conj(c, cc.kept)
         return c
 
     def holds(sem, st, step):
@@ -715,7 +702,7 @@ def _clause_target(call: str, kind: str, rule: str) -> tuple[Target, dict]:
         if kind == "fails":
             return not al.open
         if kind == "unspecified":
-            return not al.undefined
+            return not al.broken
         return True
     return Target(("clause", rule), call, formula, holds), {"kind": kind, "rule": rule, "rules": (rule,), "call": call}
 
@@ -740,13 +727,13 @@ def _success_target(call: str) -> tuple[Target, dict]:
         al = sem.allowed(st, step.call, step.inputs)
         return (not al.broken and al.success and not al.open
                 and not sem.ensures_broken(st, step.call, step.inputs, step.outputs))
-    return (Target(("success", call), call, lambda enc, env, cc, st: z3.And(cc.success_documented, cc.ensured), holds),
+    return (Target(("success", call), call, lambda enc, env, cc, st: conj(cc.success_documented, cc.ensured), holds),
             {"kind": "success", "call": call})
 
 
 def _gap_target(spec: CheckedSpec, call: str) -> tuple[Target, dict]:
     def formula(enc, env, cc, st):
-        return z3.And(cc.success_documented, cc.ensured, enc.effect_idle(call, st, env))
+        return conj(cc.success_documented, cc.ensured, enc.effect_idle(call, st, env))
 
     def holds(sem, st, step):
         al = sem.allowed(st, step.call, step.inputs)
@@ -769,6 +756,14 @@ def _around(spec: CheckedSpec, call: str) -> tuple[str, ...]:
         if isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(c.cond) & names:
             rules.append(c.rule)
     return tuple(rules)
+
+
+def _near(spec: CheckedSpec, call: str, clause) -> tuple[str, ...]:
+    """The other clauses of the call that read what an `unspecified` clause reads."""
+    names = _names(clause.cond) - set(spec.enum_of_member) - set(spec.consts)
+    info = spec.calls[call]
+    return tuple(c.rule for c in info.decl.clauses if c is not clause
+                 and isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(c.cond) & names)
 
 
 def _stmts_conds(body):
@@ -817,8 +812,8 @@ def _overlap_targets(call: str, clauses) -> list[tuple[Target, dict]]:
     for (ka, ra), (kb, rb) in pairs:
         def formula(enc, env, cc, st, ka=ka, ra=ra, kb=kb, rb=rb):
             rest = [c for r, c in cc.usage] + [c for r, _, c in cc.requires if r != rb]
-            rest += [z3.Not(c) for r, c in cc.unspecified if r != rb]
-            return z3.And([_clause_cond(cc, ka, ra), _clause_cond(cc, kb, rb)] + rest)
+            rest += [neg(c) for r, c in cc.unspecified if r != rb]
+            return conj([_clause_cond(cc, ka, ra), _clause_cond(cc, kb, rb)] + rest)
 
         def holds(sem, st, step, ka=ka, ra=ra, kb=kb, rb=rb):
             al = sem.allowed(st, step.call, step.inputs)

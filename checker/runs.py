@@ -157,19 +157,45 @@ def replay_prefix(sem: Semantics, steps: Sequence[Step]) -> State | None:
 
 
 def shrink(sem: Semantics, steps: Sequence[Step], holds: Callable[[State], bool]) -> tuple[Step, ...]:
-    """Greedily drop steps while the prefix stays allowed and `holds(final state)` stays true."""
-    steps = tuple(steps)
-    i = 0
-    while i < len(steps):
-        trial = steps[:i] + steps[i + 1:]
+    """Drop steps while the run stays allowed and `holds(final state)` stays true.
+
+    Delta-debugging style: contiguous chunks of halving size, then single steps until nothing
+    more goes, then pairs of steps (an allocation and its free) for short runs.
+    """
+    def ok(trial: tuple) -> bool:
         st = replay_prefix(sem, trial)
-        if st is not None and holds(st):
-            steps = trial
-        else:
-            i += 1
+        return st is not None and holds(st)
+
+    steps = tuple(steps)
+    size = max(1, len(steps) // 2)
+    while steps:
+        progress = False
+        i = 0
+        while i + size <= len(steps):
+            trial = steps[:i] + steps[i + size:]
+            if ok(trial):
+                steps, progress = trial, True
+            else:
+                i += 1
+        if size > 1:
+            size //= 2
+        elif not progress:
+            break
+    progress = len(steps) <= PAIR_SHRINK_LIMIT
+    while progress:
+        progress = False
+        for i in range(len(steps)):
+            for j in range(i + 1, len(steps)):
+                trial = steps[:i] + steps[i + 1:j] + steps[j + 1:]
+                if ok(trial):
+                    steps, progress = trial, True
+                    break
+            if progress:
+                break
     return steps
 
 
+PAIR_SHRINK_LIMIT = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +237,15 @@ def failing_invariants(sem: Semantics, st: State) -> list[str]:
     if not well_typed(sem.spec, st):
         bad.append("TYPES")
     return bad
+
+
+def a_status(spec: CheckedSpec, outcome, pick: Callable[[list], Any] = min) -> Any:
+    """A failure status an allowed error outcome permits: one of its codes, or for `any [except
+    ...]` a non-success status it does not exclude (`pick` chooses among the candidates)."""
+    if outcome.codes is not None:
+        return pick(sorted(outcome.codes, key=str))
+    excluded = set(getattr(outcome, "excluded", ()) or ())
+    if spec.status_type.kind == "enum":
+        return pick([m for m in spec.enums[spec.status_type.name] if m != spec.success and m not in excluded])
+    candidates = [c for c in (spec.success + 1, 500000, 507000, 507899) if c != spec.success and c not in excluded]
+    return pick(candidates)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import syntax as S
-from .runs import Run, Step, Violation, failing_invariants, semantics_for, shrink
+from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink
 from .semantics import Semantics, State
 from .typecheck import INT_BOUNDS, CheckedSpec, Type
 
@@ -30,6 +30,7 @@ BASES = tuple(0x10000 + i * PAGE for i in range(6))
 ADDRESSES = (0,) + BASES + (0x10800, 0x11040, 0x12001, 2**64 - PAGE)
 SIZES = (0, 1, 0x800, PAGE, 2 * PAGE, 3 * PAGE)
 NEAR = (0, 0, 0, 0x800, PAGE, -PAGE)
+SWITCH_WEIGHT = 0.1
 SUCCESS_BIAS = 0.8  # when both are allowed, how often a step succeeds rather than fails
 
 
@@ -110,18 +111,21 @@ class _Walker:
         self.rng = rng
         self.tries = tries
         self.calls = list(spec.calls)
+        # calls without inputs are global switches (ForceDisableSupport): drawn less often
+        self.weights = [1.0 if spec.calls[c].params else SWITCH_WEIGHT for c in self.calls]
         self.last_success = False
 
     def step(self, st: State, seen: Counter) -> Step | None:
-        """Take one step (mutating st on success); None when no careful call was found."""
+        """Draw a call and take one step with it (mutating st on success); None when no inputs
+        that keep its obligations were found."""
         rng, sem = self.rng, self.sem
+        call = rng.choices(self.calls, self.weights)[0]
+        info = self.spec.calls[call]
         for _ in range(self.tries):
-            call = rng.choice(self.calls)
-            info = self.spec.calls[call]
             inputs = {n: self.value(t, st) for n, t in info.params}
             al = sem.allowed(st, call, inputs)
             if al.broken:
-                continue  # the caller keeps its obligations
+                continue  # the caller keeps its obligations: draw other inputs
             is_event = info.decl.kind == "event"
             failures = () if is_event else al.errors + al.env_errors
             if (al.success or al.unspecified) and (not failures or rng.random() < SUCCESS_BIAS):
@@ -139,7 +143,7 @@ class _Walker:
             outcome = rng.choice(failures)  # an allowed failure: the state stays as it is
             seen[outcome.rule] += 1
             self.last_success = False
-            return Step(call, inputs, {}, _code(self.spec, outcome.codes, rng))
+            return Step(call, inputs, {}, a_status(self.spec, outcome, rng.choice))
         return None
 
     def outputs(self, st: State, call: str, inputs: Mapping) -> dict | None:
@@ -193,14 +197,6 @@ class _Walker:
             return rng.choice((0, 0, 0, 1))
         bounds = INT_BOUNDS.get(width)
         return rng.choice((0, 1, 2)) if bounds is None else max(bounds[0], min(bounds[1], rng.choice((0, 1, 2))))
-
-
-def _code(spec: CheckedSpec, codes, rng: random.Random):
-    if codes is not None:
-        return sorted(codes, key=str)[rng.randrange(len(codes))]
-    if spec.status_type.kind == "enum":
-        return rng.choice([m for m in spec.enums[spec.status_type.name] if m != spec.success])
-    return spec.success + 1 if isinstance(spec.success, int) else spec.success
 
 
 def _config_pool(spec: CheckedSpec) -> dict[str, list]:

@@ -15,7 +15,7 @@ from ..bmc import BmcResult, search_violation
 from ..runs import Run, format_env, format_state, format_step
 from ..diagnostics import RegcheckError, error
 from ..load import load_spec
-from ..prover import GROUP_FRAME, TYPES, Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
+from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
 from ..solver import SolverOptions, Verdict, Witness
 from ..typecheck import CheckedSpec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format
@@ -261,8 +261,11 @@ def _consistency_lines(report: ProofReport, spec: CheckedSpec, verbose: bool, wr
         lines.append(f"    {c.status:<9} {c.subject}: {c.detail}; rules around: {', '.join(c.rules)}")
         lines += _run_lines(c.run, spec, written, True)
     for c in unspecified:
-        lines.append(f"    marked    {c.subject} ({c.call}): {spec.rules[c.subject].cite.clause if spec.rules[c.subject].cite else ''}")
-        lines += _run_lines(c.run, spec, written, verbose)
+        cite = spec.rules[c.subject].cite
+        lines.append(f"    marked    {c.subject} ({c.call}, {c.status}): {cite.clause if cite else ''}")
+        if len(c.rules) > 1:
+            lines.append(f"      rules around: {', '.join(c.rules[1:])}")
+        lines += _run_lines(c.run, spec, written, True)
     return lines
 
 

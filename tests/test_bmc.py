@@ -1,0 +1,99 @@
+"""Bounded model checking: shortest violating runs, written as traces the replayer accepts."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+
+from checker.bmc import search_violation
+from checker.cli import main
+from checker.load import load_spec
+from checker.replay import replay_trace
+from checker.runs import failing_invariants, replay_prefix, semantics_for
+from checker.solver import Witness
+from checker.trace import read_trace
+
+SEEDED = Path(__file__).parent / "seeded_bugs"
+SCHEMA = json.loads((Path(__file__).parent.parent / "checker" / "schemas" / "trace-v1.schema.json").read_text())
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+def test_no_violation_in_the_bundled_specs(name):
+    result = search_violation(load_spec(name), name, 3)
+    assert result.witness is Witness.NONE and result.violation is None
+    assert [d for d, _ in result.queries] == [0, 1, 2, 3]
+
+
+def test_finds_the_shortest_violation_and_replays_it_concretely():
+    path = str(SEEDED / "acl_overlap_start_only.spec")
+    spec = load_spec(path)
+    result = search_violation(spec, path, 4)
+    assert result.witness is Witness.FOUND
+    v = result.violation
+    assert v.invariants == ("ACL-INV-NO-OVERLAP",)
+    assert len(v.run.steps) == 3  # an allocation and two registrations: nothing shorter breaks it
+    assert [s.call for s in v.run.steps[1:]] == ["aclrtHostRegisterV2"] * 2
+    sem = semantics_for(spec, v.run.env)
+    final = replay_prefix(sem, v.run.steps)
+    assert final is not None and failing_invariants(sem, final) == ["ACL-INV-NO-OVERLAP"]
+    assert len(v.states) == len(v.run.steps) + 1 and v.states[-1] == final
+
+
+def test_one_step_violation():
+    path = str(SEEDED / "acl_mallochost_pageable.spec")
+    v = search_violation(load_spec(path), path, 3).violation
+    assert [s.call for s in v.run.steps] == ["aclrtMallocHost"] and v.run.steps[0].status == 0
+
+
+def test_a_fixed_configuration_decides_the_aliasing_rule():
+    path = str(SEEDED / "cupva_overlap_unchecked.spec")
+    spec = load_spec(path)
+    auto = search_violation(spec, path, 4, env={"driver_version": 2006, "qnx_safety": False})
+    assert auto.witness is Witness.NONE  # driver >= 2006: explicit CUDA registration has no effect
+    old = search_violation(spec, path, 4, env={"driver_version": 2005})
+    assert old.witness is Witness.FOUND and old.violation.run.env["driver_version"] == 2005
+
+
+def test_depth_bounds_the_search():
+    path = str(SEEDED / "acl_overlap_start_only.spec")
+    assert search_violation(load_spec(path), path, 2).witness is Witness.NONE
+
+
+def test_cli_writes_a_trace_the_replayer_accepts(tmp_path):
+    spec_path = str(SEEDED / "acl_free_forgets_registrations.spec")
+    out_path = tmp_path / "v.jsonl"
+    code, out, _ = run_cli("bmc", spec_path, "--depth", "4", "--out", str(out_path))
+    assert code == 1 and "violation: a run of 3 steps breaks ACL-INV-REG-IN-ALLOC" in out
+    for line in out_path.read_bytes().splitlines():
+        jsonschema.validate(orjson.loads(line), SCHEMA)
+    header, events = read_trace(out_path)
+    assert header.spec == spec_path and [e.call for e in events][-1] == "free"
+    report = replay_trace(str(out_path))
+    assert report.verdict == "conforms" and report.events == 3  # every step keeps its obligations
+
+
+def test_cli_no_violation_and_json(tmp_path):
+    code, out, _ = run_cli("bmc", "cupva", "--depth", "2")
+    assert code == 0 and "no invariant violation in any run of up to 2 steps" in out
+    code, out, _ = run_cli("bmc", str(SEEDED / "cupva_auto_cuda_recorded.spec"), "--depth", "2", "--format", "json",
+                           "--out", str(tmp_path / "x.jsonl"), "--env", "driver_version=2006")
+    data = json.loads(out)
+    assert code == 1 and data["witness"] == "FOUND" and "PVA-INV-AUTO-NO-EXPLICIT" in data["invariants"]
+    assert data["run"]["header"]["env"]["driver_version"] == 2006
+
+
+def test_cli_bad_input_exits_2():
+    assert run_cli("bmc", "acl", "--depth", "2", "--invariant", "NO-SUCH-RULE")[0] == 2
+    assert run_cli("bmc", "acl", "--depth", "2", "--env", "bogus=1")[0] == 2
+    assert run_cli("bmc", "acl", "--depth", "2", "--env", "noequals")[0] == 2
+    assert run_cli("bmc", "acl")[0] == 2  # --depth is required

@@ -1,0 +1,262 @@
+"""`regcheck prove`: both bundled specs prove and are consistent; seeded bugs are refuted with a
+counterexample naming the rule; UNKNOWN is never shown as PROVED; the CLI's exit codes and JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import z3
+
+from checker.cli import main
+from checker.load import load_spec
+from checker.prover import GROUP_FRAME, TYPES, ProveOptions, prove
+from checker.replay import replay_trace
+from checker.runs import replay_prefix, semantics_for
+from checker.solver import Session, SolverOptions, Verdict, Witness
+from checker.trace import read_trace
+
+SEEDED = Path(__file__).parent / "seeded_bugs"
+
+# file -> (the property refuted, the call, a rule the counterexample must name)
+SEEDED_BUGS = {
+    "acl_overlap_start_only": ("ACL-INV-NO-OVERLAP", "aclrtHostRegisterV2", "ACL-REG-EFFECT"),
+    "acl_free_forgets_registrations": ("ACL-INV-REG-IN-ALLOC", "free", "ENV-FREE-EFFECT"),
+    "acl_devptr_kept_after_unregister": ("ACL-INV-DEV-ONLY-MAPPED", "aclrtHostUnregister", "ACL-UNREG-EFFECT"),
+    "acl_mallochost_pageable": ("ACL-INV-MALLOC-HOST-LOCKED", "aclrtMallocHost", "ACL-MALLOCHOST-EFFECT"),
+    "cupva_overlap_unchecked": ("PVA-INV-NO-OVERLAP", "cupva::mem::Register", "PVA-REG-EFFECT"),
+    "cupva_cudafree_drops_registration": (f"{GROUP_FRAME}(regs)", "cudaFree", "PVA-REG-API-GROUP"),
+    "cupva_auto_cuda_recorded": ("PVA-INV-AUTO-NO-EXPLICIT", "cupva::mem::Register", "PVA-REG-EFFECT"),
+}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return {n: prove(load_spec(n), n) for n in ("acl", "cupva")}
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# ---------------------------------------------------------------- the bundled specs
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+def test_every_obligation_of_the_bundled_specs_is_proved(reports, name):
+    spec, report = load_spec(name), reports[name]
+    assert [o for o in report.obligations if o.verdict is not Verdict.PROVED] == []
+    props = {o.property for o in report.obligations}
+    assert {inv.rule for inv in spec.invariants} | {TYPES} <= props
+    for inv in spec.invariants:  # every invariant: an init obligation and one per call and branch
+        mine = [o for o in report.obligations if o.property == inv.rule]
+        assert any(o.branch == "init" for o in mine)
+        assert {o.call for o in mine if o.branch == "success"} == set(spec.calls)
+    assert any(o.how == "solver" for o in report.obligations)
+
+
+def test_the_issue_invariants_are_in_the_specs():
+    acl = {inv.rule for inv in load_spec("acl").invariants}
+    assert {"ACL-INV-NO-OVERLAP", "ACL-INV-REG-IN-ALLOC", "ACL-INV-DEV-ONLY-MAPPED", "ACL-INV-PINNED-LOCKED",
+            "ACL-INV-MALLOC-HOST-LOCKED"} <= acl
+    cupva = {inv.rule for inv in load_spec("cupva").invariants}
+    assert {"PVA-INV-NO-OVERLAP", "PVA-INV-REG-IN-ALLOC", "PVA-INV-CUDA-ONLY"} <= cupva
+
+
+def test_cupva_registrations_change_only_in_their_api_groups(reports):
+    obs = [o for o in reports["cupva"].obligations if o.property == f"{GROUP_FRAME}(regs)"]
+    assert {o.call for o in obs if o.branch == "success"} == set(load_spec("cupva").calls)
+    assert all(o.verdict is Verdict.PROVED for o in obs)
+    assert {"PVA-REG-API-GROUP", "PVA-UNREG-API-GROUP"} <= set(obs[0].rules)
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+def test_the_bundled_specs_are_consistent(reports, name):
+    spec, report = load_spec(name), reports[name]
+    assert [c for c in report.checks if not c.ok] == []
+    clauses = {c.subject: c.status for c in report.checks if c.kind == "clause"}
+    for rule, info in spec.rules.items():
+        if info.kind in ("fails", "requires", "undefined", "unspecified"):
+            assert clauses[rule] in ("live", "shadowed"), rule
+    assert {c.subject for c in report.checks if c.kind == "call" and c.status == "reachable"} == set(spec.calls)
+    assert {c.subject for c in report.checks if c.kind == "invariant" and c.status == "non-vacuous"} == \
+        {inv.rule for inv in spec.invariants}
+
+
+def test_witness_runs_replay_concretely(reports):
+    for name, report in reports.items():
+        spec = load_spec(name)
+        for c in report.checks:
+            if c.run is None:
+                continue
+            sem = semantics_for(spec, c.run.env)
+            assert replay_prefix(sem, c.run.steps[:-1] if c.call else c.run.steps) is not None, c
+
+
+def test_cupva_overlap_clause_is_both_an_obligation_and_an_error(reports):
+    overlaps = {c.subject: c for c in reports["cupva"].checks if c.kind == "overlap"}
+    c = overlaps["PVA-REG-OVERLAP + PVA-REG-OVERLAP-UB"]
+    assert c.status == "overlap" and c.run is not None
+    assert "broken obligations PVA-REG-OVERLAP-UB" in c.detail and "InvalidArgument [PVA-REG-OVERLAP]" in c.detail
+
+
+def test_documentation_gaps_are_listed(reports):
+    acl = {c.subject: c.status for c in reports["acl"].checks if c.kind == "clause"}
+    assert acl["ACL-REG-WRAP"] == "shadowed"  # silent only where an `undefined` obligation is broken
+    assert acl["ACL-UNREG-INTERIOR"] == acl["ACL-GETDEV-INTERIOR"] == "live"
+    gaps = [c for c in reports["cupva"].checks if c.kind == "gap" and c.status == "silent"]
+    assert [c.subject for c in gaps] == ["cupva::mem::Unregister"]
+    assert "PVA-UNREG-EFFECT" in gaps[0].rules and gaps[0].run is not None
+
+
+def test_each_way_to_free_registered_memory_is_a_broken_obligation(reports):
+    found = {(g.property, g.call, g.rule) for r in reports.values() for g in r.guards if g.witness is Witness.FOUND}
+    assert ("ACL-INV-REG-IN-ALLOC", "free", "ACL-FREE-REGISTERED") in found
+    assert ("ACL-INV-REG-IN-ALLOC", "aclrtFreeHost", "ACL-FREEHOST-REGISTERED") in found
+    assert ("PVA-INV-REG-IN-ALLOC", "cudaFree", "PVA-FREE-REGISTERED") in found
+    frees = {(p, c) for p, c, _ in found if c in ("free", "aclrtFreeHost", "cudaFree")}
+    for prop, call in frees:  # only through the unregister-before-free obligations
+        rules = {r for p, c, r in found if (p, c) == (prop, call)}
+        assert rules <= {"ACL-FREE-REGISTERED", "ACL-FREEHOST-REGISTERED", "PVA-FREE-REGISTERED"}, (prop, call, rules)
+    for r in reports.values():
+        for g in r.guards:
+            if g.witness is Witness.FOUND:
+                assert g.example.validated and g.property in g.example.failing and g.rule in g.example.rules
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+def test_consistency_witnesses_replay_with_the_replayer(tmp_path, name):
+    code, out, _ = run_cli("prove", name, "--witness-dir", str(tmp_path), "--no-guards")
+    assert code == 0, out
+    spec = load_spec(name)
+    traces = sorted(tmp_path.glob("*.jsonl"))
+    assert len(traces) > 20
+    for path in traces:
+        header, events = read_trace(path)
+        assert header.spec == name
+        list(events)  # a header-only trace is fine: the initial state may already be the witness
+        report = replay_trace(str(path))
+        kinds = {f.kind for f in report.findings}
+        assert "conformance" not in kinds, (path.name, report.findings)  # every recorded status is allowed
+        subject = path.stem[len(name) + 1:]
+        if subject.startswith("call-"):
+            assert report.findings == (), path.name
+        elif subject.startswith("clause-"):
+            rule = subject[len("clause-"):]
+            if spec.rules[rule].kind in ("requires", "undefined", "usage"):
+                assert rule in {f.rule for f in report.findings if f.kind == "usage"}, path.name
+            if spec.rules[rule].kind == "unspecified":
+                assert rule in {f.rule for f in report.findings if f.kind == "unspecified"}, path.name
+
+
+# ---------------------------------------------------------------- seeded bugs
+
+
+def test_there_are_at_least_five_seeded_bugs_and_each_has_an_expectation():
+    files = {p.stem for p in SEEDED.glob("*.spec")}
+    assert len(files) >= 5 and files == set(SEEDED_BUGS)
+
+
+@pytest.mark.parametrize("name", sorted(SEEDED_BUGS))
+def test_seeded_bug_is_refuted_with_a_counterexample(reports, name):
+    prop, call, rule = SEEDED_BUGS[name]
+    path = str(SEEDED / f"{name}.spec")
+    report = prove(load_spec(path), path, ProveOptions(consistency=False, guards=False, reach_depth=0))
+    refuted = [o for o in report.obligations if o.verdict is Verdict.REFUTED]
+    hit = [o for o in refuted if o.property == prop and o.call == call and o.branch == "success"]
+    assert hit, [(o.property, o.call, o.branch) for o in refuted]
+    cex = hit[0].cex
+    assert cex is not None and cex.validated
+    assert prop in cex.failing and rule in cex.rules
+    sem = semantics_for(load_spec(path), cex.env)  # the counterexample, checked once more by hand
+    assert sem.allowed(cex.pre, call, cex.inputs).broken == ()
+    assert prop not in sem.holds(cex.pre) and sem.successor(cex.pre, call, cex.inputs, cex.outputs) == cex.post
+    bundled = "acl" if name.startswith("acl") else "cupva"  # the same obligation holds without the bug
+    same = [o for o in reports[bundled].obligations if (o.property, o.call, o.branch) == (prop, call, "success")]
+    assert same and same[0].verdict is Verdict.PROVED
+
+
+def test_a_reachable_violation_is_reported_with_a_run():
+    path = str(SEEDED / "acl_free_forgets_registrations.spec")
+    report = prove(load_spec(path), path, ProveOptions(consistency=False, guards=False, reach_depth=3))
+    assert report.reach and report.reach[0].violation is not None
+    v = report.reach[0].violation
+    assert "ACL-INV-REG-IN-ALLOC" in v.invariants and v.run.steps[-1].call == "free"
+
+
+# ---------------------------------------------------------------- UNKNOWN is never PROVED
+
+
+def test_solver_verdicts_map_sat_unsat_unknown():
+    x, y, z = z3.Ints("x y z")
+    s = Session(SolverOptions(timeout_ms=5000))
+    assert s.prove(z3.Implies(x > 1, x > 0)).verdict is Verdict.PROVED
+    refuted = s.prove(x > 0)
+    assert refuted.verdict is Verdict.REFUTED and refuted.model is not None
+    hard = Session(SolverOptions(timeout_ms=50), [x > 0, y > 0, z > 0])
+    answer = hard.prove(x * x * x + y * y * y != z * z * z)  # Fermat, n = 3: beyond nonlinear arithmetic
+    assert answer.verdict is Verdict.UNKNOWN and answer.reason
+
+
+def test_a_solver_that_never_decides_proves_nothing(monkeypatch):
+    """With every query answered `unknown`, only the fast paths (frame, trivial) may say PROVED."""
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
+    monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "canceled")
+    report = prove(load_spec("acl"), "acl", ProveOptions(consistency=False, guards=False, reach_depth=0))
+    by_how = {(o.how, o.verdict) for o in report.obligations}
+    assert by_how == {("frame", Verdict.PROVED), ("trivial", Verdict.PROVED), ("solver", Verdict.UNKNOWN)}
+    assert all(o.reason == "canceled" for o in report.obligations if o.how == "solver")
+    assert not report.proved and not report.ok
+
+
+def test_a_tiny_timeout_gives_unknown_never_proved():
+    report = prove(load_spec("acl"), "acl", ProveOptions(SolverOptions(timeout_ms=1), consistency=False, guards=False,
+                                                        reach_depth=0))
+    unknown = [o for o in report.obligations if o.verdict is Verdict.UNKNOWN]
+    assert all(o.reason for o in unknown)
+    assert not [o for o in report.obligations if o.verdict is Verdict.REFUTED]  # the spec is correct
+    assert all(o.reason == "" for o in report.obligations if o.how == "solver" and o.verdict is Verdict.PROVED)
+    assert report.proved == (not unknown)
+    code, out, _ = run_cli("prove", "acl", "--timeout", "1", "--no-consistency", "--no-guards", "--reach-depth", "0",
+                           "--format", "json")
+    data = json.loads(out)
+    assert code == (1 if not data["proved"] else 0)
+    for o in data["obligations"]:
+        assert o["verdict"] != "PROVED" or o["how"] in ("frame", "trivial") or not o["reason"]
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_prove_cli_json(tmp_path):
+    code, out, _ = run_cli("prove", "cupva", "--format", "json", "--no-consistency")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and data["proved"]
+    assert all(o["verdict"] == "PROVED" for o in data["obligations"])
+    assert {"property", "call", "branch", "verdict", "how", "seconds", "rules"} <= set(data["obligations"][0])
+
+
+def test_prove_cli_refuted_exit_1_and_counterexample_text():
+    code, out, _ = run_cli("prove", str(SEEDED / "acl_overlap_start_only.spec"), "--no-consistency", "--no-guards")
+    assert code == 1
+    assert "REFUTED  ACL-INV-NO-OVERLAP" in out and "counterexample to induction" in out
+    assert "pre:" in out and "call:   aclrtHostRegisterV2(" in out and "post:" in out
+    assert "reachable: a run of" in out
+
+
+def test_bad_input_exits_2(tmp_path):
+    bad = tmp_path / "bad.spec"
+    bad.write_text("spec x \"x\"\nthis is not a spec\n")
+    assert run_cli("prove", str(bad))[0] == 2
+    assert run_cli("prove", str(tmp_path / "missing.spec"))[0] == 2
+    assert run_cli("prove", "acl", "--timeout", "0")[0] == 2
+    unsupported = tmp_path / "and.spec"  # `&` of two unbounded symbolic integers: not encodable
+    unsupported.write_text(Path(SEEDED.parent / "test_encode.py").read_text().split('SNIPPET = """')[1]
+                           .split('"""')[0].replace("a % b == 1", "a & b == 1"))
+    code, _, err = run_cli("prove", str(unsupported))
+    assert code == 2 and "P0901" in err
+    assert run_cli("prove", "acl", "--witness-depth", "x")[0] == 2
