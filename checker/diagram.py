@@ -23,7 +23,6 @@ from typing import Iterable
 
 from . import syntax as S
 from .printer import print_expr
-from .replay import tables_mentioned
 from .typecheck import CheckedSpec
 
 VIEWS = ("calls", "states")
@@ -176,7 +175,7 @@ def calls_graph(spec: CheckedSpec) -> Graph:
         nid = f"inv{j}"
         nodes.append(Node(nid, f"invariant {inv.rule}", "invariant"))
         inv_members.append(nid)
-        for t in sorted(tables_mentioned(inv.expr)):
+        for t in sorted(S.tables_mentioned(inv.expr)):
             if t in table_ids:
                 edges.append(Edge(nid, table_ids[t], "constrains", "dotted"))
             elif t in written_vars:

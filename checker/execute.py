@@ -73,7 +73,7 @@ def memory_shape(sem: Semantics) -> MemoryShape:
     tables: set[str] = set()
     for name, info in spec.calls.items():
         outs = {n for n, t in info.outputs if t.kind == "int" and t.name == "addr"}
-        for st in _statements(info):
+        for st in S.effect_statements(info.decl):
             if isinstance(st, S.Insert) and isinstance(st.key, S.Name) and st.key.name in outs:
                 sized = spec.tables[st.table].sized_by
                 size = dict(st.fields).get(sized)
@@ -82,24 +82,13 @@ def memory_shape(sem: Semantics) -> MemoryShape:
                     tables.add(st.table)
     releases = {}
     for name, info in spec.calls.items():
-        keys = frozenset(st.key.name for st in _statements(info)
+        keys = frozenset(st.key.name for st in S.effect_statements(info.decl)
                          if isinstance(st, S.Delete) and st.table in tables and isinstance(st.key, S.Name))
         if keys:
             releases[name] = keys
     addr = {name: tuple(n for n, t in info.params if t.kind == "int" and t.name == "addr")
             for name, info in spec.calls.items()}
     return MemoryShape(allocators, releases, addr)
-
-
-def _statements(info):
-    def walk(body):
-        for st in body:
-            yield st
-            if isinstance(st, S.If):
-                yield from walk(st.then)
-                yield from walk(st.orelse)
-    for clause in info.clauses(S.Effect):
-        yield from walk(clause.body)
 
 
 # ---------------------------------------------------------------- relocation

@@ -283,7 +283,7 @@ class Replayer:
             info = self.spec.rules.get(rule)
             clauses = self.spec.calls[info.call].decl.clauses if info and info.call else ()
             cached = frozenset(t for c in clauses if getattr(c, "rule", None) == rule
-                               for t in tables_mentioned(getattr(c, "cond", None)))
+                               for t in S.tables_mentioned(getattr(c, "cond", None)))
             self._rule_tables[rule] = cached
         return cached
 
@@ -339,35 +339,6 @@ def _show(v) -> str:
     if type(v) is int and (v >= 0x10000 or v < 0):
         return hex(v)
     return repr(v) if isinstance(v, str) else str(v)
-
-
-def tables_mentioned(e) -> set[str]:
-    """Names of the tables an expression reads (quantifiers, lookups, `in` tests)."""
-    found: set[str] = set()
-
-    def walk(x) -> None:
-        match x:
-            case S.Quant(table=t, body=b):
-                found.add(t)
-                walk(b)
-            case S.Index(table=t, key=k):
-                found.add(t)
-                walk(k)
-            case S.Name(name=n):
-                found.add(n)  # filtered below: only table names survive
-            case S.Field(obj=o):
-                walk(o)
-            case S.Unary(operand=o):
-                walk(o)
-            case S.Binary(left=l, right=r):
-                walk(l)
-                walk(r)
-            case S.Builtin(args=xs) | S.SetLit(items=xs):
-                for y in xs:
-                    walk(y)
-    if e is not None:
-        walk(e)
-    return found
 
 
 # ---------------------------------------------------------------- whole traces

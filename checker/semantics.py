@@ -617,23 +617,8 @@ def _is_range_of(e: S.Expr, var: str) -> bool:
 
 
 def _free_names(e: S.Expr) -> set[str]:
-    match e:
-        case S.Name(name=n):
-            return {n}
-        case S.Field(obj=o):
-            return _free_names(o)
-        case S.Index(key=k):
-            return _free_names(k)
-        case S.Unary(operand=o):
-            return _free_names(o)
-        case S.Binary(left=l, right=r):
-            return _free_names(l) | _free_names(r)
-        case S.Builtin(args=args) | S.SetLit(items=args):
-            return set().union(*(_free_names(x) for x in args)) if args else set()
-        case S.Quant(var=v, body=b):
-            return _free_names(b) - {v}
-        case _:
-            return set()
+    """Names used in e (quantified variables never shadow: the type checker rejects that)."""
+    return {x.name for x in S.subexpressions(e) if isinstance(x, S.Name)}
 
 
 # ---------------------------------------------------------------- the compiled semantics of one call

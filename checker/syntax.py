@@ -6,7 +6,7 @@ Every stage after the parser works on these nodes only; no lark object survives 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterator, Union
 
 from .source import NO_SPAN, Span
 
@@ -448,3 +448,55 @@ class SpecFile:
     path: str
     decls: tuple[Decl, ...]
     span: Span = _span()
+
+
+# ---------------------------------------------------------------- walking the tree
+
+
+def subexpressions(e: Expr | None) -> Iterator[Expr]:
+    """e and every expression inside it, parents first."""
+    stack = [e] if e is not None else []
+    while stack:
+        x = stack.pop()
+        yield x
+        match x:
+            case Field(obj=o) | Unary(operand=o):
+                stack.append(o)
+            case Index(key=k):
+                stack.append(k)
+            case Binary(left=l, right=r):
+                stack += [r, l]
+            case Builtin(args=xs) | SetLit(items=xs):
+                stack += reversed(xs)
+            case Quant(body=b):
+                stack.append(b)
+
+
+def tables_mentioned(e: Expr | None) -> set[str]:
+    """Names of the tables an expression reads: quantifiers, lookups and (for `x in T`) bare names.
+
+    Bare names are all returned; callers intersect with the spec's tables."""
+    out: set[str] = set()
+    for x in subexpressions(e):
+        match x:
+            case Quant(table=t) | Index(table=t):
+                out.add(t)
+            case Name(name=n):
+                out.add(n)
+    return out
+
+
+def statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of a body, the branches of `if`s included."""
+    for st in body:
+        yield st
+        if isinstance(st, If):
+            yield from statements(st.then)
+            yield from statements(st.orelse)
+
+
+def effect_statements(call: CallDecl) -> Iterator[Stmt]:
+    """Every statement of a call's success effect."""
+    for clause in call.clauses:
+        if isinstance(clause, Effect):
+            yield from statements(clause.body)
