@@ -320,6 +320,43 @@ class _Emitter:
 
     # ---- expressions: each returns a parenthesised Python expression
     def expr(self, e: S.Expr) -> str:
+        """Python code for e; parts that depend on the configuration only are computed now."""
+        if not isinstance(e, (S.IntLit, S.BoolLit, S.Name)) and self._is_static(e):
+            value = self._fold(e)
+            if value is not _NOT_CONSTANT:
+                return self._literal(value)
+        return self._code(e)
+
+    def _is_static(self, e: S.Expr) -> bool:
+        """Whether e's value is fixed once the configuration is: no state, no inputs, no tables."""
+        for x in S.subexpressions(e):
+            if isinstance(x, (S.Index, S.Quant)):
+                return False
+            if isinstance(x, S.Name):
+                n = x.name
+                if n in self.spec.defs:
+                    if not self._is_static(self.spec.defs[n]):
+                        return False
+                elif not (n in self.spec.params or n in self.spec.consts or n in self.spec.enum_of_member
+                          or n in self.spec.flag_member):
+                    return False
+        return True
+
+    def _fold(self, e: S.Expr):
+        code = self._code(e)
+        try:
+            return eval(compile(code, "<regcheck constant>", "eval"), {**_RUNTIME, "K": tuple(self.consts), "w": None})
+        except EvalError:
+            return _NOT_CONSTANT  # e.g. a remainder by zero: left to fail where it is evaluated
+
+    def _literal(self, value) -> str:
+        if value is True or value is False:
+            return repr(value)
+        if type(value) is int:
+            return f"({value!r})"
+        return self.k(value)
+
+    def _code(self, e: S.Expr) -> str:
         match e:
             case S.IntLit(value=v):
                 return f"({int(v)!r})"
@@ -334,7 +371,8 @@ class _Emitter:
             case S.Index(table=t, key=k):
                 return f"_ix(w, T[{t!r}], {t!r}, {self.expr(k)})"
             case S.Unary(op="not", operand=o):
-                return f"(not {self.expr(o)})"
+                inner = self.expr(o)
+                return {"True": "False", "False": "True"}.get(inner, f"(not {inner})")
             case S.Unary(op="-", operand=o):
                 return f"(-{self.expr(o)})"
             case S.Unary(op=_, operand=o):
@@ -407,10 +445,8 @@ class _Emitter:
         if op == "in":
             return self.membership(e)
         l, r = self.expr(e.left), self.expr(e.right)
-        if op in ("and", "or"):
-            return f"({l} {op} {r})"
-        if op == "implies":
-            return f"((not {l}) or {r})"
+        if op in ("and", "or", "implies"):
+            return _boolean(op, l, r)
         if op == "**":
             return f"_pow({l}, {r})"
         if op in ("==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "&", "|"):
@@ -514,6 +550,21 @@ class _Emitter:
 
 _NOT_CONSTANT = object()
 _MISSING = object()
+
+
+def _boolean(op: str, l: str, r: str) -> str:
+    """`and` / `or` / `implies` with a constant left side (or a neutral right side) simplified away."""
+    if op == "implies":
+        l = {"True": "False", "False": "True"}.get(l, f"(not {l})")
+        op = "or"
+    absorbing, neutral = ("False", "True") if op == "and" else ("True", "False")
+    if l == absorbing:
+        return absorbing
+    if l == neutral:
+        return r
+    if r == neutral:
+        return l
+    return f"({l} {op} {r})"
 # When an evaluation is given a witness list, `exists` and `T[k]` append the entries (table, key)
 # they looked at: the replayer's way to name the earlier events a finding relates to.
 WITNESS = "\x00witness"
