@@ -357,11 +357,32 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
         raise RegcheckError([error(d.code, d.message, Span(path, header.line, 1)) for d in exc.diagnostics]) from None
 
 
+PROGRESS_EVERY = 65536
+
+
+def _reporting(events: Iterable[TraceEvent], on_events: Callable[[int], None]) -> Iterator[TraceEvent]:
+    """The events, calling on_events(n) after every PROGRESS_EVERY of them and for the rest at the end."""
+    n = 0
+    for ev in events:
+        yield ev
+        n += 1
+        if n == PROGRESS_EVERY:
+            on_events(n)
+            n = 0
+    if n:
+        on_events(n)
+
+
 def replay_events(sem: Semantics, events: Iterable[TraceEvent], path: str = "<trace>",
-                  max_findings: int | None = None) -> ReplayReport:
-    """Replay events; with max_findings, stop after that many usage/conformance findings."""
+                  max_findings: int | None = None, on_events: Callable[[int], None] | None = None) -> ReplayReport:
+    """Replay events; with max_findings, stop after that many usage/conformance findings.
+
+    `on_events(n)` (for progress bars) hears about every n events replayed, in batches of 65,536;
+    without it the loop pays nothing for progress."""
     if max_findings is not None and max_findings < 1:
         raise ValueError("max_findings must be at least 1")
+    if on_events is not None:
+        events = _reporting(events, on_events)
     r = Replayer(sem, path)
     findings: list[Finding] = []
     truncated = False
