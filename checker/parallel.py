@@ -47,11 +47,11 @@ class TraceOutcome:
 
 
 def replay_one(path: str, spec_name: str | None = None, max_findings: int | None = None,
-               display: str | None = None) -> TraceOutcome:
+               display: str | None = None, on_events: Callable[[int], None] | None = None) -> TraceOutcome:
     """Replay one trace file; input errors become the outcome's diagnostics instead of raising.
 
     `display` is the name used in the report and diagnostics (default: `path`): a remote worker
-    opens an absolute path but reports the path the user gave."""
+    opens an absolute path but reports the path the user gave. `on_events`: see `replay_events`."""
     shown = display or path
     try:
         header, events = read_trace(path)
@@ -59,7 +59,7 @@ def replay_one(path: str, spec_name: str | None = None, max_findings: int | None
         return TraceOutcome(shown, None, _relabel(exc.diagnostics, path, shown))
     try:
         sem = semantics_for(header, spec_name, shown)
-        report = replay_events(sem, events, shown, max_findings)
+        report = replay_events(sem, events, shown, max_findings, on_events)
     except RegcheckError as exc:
         return TraceOutcome(shown, None, _relabel(exc.diagnostics, path, shown))
     finally:

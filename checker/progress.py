@@ -5,7 +5,8 @@
             ...
             bar.advance()
 
-The CLI passes its standard error; when that is not a terminal (a pipe, a file, CI logs, a test's
+`bar.update(completed, total, description)` sets the position instead (a run whose phases have
+their own totals: `regcheck prove`). The CLI passes its standard error; when that is not a terminal (a pipe, a file, CI logs, a test's
 StringIO) the bar is a no-op, so output meant for machines never carries escape codes. The bar is
 transient: it disappears when the run ends, leaving only the report.
 """
@@ -25,6 +26,9 @@ class QuietBar:
     def describe(self, text: str) -> None:
         pass
 
+    def update(self, completed: int, total: int | None = None, description: str | None = None) -> None:
+        pass
+
 
 class RichBar:
     def __init__(self, progress, task):
@@ -36,6 +40,10 @@ class RichBar:
 
     def describe(self, text: str) -> None:
         self._progress.update(self._task, description=text)
+
+    def update(self, completed: int, total: int | None = None, description: str | None = None) -> None:
+        """Move to `completed` of `total` steps (None: the total stays), with a new description."""
+        self._progress.update(self._task, completed=completed, total=total, description=description)
 
 
 def is_terminal(stream: TextIO | None) -> bool:

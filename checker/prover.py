@@ -240,8 +240,11 @@ def _holds(sem: Semantics, st: State) -> list[str]:
 # ---------------------------------------------------------------- the prover
 
 
+Progress = Callable[[str, int, int], None]  # (phase, steps done, steps planned), for a progress bar
+
+
 class _Prover:
-    def __init__(self, spec: CheckedSpec, spec_name: str, options: ProveOptions):
+    def __init__(self, spec: CheckedSpec, spec_name: str, options: ProveOptions, progress: Progress | None = None):
         self.spec = spec
         self.spec_name = spec_name
         self.options = options
@@ -254,6 +257,29 @@ class _Prover:
                            + [self.enc.invariant(inv, self.pre) for inv in spec.invariants])
         self._bounded_cache: dict = {}
         self._bounded_goals: dict = {}
+        self._progress = progress
+        self._phase, self._done, self._planned = "", 0, 0
+
+    # ---- progress: one step per obligation or guard, one per bounded search
+    def begin(self, phase: str, planned: int) -> None:
+        self._phase, self._done, self._planned = phase, 0, planned
+        if self._progress is not None:
+            self._progress(phase, 0, planned)
+
+    def step(self) -> None:
+        self._done += 1
+        if self._progress is not None:
+            self._progress(self._phase, self._done, self._planned)
+
+    def planned_obligations(self) -> int:
+        """How many obligations `induction` makes (the branches `call_obligations` takes per call)."""
+        n = sum(not p.id.startswith(GROUP_FRAME) for p in self.props)
+        for info in self.spec.calls.values():
+            clauses = info.decl.clauses
+            branches = (1 + any(isinstance(c, S.Unspecified) for c in clauses)
+                        + any(isinstance(c, (S.Fails, S.MayFail)) for c in clauses))
+            n += branches * len(self.props)
+        return n
 
     def touches(self, prop: _Property, call: str) -> bool:
         return prop.everything or bool(prop.reads & self.writes(call))
@@ -261,6 +287,7 @@ class _Prover:
     # ---- induction
     def induction(self) -> list[Obligation]:
         out = []
+        self.begin("induction", self.planned_obligations())
         init = self.enc.initial_state(bounded=False)
         session = Session(self.options.solver, self.config_bounds)
         for prop in self.props:
@@ -268,6 +295,7 @@ class _Prover:
                 continue
             ans = session.prove(prop.holds(self.enc, init, init, None))
             out.append(self._obligation(prop, None, "init", ans))
+            self.step()
         for call in self.spec.calls:
             out += self.call_obligations(call)
         return out
@@ -290,16 +318,19 @@ class _Prover:
                     if not self.touches(prop, call):
                         out.append(Obligation(prop.id, call, branch, Verdict.PROVED, "frame",
                                               "the effect writes nothing the property reads", 0.0, prop.rules))
+                        self.step()
                         continue
                     ans = session.prove(goals[prop.id])
                     ob = self._obligation(prop, call, branch, ans)
                     if ob.verdict is not Verdict.PROVED:
                         ob = self._with_cti(ob, prop, call, branch)
                     out.append(ob)
+                    self.step()
         if cc.fails or cc.env_errors:
             for prop in self.props:
                 out.append(Obligation(prop.id, call, "failure", Verdict.PROVED, "trivial",
                                       "a failure leaves the state unchanged", 0.0, prop.rules))
+                self.step()
         return out
 
     def _obligation(self, prop: _Property, call, branch: str, ans: Answer) -> Obligation:
@@ -385,18 +416,18 @@ class _Prover:
         search (`cti_slots` entries per table) is enough: NONE here means none that small.
         """
         out = []
-        for call, info in self.spec.calls.items():
-            obligations = [u.rule for u in info.clauses(S.OnlyIn)] + [r.rule for r in info.clauses(S.Requires)]
-            for rule in obligations:
-                for prop in self.props:
-                    if prop.id == TYPES or not self.touches(prop, call):
-                        continue
-                    t0 = time.perf_counter()
-                    example, ans = self._bounded_search(prop, call, "broken", rule)
-                    witness = Witness.FOUND if example is not None and example.validated else ans.witness
-                    if witness is Witness.FOUND and example is None:
-                        witness = Witness.UNKNOWN
-                    out.append(Guard(prop.id, call, rule, witness, ans.reason, time.perf_counter() - t0, example))
+        work = [(call, rule, prop) for call, info in self.spec.calls.items()
+                for rule in [u.rule for u in info.clauses(S.OnlyIn)] + [r.rule for r in info.clauses(S.Requires)]
+                for prop in self.props if prop.id != TYPES and self.touches(prop, call)]
+        self.begin("guards", len(work))
+        for call, rule, prop in work:
+            t0 = time.perf_counter()
+            example, ans = self._bounded_search(prop, call, "broken", rule)
+            witness = Witness.FOUND if example is not None and example.validated else ans.witness
+            if witness is Witness.FOUND and example is None:
+                witness = Witness.UNKNOWN
+            out.append(Guard(prop.id, call, rule, witness, ans.reason, time.perf_counter() - t0, example))
+            self.step()
         return out
 
     # ---- reachability of refuted invariants
@@ -856,10 +887,15 @@ def _antecedent(e: S.Expr) -> S.Expr:
 # ---------------------------------------------------------------- entry point
 
 
-def prove(spec: CheckedSpec, spec_name: str, options: ProveOptions = ProveOptions()) -> ProofReport:
-    """All obligations, guards and (optionally) consistency checks of one spec."""
+def prove(spec: CheckedSpec, spec_name: str, options: ProveOptions = ProveOptions(),
+          progress: Progress | None = None) -> ProofReport:
+    """All obligations, guards and (optionally) consistency checks of one spec.
+
+    `progress(phase, done, planned)`, if given, is called as each phase begins (done = 0) and after
+    each step: one per obligation ("induction"), one per guard ("guards"), one for each bounded
+    search ("reach", "consistency")."""
     t0 = time.perf_counter()
-    prover = _Prover(spec, spec_name, options)
+    prover = _Prover(spec, spec_name, options, progress)
     phases = {}
     obligations = prover.induction()
     phases["induction"] = time.perf_counter() - t0
@@ -867,12 +903,16 @@ def prove(spec: CheckedSpec, spec_name: str, options: ProveOptions = ProveOption
     guards = prover.guards() if options.guards else []
     phases["guards"] = time.perf_counter() - t1
     t1 = time.perf_counter()
+    prover.begin("reach", 1)
     reach = prover.reach(obligations)
+    prover.step()
     phases["reach"] = time.perf_counter() - t1
     checks, disjoint = [], 0
     if options.consistency:
         t1 = time.perf_counter()
+        prover.begin("consistency", 1)
         checks, disjoint = prover.consistency()
+        prover.step()
         phases["consistency"] = time.perf_counter() - t1
     return ProofReport(spec_name, spec.name, tuple(obligations), tuple(guards), tuple(reach), tuple(checks), disjoint,
                        options, time.perf_counter() - t0, phases)

@@ -1,12 +1,14 @@
 """SARIF 2.1.0 output: rule IDs as SARIF rules, findings as SARIF results.
 
-One emitter for every command that reports findings by rule ID (`replay` today; `execute`,
-`prove` and `conform` can call the same functions). A SARIF log is what code-scanning dashboards
+One emitter for every command that reports findings by rule ID (`replay`, `execute` and `prove`
+today; `conform` can call the same functions). A SARIF log is what code-scanning dashboards
 (GitHub code scanning, Azure DevOps, VS Code's SARIF viewer) read: each rule carries its clause,
 its kind and its document citation as help text, and each result points at a file and a line.
 
     log = sarif_log(spec.rules.values(), results)       # one run: one spec, one tool invocation
     log = sarif_log_of_runs([sarif_run(...), ...])        # several specs in one log (one run each)
+    results = replay_results(report, spec)                # a replay's or an execution's findings
+    log = prove_log(proof_report, spec)                   # a proof's refuted/unknown obligations
 
 A result is a `SarifResult` or any 6-tuple in the same order:
 (rule_id, level, message, artifact_uri, line, related_locations), where level is one of
@@ -15,14 +17,19 @@ dashboard resolves them against the repository root; absolute paths become file:
 line is 1-based (0 or None: no region); related_locations is an iterable of
 (artifact_uri, line, message) triples.
 
+A rule ID that is not a rule of the spec (the executor's own checks, the prover's implicit
+properties) is described by a `ToolRule`, which carries the same help text and citation a spec
+rule does, so every rule a log uses explains itself.
+
 The output is checked against the official SARIF 2.1.0 JSON schema in tests/test_sarif.py.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple
 from urllib.parse import quote
 
 from . import __version__
@@ -51,6 +58,8 @@ _KIND_TEXT = {
     "effect": "success effect: how the state changes when the call succeeds",
     "invariant": "property every reachable state keeps",
     "pinned": "which entries' pages are page-locked (the executor checks the kernel's locks against it)",
+    "executor": "a check of regcheck's executor (not a rule of the spec)",
+    "property": "a property the prover derives from the spec (not a rule written in it)",
 }
 
 
@@ -63,6 +72,38 @@ class SarifResult(NamedTuple):
     artifact_uri: str
     line: int | None
     related_locations: Iterable[tuple[str, int | None, str]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """What a `ToolRule` cites: a document's short name and the clause, in its words."""
+
+    source: str
+    clause: str
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The document a `Citation` comes from: a path in the repository or a URL, and a title."""
+
+    location: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """A rule ID that is not a rule of the spec, with RuleInfo's attributes so `rule_descriptor`
+    describes it like one: `summary` is what it checks, `cite`/`source` where that is written
+    down, `span` where it is defined (None: nowhere in the spec), `level` its default level."""
+
+    rule: str
+    kind: str
+    summary: str
+    cite: Citation | None
+    source: Document | None
+    call: str | None = None
+    span: Any = None
+    level: str | None = None
 
 
 class SarifNotification(NamedTuple):
@@ -110,8 +151,14 @@ def rule_descriptor(info: Any) -> dict:
     cite, source, span = info.cite, info.source, info.span
     where = f"{span.path}:{span.line}" if span is not None and span.line else None
     short = f"{rule}: {_KIND_TEXT.get(kind, kind)}" + (f" ({call})" if call else "")
-    lines = [f"{rule} ({kind}{', ' + call if call else ''})", "", f"Clause: {info.summary}"]
-    md = [f"**{rule}** ({kind}{', `' + call + '`' if call else ''})", "", f"Clause: `{info.summary}`"]
+    lines = [f"{rule} ({kind}{', ' + call if call else ''})", ""]
+    md = [f"**{rule}** ({kind}{', `' + call + '`' if call else ''})", ""]
+    if isinstance(info, ToolRule):  # prose, not a clause of the spec
+        lines.append(f"Checks: {info.summary}")
+        md.append(f"Checks: {info.summary}")
+    else:
+        lines.append(f"Clause: {info.summary}")
+        md.append(f"Clause: `{info.summary}`")
     if where:
         lines.append(f"Defined at {where}.")
         md.append(f"Defined at `{where}`.")
@@ -130,7 +177,7 @@ def rule_descriptor(info: Any) -> dict:
         "shortDescription": {"text": short},
         "fullDescription": {"text": info.summary},
         "help": {"text": "\n".join(lines), "markdown": "\n".join(md)},
-        "defaultConfiguration": {"level": KIND_LEVEL.get(kind, "warning")},
+        "defaultConfiguration": {"level": getattr(info, "level", None) or KIND_LEVEL.get(kind, "warning")},
         "properties": {"kind": kind, "tags": [kind] + ([call] if call else [])},
     }
     if call:
@@ -240,12 +287,17 @@ def sarif_log(tool_rules: Iterable[Any], results: Iterable[tuple], **run_options
 
 # ---------------------------------------------------------------- replay findings
 
-FINDING_LEVEL = {"usage": "error", "conformance": "error", "unspecified": "note"}
+# The executor's kinds (checker/execute.py) next to replay's: a driver result the spec does not allow
+# and page locks the spec does not predict are errors; divergences both allowed and refusals are
+# informational, as they are for the executor's verdict.
+FINDING_LEVEL = {"usage": "error", "conformance": "error", "unspecified": "note",
+                 "executor": "error", "pinning": "error", "divergence": "note", "refused": "note"}
 
 
 def replay_results(report: Any, spec: Any) -> list[SarifResult]:
-    """The findings of one replay report (`replay.ReplayReport`) as SARIF results: located at the
-    trace line, related to the earlier events it names and to the rule's clause in the spec."""
+    """The findings of one replay report (`replay.ReplayReport`, or the executor's
+    `execute.ExecutionReport`) as SARIF results: located at the trace line, related to the earlier
+    events it names and to the rule's clause in the spec."""
     out = []
     for f in report.findings:
         related = []
@@ -259,3 +311,190 @@ def replay_results(report: Any, spec: Any) -> list[SarifResult]:
         out.append(SarifResult(f.rule, FINDING_LEVEL.get(f.kind, "warning"), f"{f.kind}[{f.rule}]: {f.message}",
                                report.path, f.line, tuple(related)))
     return out
+
+
+# ---------------------------------------------------------------- prove findings
+
+# Results: each REFUTED (error) or UNKNOWN (warning) obligation under its property's rule ID, at the
+# property's line in the spec; consistency problems (dead, unreached or unknown clauses, calls that
+# never succeed, vacuous invariants) as warnings; what the text report lists for review
+# (documentation gaps, shadowed clauses, overlapping error conditions) as notes. PROVED
+# obligations are not results.
+_PROVER_DOC = Document("docs/prover.md", "regcheck: proving the specs")
+_CALL_SUCCEEDS = "PROVE-CALL-SUCCEEDS"  # for a call without an effect rule to name
+_SILENT_SUCCESS = "PROVE-SILENT-SUCCESS"
+
+
+def prove_log(report: Any, spec: Any, traces: Mapping[int, str] | None = None,
+              itf: Mapping[int, str] | None = None) -> dict:
+    """A SARIF log of one proof report (`prover.ProofReport`) of `spec` (see above). `traces` and
+    `itf`: id(obligation or run) -> a file written for it (a witness trace, an ITF document), linked
+    as related locations."""
+    traces, itf = traces or {}, itf or {}
+    results = _obligation_results(report, spec, traces, itf) + _consistency_results(report, spec, traces)
+    rules = [*spec.rules.values(), *_property_rules(report, spec)]
+    return sarif_log(rules, results, category=f"regcheck/prove/{spec.name}/",
+                     properties={"spec": spec.name, "proved": report.proved, "consistent": report.consistent,
+                                 "obligations": len(report.obligations)})
+
+
+def _property_rules(report: Any, spec: Any) -> list[ToolRule]:
+    """The prover's own rule IDs: the implicit properties (TYPES, API-GROUPS(x)) and the fallbacks
+    for consistency checks of a call that has no effect rule."""
+    from .prover import GROUP_FRAME, TYPES  # here, not above: the prover pulls in z3, which replay never needs
+    out = [ToolRule(TYPES, "property", "every state value lies in its declared type's range (an addr field holds a "
+                    "value in 0 .. 2**64-1, an enum field a member, ...), after every call branch",
+                    Citation("PROVER", "TYPES: every state value lies in its declared type's range"), _PROVER_DOC,
+                    level="error")]
+    groups: dict[str, list[str]] = {}
+    for o in report.obligations:
+        if o.property.startswith(GROUP_FRAME):
+            usage = [r for r in o.rules if r in spec.rules and spec.rules[r].kind == "usage"]
+            groups.setdefault(o.property, [])
+            groups[o.property] += [r for r in usage if r not in groups[o.property]]
+    for prop, usage in groups.items():
+        target = prop[len(GROUP_FRAME) + 1:-1]
+        cited = next((spec.rules[r] for r in usage if spec.rules[r].cite is not None), None)
+        cite = Citation(cited.cite.source, cited.cite.clause) if cited else \
+            Citation("PROVER", f"{GROUP_FRAME}(x): x changes only in a call that may write it, while one of its groups is active")
+        source = cited.source if cited and cited.source is not None else _PROVER_DOC
+        calls = ", ".join(dict.fromkeys(spec.rules[r].call for r in usage if spec.rules[r].call))
+        out.append(ToolRule(prop, "property", f"{target} changes only in a call restricted to API groups that may "
+                            f"write it ({calls}), while one of its groups is active (from {', '.join(usage)})",
+                            cite, source, level="error"))
+    out.append(ToolRule(_CALL_SUCCEEDS, "property", "every call can succeed in a reachable state", Citation(
+        "PROVER", "Calls: each can succeed (documented success, outputs keeping ensures) after some run"), _PROVER_DOC,
+        level="warning"))
+    out.append(ToolRule(_SILENT_SUCCESS, "property", "a call that succeeds where no clause and no statement of its "
+                        "effect applies (a documentation gap)", Citation(
+                            "PROVER", "Documentation gaps: silent successes (inputs where a call succeeds and no clause "
+                            "and no statement of its effect applies)"), _PROVER_DOC, level="note"))
+    return out
+
+
+def _spec_path(report: Any, spec: Any) -> str:
+    return next((i.span.path for i in spec.rules.values() if i.span is not None and i.span.path), report.spec)
+
+
+def _at_rule(spec: Any, rule: str) -> tuple[str, int] | None:
+    info = spec.rules.get(rule)
+    if info is None or info.span is None or not info.span.line:
+        return None
+    return info.span.path, info.span.line
+
+
+def _effect_rule(spec: Any, call: str | None) -> str | None:
+    if call is None:
+        return None
+    return next((r for r, i in spec.rules.items() if i.call == call and i.kind == "effect"), None)
+
+
+def _obligation_location(o: Any, spec: Any, path: str) -> tuple[str, int | None]:
+    """An invariant at its line; TYPES at the effect of the call that breaks it; API-GROUPS(x) at the
+    first usage rule it comes from."""
+    candidates = [o.property] if o.property in spec.rules else []
+    candidates += [r for r in o.rules if r in spec.rules and spec.rules[r].kind == "usage"]
+    candidates += [r for r in (_effect_rule(spec, o.call),) if r]
+    for rule in candidates:
+        at = _at_rule(spec, rule)
+        if at is not None:
+            return at
+    return path, None
+
+
+def _obligation_results(report: Any, spec: Any, written: Mapping[int, str],
+                        itf: Mapping[int, str]) -> list[SarifResult]:
+    from .runs import Step, format_env, format_state, format_step  # here for the same reason
+
+    path = _spec_path(report, spec)
+    reached = {inv: r.violation for r in report.reach if r.violation is not None for inv in r.violation.invariants}
+    out = []
+    for o in report.obligations:
+        if o.verdict.value == "PROVED":
+            continue
+        uri, line = _obligation_location(o, spec, path)
+        if o.call is None:
+            what = f"whether {o.property} holds in the initial state"
+            text = f"REFUTED: {o.property} can be false in the initial state"
+        else:
+            what = f"whether {o.call} ({o.branch} branch) keeps {o.property}"
+            text = (f"REFUTED: {o.property} is not inductive: it can be false after {o.call} ({o.branch} branch) "
+                    "although every invariant held before")
+        if o.verdict.value == "UNKNOWN":
+            text = f"UNKNOWN: the solver could not decide {what} ({o.reason})"
+        if o.how == "bounded":
+            text += f" ({o.reason})"
+        if o.gap:
+            text += "; documentation gap: the documents are silent here"
+        related: list[tuple[str, int | None, str]] = []
+        if o.cex is not None:
+            cex = o.cex
+            check = "replayed with the concrete semantics" if cex.validated else "NOT confirmed by the concrete semantics"
+            text += (f". Counterexample to induction ({check}): config {format_env(spec, cex.env)}; pre "
+                     f"{format_state(spec, cex.pre)}; call {format_step(spec, Step(cex.call, cex.inputs, cex.outputs, None))}; "
+                     f"post {format_state(spec, cex.post)}; breaks {', '.join(cex.failing) or '-'}")
+        if id(o) in itf:
+            related.append((itf[id(o)], None, "the counterexample as ITF (pre- and post-state)"))
+        violation = reached.get(o.property)
+        if violation is not None:
+            steps = len(violation.run.steps)
+            text += f". Reachable: a run of {steps} step{'s' if steps != 1 else ''} from the initial state breaks it"
+            if id(violation.run) in written:
+                related.append((written[id(violation.run)], None, "the violating run as a trace"))
+            if id(violation.run) in itf:
+                related.append((itf[id(violation.run)], None, "the violating run as ITF"))
+        for rule in dict.fromkeys(o.rules + (o.cex.rules if o.cex else ())):
+            at = _at_rule(spec, rule)
+            if rule != o.property and at is not None:
+                related.append((*at, f"rule {rule} ({spec.rules[rule].kind}) is involved"))
+        out.append(SarifResult(o.property, "error" if o.verdict.value == "REFUTED" else "warning", text, uri, line,
+                               tuple(related)))
+    return out
+
+
+def _consistency_results(report: Any, spec: Any, written: Mapping[int, str]) -> list[SarifResult]:
+    path = _spec_path(report, spec)
+    out = []
+    for c in report.checks:
+        rule, level, text = _check_result(c, spec)
+        if rule is None:
+            continue
+        uri, line = _at_rule(spec, rule) or (path, None)
+        related = []
+        for other in c.rules:
+            at = _at_rule(spec, other)
+            if other != rule and at is not None:
+                related.append((*at, f"rule {other} ({spec.rules[other].kind})"))
+        if c.run is not None and id(c.run) in written:
+            related.append((written[id(c.run)], None, "an example run as a trace"))
+        out.append(SarifResult(rule, level, text, uri, line, tuple(related)))
+    return out
+
+
+def _check_result(c: Any, spec: Any) -> tuple[str | None, str, str]:
+    """(rule ID, level, message) of a consistency item; no rule ID: not a result (it is fine)."""
+    if c.kind == "clause":
+        kind = spec.rules[c.subject].kind
+        if not c.ok:
+            return c.subject, "warning", f"{c.status} {kind} clause {c.subject} ({c.call}): {c.detail}"
+        if c.status == "shadowed" or kind == "unspecified":
+            cite = spec.rules[c.subject].cite
+            gap = f"documentation gap marked in the spec: {cite.clause}; " if kind == "unspecified" and cite else ""
+            return c.subject, "note", f"{gap}{c.status} {kind} clause {c.subject} ({c.call}): {c.detail}"
+        return None, "", ""
+    if c.kind == "call":
+        if c.ok:
+            return None, "", ""
+        return (_effect_rule(spec, c.subject) or _CALL_SUCCEEDS, "warning",
+                f"call {c.subject} {c.status}: {c.detail}")
+    if c.kind == "invariant":
+        if c.ok:
+            return None, "", ""
+        return c.subject, "warning", f"{c.status} invariant {c.subject}: {c.detail}"
+    if c.kind == "overlap":
+        a, _, b = c.subject.partition(" + ")
+        return a, "note", f"overlapping error conditions in {c.call}: {a} and {b} hold together ({c.status}): {c.detail}"
+    if c.kind == "gap" and c.status != "none":
+        return (c.rules[0] if c.rules else _SILENT_SUCCESS, "note",
+                f"documentation gap ({c.status}): {c.subject} {c.detail}; rules around: {', '.join(c.rules) or '-'}")
+    return None, "", ""

@@ -262,3 +262,95 @@ def test_corpus_traces_all_export(tmp_path):
         doc = trace_to_itf(str(trace))
         check_itf_shape(doc)
         assert len(doc["states"]) == doc["#meta"]["events"] + 1
+
+
+# ---------------------------------------------------------------- counterexamples from the command line
+
+SEEDED = REPO / "tests" / "seeded_bugs"
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_bmc_itf_is_the_violating_run(tmp_path):
+    spec_path = str(SEEDED / "acl_free_forgets_registrations.spec")
+    trace, itf = tmp_path / "ff.jsonl", tmp_path / "ff.itf.json"
+    code, out, _ = cli("bmc", spec_path, "--depth", "3", "--out", str(trace), "--itf", str(itf))
+    assert code == 1 and f"ITF written to {itf}" in out
+    doc = json.loads(itf.read_text())
+    check_itf_shape(doc)
+    assert bare_ints(doc["states"]) == []
+    events = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
+    # One state per step of the trace bmc wrote, plus the initial state; the same calls in order.
+    assert [s["action"] for s in doc["states"]] == ["init"] + [e["call"] for e in events]
+    assert [decode(s["last_call"]["args"]) for s in doc["states"][1:]] == [e["args"] for e in events]
+    # The last state breaks the invariant: a registration with no allocation holding it.
+    last = decode(doc["states"][-1])
+    assert last["regs"] and not last["host_allocs"]
+    assert "ACL-INV-REG-IN-ALLOC" in doc["#meta"]["description"]
+    # The same run, replayed by the replayer from the trace bmc wrote, gives the same final state.
+    replayed = decode(trace_to_itf(str(trace))["states"][-1])
+    assert (replayed["regs"], replayed["host_allocs"]) == (last["regs"], last["host_allocs"])
+
+
+def test_bmc_itf_json_and_no_violation(tmp_path):
+    itf = tmp_path / "none.itf.json"
+    code, out, _ = cli("bmc", "acl", "--depth", "1", "--itf", str(itf))
+    assert code == 0 and not itf.exists() and "no ITF written" in out
+    spec_path = str(SEEDED / "acl_free_forgets_registrations.spec")
+    code, out, _ = cli("bmc", spec_path, "--depth", "3", "--out", str(tmp_path / "t.jsonl"), "--itf", str(itf),
+                       "--format", "json")
+    assert code == 1 and json.loads(out)["itf"] == str(itf) and itf.exists()
+
+
+def test_prove_itf_writes_each_counterexample(tmp_path):
+    spec_path = str(SEEDED / "acl_free_forgets_registrations.spec")
+    out_dir = tmp_path / "cex"
+    code, out, _ = cli("prove", spec_path, "--no-consistency", "--no-guards", "--reach-depth", "3",
+                       "--itf", str(out_dir), "--format", "json")
+    report = json.loads(out)
+    assert code == 1
+    refuted = [o for o in report["obligations"] if o["verdict"] != "PROVED"]
+    assert refuted and all(o["itf"] for o in refuted if o["counterexample"])
+    assert all(o["itf"] is None for o in report["obligations"] if o["verdict"] == "PROVED")
+    for o in refuted:
+        doc = json.loads(Path(o["itf"]).read_text())
+        check_itf_shape(doc)
+        pre, post = (decode(s) for s in doc["states"])
+        cex = o["counterexample"]
+        assert post["action"] == o["call"] == cex["call"] and pre["action"] == "init"
+        assert post["last_call"]["args"] == cex["args"]
+        assert doc["#meta"]["failing"] == cex["fails"] and o["property"] in doc["#meta"]["failing"]
+        for table in ("host_allocs", "regs"):  # the states are the counterexample's
+            assert sorted(pre[table]) == sorted(row["key"] for row in cex["pre"][table])
+            assert sorted(post[table]) == sorted(row["key"] for row in cex["post"][table])
+    reached = [r for r in report["reach"] if r["itf"]]
+    assert reached and Path(reached[0]["itf"]).exists()
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(
+        {Path(o["itf"]).name for o in refuted} | {Path(r["itf"]).name for r in reached})
+
+
+def test_prove_itf_text_names_the_files(tmp_path):
+    code, out, _ = cli("prove", str(SEEDED / "acl_overlap_start_only.spec"), "--no-consistency", "--no-guards",
+                       "--reach-depth", "0", "--itf", str(tmp_path))
+    assert code == 1
+    named = [line.split("itf:", 1)[1].strip() for line in out.splitlines() if line.strip().startswith("itf:")]
+    assert named and all(Path(p).exists() for p in named)
+
+
+def test_a_reader_of_the_format_reads_counterexamples(tmp_path):
+    itf_py = pytest.importorskip("itf_py", reason="itf-py (an independent ITF reader) is not installed")
+    itf = tmp_path / "ff.itf.json"
+    cli("bmc", str(SEEDED / "acl_free_forgets_registrations.spec"), "--depth", "3", "--out", str(tmp_path / "t.jsonl"),
+        "--itf", str(itf))
+    trace = itf_py.trace_from_json(json.loads(itf.read_text()))
+    assert [s.values["action"] for s in trace.states][0] == "init" and len(trace.states) == 4
+    assert len(dict(trace.states[-1].values["regs"])) == 1 and dict(trace.states[-1].values["host_allocs"]) == {}
+    cli("prove", str(SEEDED / "acl_overlap_start_only.spec"), "--no-consistency", "--no-guards", "--reach-depth", "0",
+        "--itf", str(tmp_path / "cex"))
+    for path in (tmp_path / "cex").iterdir():
+        cex = itf_py.trace_from_json(json.loads(path.read_text()))
+        assert len(cex.states) == 2 and cex.states[1].values["action"] == "aclrtHostRegisterV2"

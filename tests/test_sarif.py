@@ -207,3 +207,232 @@ def test_bad_level_is_refused():
 def test_artifact_uri():
     assert artifact_uri("traces/acl/a b.jsonl") == "traces/acl/a%20b.jsonl"
     assert artifact_uri("/tmp/x#1.jsonl") == "file:///tmp/x%231.jsonl"
+
+
+# ---------------------------------------------------------------- regcheck execute --format sarif
+
+ACL_HEADER = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
+MAPPED, PINNED = 0x2, 0x10000000
+BASE = 0x7F3A_2C00_0000
+
+
+class FakeAclDriver:
+    """A driver with no memory behind it (so these tests need no page locking): it hands out
+    addresses and says success to every call. A second registration of the same pointer therefore
+    succeeds where the spec requires an error: an `executor` finding and a `divergence`."""
+
+    def start(self, spec, env):
+        self.next = 0x5000_0000
+
+    def call(self, name, args):
+        from checker.executor import Result
+        if name == "malloc":
+            ptr, self.next = self.next, self.next + ((args["size"] + 0xFFFF) & ~0xFFFF)
+            return Result(0, {"ptr": ptr})
+        return Result(0)
+
+    def close(self):
+        pass
+
+
+def write_trace(tmp_path, events, name="t.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(x) + "\n" for x in [ACL_HEADER, *events]))
+    return str(path)
+
+
+def fake_driver_trace(tmp_path):
+    return write_trace(tmp_path, [
+        {"call": "malloc", "args": {"size": 8192}, "out": {"ptr": BASE}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 4096, "flag": MAPPED}, "ret": 0},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 4096, "flag": MAPPED}, "ret": 507910},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": 0x7FFD_0000_0000, "size": 4096, "flag": MAPPED}, "ret": 0},
+    ])
+
+
+def execute(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["execute", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_rules_explain_themselves(run: dict) -> None:
+    """Every rule a run lists has help text and a document citation (spec rules: the ones that
+    cite; the executor's and the prover's own: all)."""
+    spec = load_spec(run["properties"]["spec"]) if "spec" in run.get("properties", {}) else None
+    for r in run["tool"]["driver"]["rules"]:
+        assert r["help"]["text"] and r["help"]["markdown"], r["id"]
+        cited = spec is None or r["id"] not in spec.rules or spec.rules[r["id"]].cite is not None
+        if cited:
+            citation = r["properties"]["citation"]
+            assert citation["clause"] in r["help"]["text"] and citation["document"] in r["help"]["text"], r["id"]
+
+
+def test_execute_sarif_has_every_finding_kind_at_its_level(tmp_path):
+    trace = fake_driver_trace(tmp_path)
+    code, out, err = execute("--format", "sarif", "--driver", "tests.test_sarif:FakeAclDriver", trace)
+    _, js, _ = execute("--format", "json", "--driver", "tests.test_sarif:FakeAclDriver", trace)
+    doc, report = json.loads(out), json.loads(js)
+    assert code == 1 and err == ""
+    assert schema_errors(doc) == [] and uri_problems(doc) == []
+    (run,) = doc["runs"]
+    assert run["automationDetails"]["id"] == "regcheck/execute/acl/"
+    assert run["properties"]["driver"] == "tests.test_sarif:FakeAclDriver"
+    rules = run["tool"]["driver"]["rules"]
+    got = []
+    for res in run["results"]:
+        assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
+        kind = res["message"]["text"].split("[", 1)[0]
+        expected = "note" if kind in ("divergence", "refused", "unspecified") else "error"
+        assert res["level"] == expected, res
+        got.append((res["locations"][0]["physicalLocation"]["region"]["startLine"], kind, res["ruleId"]))
+    assert sorted(got) == sorted((f["line"], f["kind"], f["rule"]) for f in report["findings"])
+    kinds = {k for _, k, _ in got}
+    assert {"executor", "divergence", "refused", "usage"} <= kinds
+    assert (4, "executor", "ACL-REG-OVERLAP") in got and (4, "divergence", "EXEC-DIVERGENCE") in got
+    assert (5, "refused", "EXEC-ADDRESS-UNOWNED") in got
+
+
+def test_execute_sarif_describes_the_executor_rules(tmp_path):
+    from checker import execute as execute_module
+    from checker.execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA
+
+    _, out, _ = execute("--format", "sarif", "--driver", "tests.test_sarif:FakeAclDriver", fake_driver_trace(tmp_path))
+    (run,) = json.loads(out)["runs"]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert set(load_spec("acl").rules) < set(rules)  # the spec's rules, then the executor's
+    check_rules_explain_themselves(run)
+    for rule, level in ((EXEC_ADDRESS_UNOWNED, "note"), (EXEC_DIVERGENCE, "note"), (EXEC_LOCK_EXTRA, "error")):
+        r = rules[rule]
+        assert r["properties"]["kind"] == "executor" and r["defaultConfiguration"]["level"] == level
+        # The help text is the module docstring's own line for the rule (where it is documented).
+        line = next(x for x in execute_module.__doc__.splitlines() if x.strip().startswith(rule))
+        assert line.split(rule, 1)[1].strip() in r["help"]["text"]
+        assert r["properties"]["citation"]["document"] == "checker/execute.py"
+
+
+def test_execute_sarif_pinning_findings_are_errors(tmp_path):
+    from checker.pinning import pinning_permitted
+
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")
+    trace = write_trace(tmp_path, [
+        {"call": "malloc", "args": {"size": 3 * 4096}, "out": {"ptr": BASE}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 3 * 4096, "flag": PINNED | MAPPED}, "ret": 0},
+        {"call": "aclrtHostUnregister", "args": {"ptr": BASE}, "ret": 0},
+        {"call": "free", "args": {"ptr": BASE}},
+    ])
+    code, out, _ = execute("--format", "sarif", "--driver", "tests.drivers.sloppy:UnregisterKeepsLock", trace)
+    doc = json.loads(out)
+    assert code == 1 and schema_errors(doc) == []
+    pinning = [r for r in doc["runs"][0]["results"] if r["message"]["text"].startswith("pinning[")]
+    assert pinning and {r["ruleId"] for r in pinning} == {"EXEC-LOCK-EXTRA"}
+    assert {r["level"] for r in pinning} == {"error"}
+
+
+def test_execute_sarif_unreadable_trace_is_a_notification(tmp_path):
+    code, out, err = execute("--format", "sarif", "--driver", "tests.test_sarif:FakeAclDriver",
+                             fake_driver_trace(tmp_path), str(tmp_path / "missing.jsonl"))
+    doc = json.loads(out)
+    assert code == 2 and err == "" and schema_errors(doc) == []
+    inv = doc["runs"][0]["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    assert inv["toolExecutionNotifications"][0]["descriptor"]["id"] == "T0712"
+    code, out, _ = execute("--format", "sarif", str(tmp_path / "missing.jsonl"))
+    doc = json.loads(out)
+    assert code == 2 and schema_errors(doc) == [] and doc["runs"][0]["results"] == []
+
+
+# ---------------------------------------------------------------- regcheck prove --format sarif
+
+SEEDED = REPO / "tests" / "seeded_bugs"
+
+
+def prove_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["prove", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("bug", ["acl_free_forgets_registrations", "cupva_cudafree_drops_registration"])
+def test_prove_sarif_refuted_obligations_at_the_invariant(bug):
+    path = str(SEEDED / f"{bug}.spec")
+    opts = ("--no-consistency", "--no-guards", "--reach-depth", "0")
+    code, out, err = prove_cli(path, "--format", "sarif", *opts)
+    _, js, _ = prove_cli(path, "--format", "json", *opts)
+    doc, report = json.loads(out), json.loads(js)
+    assert code == 1 and err == ""
+    assert schema_errors(doc) == [] and uri_problems(doc) == []
+    (run,) = doc["runs"]
+    assert run["automationDetails"]["id"] == "regcheck/prove/" + ("acl/" if bug.startswith("acl") else "cupva/")
+    spec = load_spec(path)
+    not_proved = [o for o in report["obligations"] if o["verdict"] != "PROVED"]
+    assert not_proved and len(run["results"]) == len(not_proved)  # PROVED obligations are no results
+    rules = run["tool"]["driver"]["rules"]
+    for res, o in zip(run["results"], not_proved):
+        assert res["ruleId"] == o["property"] and rules[res["ruleIndex"]]["id"] == o["property"]
+        assert res["level"] == ("error" if o["verdict"] == "REFUTED" else "warning")
+        assert res["message"]["text"].startswith(o["verdict"]) and o["call"] in res["message"]["text"]
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == artifact_uri(path)  # the spec file as named (absolute here)
+        if o["property"] in spec.rules:  # an invariant: at its own line
+            assert loc["region"]["startLine"] == spec.rules[o["property"]].span.line
+        else:  # API-GROUPS(x): at a usage rule it comes from
+            assert spec.rules[o["rules"][0]].kind == "usage"
+            assert loc["region"]["startLine"] == spec.rules[o["rules"][0]].span.line
+    check_rules_explain_themselves(run)
+
+
+def test_prove_sarif_implicit_properties_are_rules_with_citations():
+    code, out, _ = prove_cli("cupva", "--format", "sarif", "--no-consistency", "--no-guards")
+    (run,) = json.loads(out)["runs"]
+    assert code == 0 and run["results"] == [] and run["properties"]["proved"] is True
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert {"TYPES", "API-GROUPS(regs)", "API-GROUPS(cuda_interop_used)"} <= set(rules)
+    groups = rules["API-GROUPS(regs)"]
+    assert "PVA-REG-API-GROUP" in groups["help"]["text"] and "PVA-UNREG-API-GROUP" in groups["help"]["text"]
+    cite = load_spec("cupva").rules["PVA-REG-API-GROUP"].cite
+    assert groups["properties"]["citation"]["clause"] == cite.clause
+    assert rules["TYPES"]["properties"]["citation"]["document"] == "docs/prover.md"
+    check_rules_explain_themselves(run)
+
+
+def test_prove_sarif_unknown_is_a_warning(monkeypatch):
+    import z3
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
+    monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "canceled")
+    code, out, _ = prove_cli("acl", "--format", "sarif", "--no-consistency", "--no-guards", "--reach-depth", "0")
+    doc = json.loads(out)
+    assert code == 1 and schema_errors(doc) == []
+    results = doc["runs"][0]["results"]
+    assert results and {r["level"] for r in results} == {"warning"}
+    assert all(r["message"]["text"].startswith("UNKNOWN") and "canceled" in r["message"]["text"] for r in results)
+
+
+def test_prove_sarif_consistency_problems_and_notes(tmp_path):
+    text = (REPO / "spec" / "acl.spec").read_text()
+    anchor = '    cite HOSTMEM "aclrtFreeHost: a null pointer is a parameter error"\n'
+    assert anchor in text
+    dead = text.replace(anchor, anchor + '  fails ACL-FREEHOST-NEVER: {ACL_ERROR_INVALID_PARAM} when hostPtr == 0 and hostPtr != 0\n'
+                                         '    cite HOSTMEM "a clause that can never hold (a test)"\n')
+    path = tmp_path / "dead.spec"
+    path.write_text(dead)
+    code, out, err = prove_cli(str(path), "--format", "sarif", "--no-guards", "--witness-depth", "2")
+    doc = json.loads(out)
+    assert code == 1 and err == "" and schema_errors(doc) == []
+    (run,) = doc["runs"]
+    assert run["properties"]["proved"] is True and run["properties"]["consistent"] is False
+    by_rule = {}
+    for r in run["results"]:
+        by_rule.setdefault(r["ruleId"], []).append(r)
+    (never,) = by_rule["ACL-FREEHOST-NEVER"]
+    assert never["level"] == "warning" and never["message"]["text"].startswith("dead fails clause")
+    spec = load_spec(str(path))
+    assert never["locations"][0]["physicalLocation"]["region"]["startLine"] == spec.rules["ACL-FREEHOST-NEVER"].span.line
+    # What the text report lists for review is a note: overlapping error conditions, the spec's own
+    # `unspecified` clauses (documentation gaps).
+    notes = [r for r in run["results"] if r["level"] == "note"]
+    assert any(r["message"]["text"].startswith("overlapping error conditions") for r in notes)
+    assert any("documentation gap marked in the spec" in r["message"]["text"] for r in notes)
+    assert {r["level"] for r in run["results"]} == {"warning", "note"}  # every obligation is proved

@@ -3,6 +3,10 @@
 Exit codes: 0 every obligation PROVED and the spec consistent (prove) / no violation in any run of
 up to K steps (bmc); 1 something REFUTED or UNKNOWN, an inconsistency (prove) / a violation found or
 the solver gave up (bmc); 2 bad input (unreadable spec, unknown parameter, bad option).
+
+`prove --format sarif` writes SARIF 2.1.0 (checker/sarif.py); `prove --itf DIR` and `bmc --itf OUT`
+write counterexamples as ITF JSON (checker/itf.py) for Quint and Apalache tooling. `prove` draws a
+progress bar on standard error when it is a terminal.
 """
 
 from __future__ import annotations
@@ -11,11 +15,16 @@ import os
 from collections import Counter
 from pathlib import Path
 
+import orjson
+
 from ..bmc import BmcResult, search_violation
 from ..runs import Run, format_env, format_state, format_step
 from ..diagnostics import RegcheckError, error
+from ..itf import counterexample_to_itf, run_to_itf
 from ..load import load_spec
+from ..progress import progress_bar
 from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
+from ..sarif import prove_log
 from ..solver import SolverOptions, Verdict, Witness
 from ..typecheck import CheckedSpec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format
@@ -39,8 +48,11 @@ def register(sub) -> None:
     p.add_argument("--reach-depth", type=_nonneg, default=4, metavar="K",
                    help="for a refuted invariant, search runs of up to K steps from the initial state (0: off)")
     p.add_argument("--witness-dir", metavar="DIR", help="write every witness and violation run there as a trace")
+    p.add_argument("--itf", metavar="DIR",
+                   help="write the counterexample of every REFUTED or UNKNOWN obligation and every reachable "
+                        "violation there as ITF JSON (Quint/Apalache trace viewers)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every obligation and consistency item")
-    add_format(p)
+    add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run_prove)
 
     b = sub.add_parser(
@@ -54,6 +66,8 @@ def register(sub) -> None:
     b.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="fix a spec parameter (default: the solver picks the configuration)")
     b.add_argument("--out", metavar="FILE", help="where to write the violating trace (default: <spec>.bmc.jsonl)")
+    b.add_argument("--itf", metavar="OUT.itf.json",
+                   help="also write the violating run, with the model state after each step, as ITF JSON")
     _solver_args(b)
     add_format(b)
     b.set_defaults(run=run_bmc)
@@ -102,12 +116,17 @@ def run_prove(args, out) -> int:
     options = ProveOptions(SolverOptions(args.timeout, args.seed), consistency=not args.no_consistency,
                            guards=not args.no_guards, witness_depth=args.witness_depth, cti_slots=args.cti_slots,
                            reach_depth=args.reach_depth)
-    report = prove(spec, args.spec, options)
+    with progress_bar(out.stderr, None, f"proving {spec.name}") as bar:
+        report = prove(spec, args.spec, options,
+                       progress=lambda phase, done, planned: bar.update(done, planned, f"{spec.name}: {phase}"))
     written = _write_witnesses(report, spec, args.witness_dir) if args.witness_dir else {}
-    if args.format == "json":
-        out.json(report_json(report, spec, written))
+    itf = _write_itf(report, spec, args.itf) if args.itf else {}
+    if args.format == "sarif":
+        out.json(prove_log(report, spec, written, itf))
+    elif args.format == "json":
+        out.json(report_json(report, spec, written, itf))
     else:
-        for line in report_text(report, spec, args.verbose, written):
+        for line in report_text(report, spec, args.verbose, written, itf):
             out.out(line)
     return EXIT_OK if report.ok else EXIT_FINDINGS
 
@@ -119,14 +138,51 @@ def _write_witnesses(report: ProofReport, spec: CheckedSpec, directory: str) -> 
     runs = [(f"{c.kind}-{c.subject}", c.run) for c in report.checks if c.run is not None]
     runs += [(f"violation-{'-'.join(r.violation.invariants)}", r.violation.run) for r in report.reach if r.violation]
     for label, run in runs:
-        name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)[:120]
-        path = os.path.join(directory, f"{spec.name}-{name}.jsonl")
+        path = os.path.join(directory, _file_name(spec, label, ".jsonl"))
         try:
             run.write(path, spec)
         except OSError as exc:
             raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
         written[id(run)] = path
     return written
+
+
+def _file_name(spec: CheckedSpec, label: str, ext: str) -> str:
+    name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)[:120]
+    return f"{spec.name}-{name}{ext}"
+
+
+def _write_itf(report: ProofReport, spec: CheckedSpec, directory: str) -> dict[int, str]:
+    """Counterexamples to induction (pre- and post-state) and reachable violations (whole runs) as
+    ITF JSON; returns id(obligation or run) -> path."""
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RegcheckError([error("E0603", f"cannot create {directory}: {exc.strerror}")]) from None
+    written: dict[int, str] = {}
+    for o in report.obligations:
+        if o.cex is not None and o.verdict is not Verdict.PROVED:
+            doc = counterexample_to_itf(spec, o.cex, description=f"counterexample to induction: {o.property} after "
+                                                                 f"{_where(o)} ({report.spec})")
+            path = os.path.join(directory, _file_name(spec, f"cti-{o.property}-{o.call}-{o.branch}", ".itf.json"))
+            written[id(o)] = _write_json(path, doc)
+    for r in report.reach:
+        if r.violation is not None:
+            run = r.violation.run
+            doc = run_to_itf(spec, run, f"a run of {_steps(len(run.steps))} from the initial state that breaks "
+                                        f"{', '.join(r.violation.invariants)} ({report.spec})")
+            path = os.path.join(directory, _file_name(spec, f"violation-{'-'.join(r.violation.invariants)}", ".itf.json"))
+            written[id(run)] = _write_json(path, doc)
+    return written
+
+
+def _write_json(path: str, doc: dict) -> str:
+    try:
+        with open(path, "wb") as f:
+            f.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    except OSError as exc:
+        raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+    return path
 
 
 def _steps(n: int) -> str:
@@ -141,7 +197,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:7.0f} ms"
 
 
-def report_text(report: ProofReport, spec: CheckedSpec, verbose: bool, written: dict[int, str]) -> list[str]:
+def report_text(report: ProofReport, spec: CheckedSpec, verbose: bool, written: dict[int, str],
+                itf: dict[int, str] | None = None) -> list[str]:
+    itf = itf or {}
     opts = report.options
     lines = [f"regcheck prove {report.spec}: spec {spec.name}, {len(spec.invariants)} invariants, {len(spec.calls)} calls "
              f"(timeout {opts.solver.timeout_ms} ms, seed {opts.solver.seed})", "",
@@ -163,12 +221,16 @@ def report_text(report: ProofReport, spec: CheckedSpec, verbose: bool, written: 
         lines.append(f"  {o.verdict.value:<8} {o.property:<{width}}  {_where(o):<42} {_ms(o.seconds)}{note}")
         if o.cex is not None and o.verdict is not Verdict.PROVED:
             lines += ["      " + x for x in _cex_lines(o.cex, spec, "counterexample to induction")]
+            if id(o) in itf:
+                lines.append(f"        itf:    {itf[id(o)]}")
     if trivial:
         lines.append(f"  PROVED   {trivial['frame']} obligations by the frame argument (the effect writes nothing "
                      f"the property reads), {trivial['trivial']} trivially (a failure leaves the state unchanged); "
                      f"-v lists them")
     for r in report.reach:
         lines += [""] + _reach_lines(r, spec, written)
+        if r.violation is not None and id(r.violation.run) in itf:
+            lines.append(f"  ITF written to {itf[id(r.violation.run)]}")
     if report.guards:
         lines += ["", "guards: the broken obligation behind each way to break a property "
                       f"(bounded search, at most {opts.cti_slots} entries per table)"]
@@ -298,7 +360,9 @@ def _summary(report: ProofReport) -> str:
 # ---------------------------------------------------------------- JSON
 
 
-def report_json(report: ProofReport, spec: CheckedSpec, written: dict[int, str]) -> dict:
+def report_json(report: ProofReport, spec: CheckedSpec, written: dict[int, str],
+                itf: dict[int, str] | None = None) -> dict:
+    itf = itf or {}
     return {
         "spec": report.spec, "name": report.name, "ok": report.ok, "proved": report.proved,
         "consistent": report.consistent, "seconds": round(report.seconds, 4),
@@ -308,13 +372,15 @@ def report_json(report: ProofReport, spec: CheckedSpec, written: dict[int, str])
         "obligations": [{
             "property": o.property, "call": o.call, "branch": o.branch, "verdict": o.verdict.value, "how": o.how,
             "reason": o.reason, "seconds": round(o.seconds, 4), "rules": list(o.rules), "gap": o.gap,
-            "counterexample": _cex_json(o.cex, spec) if o.cex else None} for o in report.obligations],
+            "counterexample": _cex_json(o.cex, spec) if o.cex else None, "itf": itf.get(id(o))}
+            for o in report.obligations],
         "guards": [{"property": g.property, "call": g.call, "rule": g.rule, "witness": g.witness.value,
                     "reason": g.reason, "seconds": round(g.seconds, 4),
                     "example": _cex_json(g.example, spec) if g.example else None} for g in report.guards],
         "reach": [{"depth": r.depth, "witness": r.witness.value, "reason": r.reason,
                    "invariants": list(r.violation.invariants) if r.violation else [],
-                   "run": _run_json(r.violation.run, spec, written) if r.violation else None} for r in report.reach],
+                   "run": _run_json(r.violation.run, spec, written) if r.violation else None,
+                   "itf": itf.get(id(r.violation.run)) if r.violation else None} for r in report.reach],
         "consistency": [{"kind": c.kind, "subject": c.subject, "call": c.call, "status": c.status, "ok": c.ok,
                          "rules": list(c.rules), "detail": c.detail, "seconds": round(c.seconds, 4),
                          "run": _run_json(c.run, spec, written) if c.run else None} for c in report.checks],
@@ -359,21 +425,31 @@ def run_bmc(args, out) -> int:
         if unknown:
             raise RegcheckError([error("E0201", f"spec {spec.name} has no invariant {unknown[0]}")])
     result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed), env, args.invariant)
-    path = None
+    path = itf = None
     if result.violation is not None:
         path = args.out or f"{spec.name}.bmc.jsonl"
         try:
             result.violation.run.write(path, spec)
         except OSError as exc:
             raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+        if args.itf:
+            run = result.violation.run
+            itf = _write_json(args.itf, run_to_itf(spec, run, f"a run of {_steps(len(run.steps))} from the initial "
+                                                               f"state that breaks {', '.join(result.violation.invariants)} "
+                                                               f"({args.spec}, regcheck bmc --depth {args.depth})"))
     if args.format == "json":
         out.json({"spec": args.spec, "depth": args.depth, "witness": result.witness.value, "reason": result.reason,
                   "seconds": round(result.seconds, 4),
                   "queries": [{"depth": d, "seconds": round(s, 4)} for d, s in result.queries],
                   "invariants": list(result.violation.invariants) if result.violation else [],
-                  "run": _run_json(result.violation.run, spec, {}) if result.violation else None, "trace": path})
+                  "run": _run_json(result.violation.run, spec, {}) if result.violation else None, "trace": path,
+                  "itf": itf})
     else:
         _bmc_text(out, result, spec, path, env)
+        if itf:
+            out.out(f"ITF written to {itf}")
+        elif args.itf:
+            out.out(f"no ITF written to {args.itf}: no violating run was found")
     return EXIT_OK if result.witness is Witness.NONE else EXIT_FINDINGS
 
 

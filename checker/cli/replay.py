@@ -16,8 +16,8 @@ import os
 
 from ..diagnostics import RegcheckError, error
 from ..load import load_spec
-from ..parallel import CorpusReport, TraceOutcome, replay_corpus
-from ..progress import progress_bar
+from ..parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
+from ..progress import is_terminal, progress_bar
 from ..replay import ReplayReport
 from ..sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
 from ..source import NO_SPAN
@@ -99,9 +99,12 @@ def run(args, out) -> int:
         out.err(f"regcheck replay: error: --timeline draws one trace, but {len(args.traces)} were given")
         return EXIT_INPUT
     many = len(args.traces) > 1
-    with progress_bar(out.stderr if many else None, len(args.traces), "replaying") as bar:
-        outcomes = replay_corpus(args.traces, args.spec, args.max_findings, jobs=args.jobs, dask_address=args.dask,
-                                 on_done=lambda _: bar.advance())
+    if not many and args.dask is None and is_terminal(out.stderr):
+        outcomes = [_replay_with_progress(args.traces[0], args.spec, args.max_findings, out.stderr)]
+    else:
+        with progress_bar(out.stderr if many else None, len(args.traces), "replaying") as bar:
+            outcomes = replay_corpus(args.traces, args.spec, args.max_findings, jobs=args.jobs,
+                                     dask_address=args.dask, on_done=lambda _: bar.advance())
     corpus = CorpusReport(tuple(outcomes))
     reports = corpus.reports
     errors = corpus.errors
@@ -138,6 +141,22 @@ def run(args, out) -> int:
         out.out(f"{len(args.traces)} traces: {len(reports) - violating} conform, {violating} violate"
                 + (f", {len(errors)} unreadable" if errors else ""))
     return code
+
+
+def _replay_with_progress(path: str, spec: str | None, max_findings: int | None, stream) -> TraceOutcome:
+    """One trace, in this process, with a bar of its events (advanced every 65,536 events)."""
+    with progress_bar(stream, _count_events(path), f"replaying {os.path.basename(path)}") as bar:
+        return replay_one(path, spec, max_findings, on_events=bar.advance)
+
+
+def _count_events(path: str) -> int | None:
+    """The number of event lines (the bar's total): one cheap pass over the file's bytes."""
+    try:
+        with open(path, "rb") as f:
+            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except OSError:
+        return None  # the replay reports it
+    return max(lines - 1, 0)
 
 
 def by_rule_text(corpus: CorpusReport) -> list[str]:
