@@ -388,6 +388,7 @@ print("locked", p.vmlck_bytes() // 1024, flush=True)
 
 
 def test_ignored_signals_stay_ignored():
+    uninstall_signal_cleanup()  # an earlier test's driver may have installed it in this process
     previous_int = signal.getsignal(signal.SIGINT)
     previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
