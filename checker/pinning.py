@@ -431,9 +431,9 @@ class PinnedArena:
             raise MappingFailed(getattr(exc, "errno", 0) or 0, f"memfd_create failed: {exc}") from exc
         try:
             os.ftruncate(fd, length)
-        except OSError as exc:
+        except (OSError, OverflowError) as exc:  # OverflowError: a length past off_t (a size >= 2**63)
             os.close(fd)
-            raise MappingFailed(exc.errno or 0, f"ftruncate of a memfd to {length} bytes failed: {exc}") from exc
+            raise MappingFailed(getattr(exc, "errno", 0) or 0, f"ftruncate of a memfd to {length} bytes failed: {exc}") from exc
         return fd
 
     def _find(self, address: int, size: int) -> Region | None:

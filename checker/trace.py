@@ -47,7 +47,9 @@ INT_MIN = -(1 << 63)  # the range of a JSON integer in a trace: int64_t .. uint6
 INT_MAX = (1 << 64) - 1
 
 HEADER_KEYS = frozenset({"regcheck", "spec", "env", "meta"})
-EVENT_KEYS = frozenset({"call", "args", "ret", "out", "tid", "t0", "t1"})
+EVENT_KEYS = frozenset({"call", "args", "ret", "out", "tid", "t0", "t1", "expect"})
+EXPECT_KEYS = frozenset({"rule", "outcome", "codes", "except"})  # the optional `expect` object of an event
+EXPECT_OUTCOMES = ("success", "failure")
 
 # At most 16 significant hex digits, so a match never exceeds INT_MAX; the negative bound is
 # checked separately (rare).
@@ -129,6 +131,10 @@ class TraceEvent:
     `ret` (JSON null is rejected, so None always means absent); likewise `tid`, `t0`, `t1`.
     `line` is the 1-based line in the trace file (0 for events built in memory) and is not part
     of equality. Events hold dicts, so they are not hashable.
+
+    `expect` (optional, None when absent) is what a conformance test expects of the call:
+    `{"rule": ID, "outcome": "success" | "failure", "codes": [...], "except": [...]}` as written
+    (see docs/trace-format.md). The replayer ignores it; `regcheck conform` checks a driver by it.
     """
 
     line: int = field(compare=False)
@@ -139,13 +145,14 @@ class TraceEvent:
     tid: int | str | None = None
     t0: int | None = None
     t1: int | None = None
+    expect: Mapping[str, Any] | None = None
 
 
 # The generated __init__ of a frozen dataclass sets each field through object.__setattr__,
 # about twice the cost of the slot descriptors used here; the reader builds events this way.
 _new = object.__new__
-_set_line, _set_call, _set_args, _set_ret, _set_out, _set_tid, _set_t0, _set_t1 = (
-    TraceEvent.__dict__[name].__set__ for name in ("line", "call", "args", "ret", "out", "tid", "t0", "t1")
+_set_line, _set_call, _set_args, _set_ret, _set_out, _set_tid, _set_t0, _set_t1, _set_expect = (
+    TraceEvent.__dict__[name].__set__ for name in ("line", "call", "args", "ret", "out", "tid", "t0", "t1", "expect")
 )
 
 
@@ -278,6 +285,11 @@ def _to_event(obj: object, lineno: int) -> TraceEvent:
         else:
             _check_times(t0, t1, obj)
 
+    expect = get("expect")
+    if expect is not None:
+        n += 1
+        _check_expect(expect)
+
     if len(obj) != n:
         raise _event_problem(obj)
 
@@ -290,7 +302,44 @@ def _to_event(obj: object, lineno: int) -> TraceEvent:
     _set_tid(ev, tid)
     _set_t0(ev, t0)
     _set_t1(ev, t1)
+    _set_expect(ev, expect)
     return ev
+
+
+def _check_expect(expect: object) -> None:
+    """The optional `expect` object: a rule ID, an outcome, and for a failure the allowed statuses
+    (`codes`) or the excluded ones (`except`); each status is an integer or a name, as `ret`."""
+    if type(expect) is not dict:
+        raise _Bad("T0705", f'"expect" must be an object, not {_json_type(expect)}', "expect")
+    for key in expect:
+        if key not in EXPECT_KEYS:
+            raise _Bad("T0710", f"unknown field {key!r} in \"expect\" (it has only {', '.join(sorted(EXPECT_KEYS))})",
+                       "expect")
+    for key in ("rule", "outcome"):
+        if key not in expect:
+            raise _Bad("T0704", f'"expect" has no "{key}"', "expect")
+    rule, outcome = expect["rule"], expect["outcome"]
+    if type(rule) is not str or not rule:
+        raise _Bad("T0705", f'"expect.rule" must be a non-empty string (a rule ID), not {_json_type(rule)}', "expect")
+    if outcome not in EXPECT_OUTCOMES:
+        raise _Bad("T0705", f'"expect.outcome" must be "success" or "failure", not {outcome!r}', "expect")
+    for key in ("codes", "except"):
+        if key not in expect:
+            continue
+        if outcome != "failure":
+            raise _Bad("T0705", f'"expect.{key}" is only allowed with "outcome": "failure"', "expect")
+        items = expect[key]
+        if type(items) is not list:
+            raise _Bad("T0705", f'"expect.{key}" must be an array of statuses, not {_json_type(items)}', "expect")
+        for x in items:
+            tx = type(x)
+            if tx is str and x[:1] in _NUMERIC_START:
+                _check_int_string(x, f"expect.{key}", "expect")
+            elif tx is not int and tx is not str:
+                raise _Bad("T0705", f'"expect.{key}" elements must be integers or names, not {_json_type(x)}', "expect")
+    if "codes" in expect and "except" in expect:
+        raise _Bad("T0705", '"expect" has both "codes" and "except"; "except" narrows "any failure" (no "codes")',
+                   "expect")
 
 
 def _check_times(t0: object, t1: object, obj: dict) -> None:
@@ -504,7 +553,7 @@ def header_to_json(header: TraceHeader) -> dict:
 
 def event_to_json(event: TraceEvent) -> dict:
     """An event as a JSON-ready dict in canonical form: `0x` strings written as integers,
-    absent fields (None, empty `out`) left out, keys in the order call, args, ret, out, tid, t0, t1."""
+    absent fields (None, empty `out`) left out, keys in the order call, args, ret, out, tid, t0, t1, expect."""
     obj: dict = {"call": event.call, "args": {k: _canonical(v) for k, v in event.args.items()}}
     if event.ret is not None:
         obj["ret"] = _canonical(event.ret)
@@ -516,6 +565,8 @@ def event_to_json(event: TraceEvent) -> dict:
         obj["t0"] = event.t0
     if event.t1 is not None:
         obj["t1"] = event.t1
+    if event.expect is not None:
+        obj["expect"] = {k: (_canonical(v) if k in ("codes", "except") else v) for k, v in event.expect.items()}
     return obj
 
 

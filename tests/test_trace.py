@@ -470,3 +470,59 @@ def test_every_written_line_validates_against_the_schema(header, pairs):
     for line in format_trace(header, [w for w, _ in pairs]).splitlines():
         obj = json.loads(line)
         assert validator.is_valid(obj), (line, [e.message for e in validator.iter_errors(obj)])
+
+
+# ---------------------------------------------------------------- the optional `expect` object (conformance tests)
+
+EXPECTING = (b'{"call":"aclrtHostRegisterV2","args":{"ptr":4096,"size":4096,"flag":2},"ret":507910,'
+             b'"expect":{"rule":"ACL-REG-OVERLAP","outcome":"failure","codes":[507910]}}\n')
+
+
+def test_expect_is_read_and_written_back():
+    ok = b'{"call":"aclrtHostUnregister","args":{"ptr":4096},"ret":0,"expect":{"rule":"ACL-UNREG-EFFECT","outcome":"success"}}\n'
+    anyfail = (b'{"call":"aclrtHostGetDevicePointer","args":{"pHost":4096,"flag":0},"ret":1,'
+               b'"expect":{"rule":"ACL-GETDEV-UNMAPPED","outcome":"failure","except":[100000,"0x1a1f8"]}}\n')
+    header, events = read_all(HEADER + EXPECTING + ok + anyfail)
+    assert events[0].expect == {"rule": "ACL-REG-OVERLAP", "outcome": "failure", "codes": [507910]}
+    assert events[1].expect == {"rule": "ACL-UNREG-EFFECT", "outcome": "success"}
+    assert event_to_json(events[2])["expect"]["except"] == [100000, 107000]  # hex written as integers
+    assert read_all(format_trace(header, events))[1][:2] == events[:2]
+    assert read_all(HEADER + REGISTER)[1][0].expect is None  # optional: absent means None
+
+
+@pytest.mark.parametrize("expect, code", [
+    (b'"expect":[1]', "T0705"),
+    (b'"expect":null', "T0705"),
+    (b'"expect":{"rule":"R"}', "T0704"),
+    (b'"expect":{"outcome":"success"}', "T0704"),
+    (b'"expect":{"rule":"","outcome":"success"}', "T0705"),
+    (b'"expect":{"rule":"R","outcome":"maybe"}', "T0705"),
+    (b'"expect":{"rule":"R","outcome":"success","codes":[0]}', "T0705"),
+    (b'"expect":{"rule":"R","outcome":"failure","codes":1}', "T0705"),
+    (b'"expect":{"rule":"R","outcome":"failure","codes":[1.5]}', "T0705"),
+    (b'"expect":{"rule":"R","outcome":"failure","codes":["12"]}', "T0706"),
+    (b'"expect":{"rule":"R","outcome":"failure","codes":[1],"except":[2]}', "T0705"),
+    (b'"expect":{"rule":"R","outcome":"failure","why":"x"}', "T0710"),
+], ids=["not-object", "null", "no-outcome", "no-rule", "empty-rule", "bad-outcome", "codes-with-success",
+        "codes-not-list", "float-code", "decimal-string-code", "codes-and-except", "unknown-key"])
+def test_malformed_expect_is_a_located_error(expect, code):
+    line = b'{"call":"free","args":{"ptr":0},' + expect + b"}\n"
+    with pytest.raises(RegcheckError) as exc:
+        read_all(HEADER + line, "bad.jsonl")
+    diag = only_diagnostic(exc)
+    assert (diag.code, diag.span.line) == (code, 2), diag
+    if code != "T0705" or b"null" not in expect:
+        validator = _schema_validator()
+        assert not validator.is_valid(json.loads(line)), line
+
+
+def test_expect_lines_validate_against_the_schema_and_the_replayer_ignores_them(tmp_path):
+    from checker.replay import replay_trace
+
+    validator = _schema_validator()
+    assert validator.is_valid(json.loads(EXPECTING))
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEADER + b'{"call":"malloc","args":{"size":8192},"out":{"ptr":4096}}\n'
+                     + EXPECTING.replace(b"507910", b"0", 1).replace(b'"failure","codes":[507910]', b'"success"'))
+    report = replay_trace(str(path))
+    assert report.verdict == "conforms" and not report.findings

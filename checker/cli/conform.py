@@ -1,0 +1,74 @@
+"""`regcheck conform SPEC [--driver MODULE:FACTORY] [--suite DIR]`: run a conformance suite against a driver.
+
+Exit codes: 0 every test passed; 1 a test failed or was inconclusive; 2 bad input (unknown spec,
+unreadable suite, a driver factory that cannot be loaded).
+"""
+
+from __future__ import annotations
+
+from ..conform import FAIL, INCONCLUSIVE, PASS, load_factory, run_suite
+from ..diagnostics import RegcheckError, error
+from ..generate import GenerateOptions, generate_suite
+from ..load import load_spec
+from ..suite import read_suite
+from .common import EXIT_FINDINGS, EXIT_OK
+from .generate import positive_int
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "conform", help="run a conformance suite against a driver",
+        description="Run each conformance test on a fresh driver (FACTORY() from MODULE; the reference driver "
+                    "by default): relocate its allocations into the driver's memory, compare each result with "
+                    "the test's expectation and the spec's allowed outcomes, and the kernel's page locks with the "
+                    "model's after every step. Without --suite the suite is generated first. Exit 0: every test "
+                    "passed; 1: a test failed or was inconclusive; 2: bad input.")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("--driver", metavar="MODULE:FACTORY", help="a factory returning a Driver "
+                   "(default: checker.executor:ReferenceDriver)")
+    p.add_argument("--suite", metavar="DIR", help="a suite written by `regcheck generate -o DIR` (default: generate one)")
+    p.add_argument("--depth", type=positive_int, default=3, metavar="N", help="prefix depth when generating (default 3)")
+    p.add_argument("--stop-on-failure", action="store_true", help="stop at the first failing test")
+    p.add_argument("--no-lock-check", action="store_true",
+                   help="do not compare the kernel's page locks with the model (a driver outside this process)")
+    p.add_argument("--format", choices=("text", "json", "junit"), default="text", help="output format (default: text)")
+    p.set_defaults(run=run)
+
+
+def run(args, out) -> int:
+    factory = load_factory(args.driver)
+    spec = load_spec(args.spec)
+    if args.suite:
+        suite = read_suite(args.suite)
+        if suite.spec not in (args.spec, spec.name) and load_spec(suite.spec).name != spec.name:
+            raise RegcheckError([error("T0736", f"the suite in {args.suite} is for spec '{suite.spec}', not "
+                                       f"'{args.spec}'")])
+        tests = suite.tests
+    else:
+        tests = generate_suite(args.spec, GenerateOptions(depth=args.depth)).tests
+    report = run_suite(tests, factory, spec=spec.name, check_locks=not args.no_lock_check,
+                       stop_on_failure=args.stop_on_failure)
+    code = EXIT_OK if report.ok else EXIT_FINDINGS
+    if args.format == "json":
+        out.json(report.to_json())
+        return code
+    if args.format == "junit":
+        from ..junit import junit_xml
+
+        out.stdout.write(junit_xml(report))
+        return code
+    for r in report.results:
+        if r.status == PASS:
+            out.out(f"pass          {r.name}")
+            continue
+        out.out(f"{r.status:13} {r.name} [{r.rule}]")
+        for p in r.problems:
+            out.out(f"    event {p.event} {p.call}: {p.kind} [{p.rule}]")
+            out.out(f"        expected: {p.expected}")
+            out.out(f"        actual:   {p.actual}")
+            if p.message:
+                out.out(f"        {p.message}")
+    out.out(f"{report.tests} tests: {report.count(PASS)} passed, {report.count(FAIL)} failed, "
+            f"{report.count(INCONCLUSIVE)} inconclusive ({report.seconds:.1f} s; driver {report.driver})"
+            + ("; stopped at the first failure" if report.stopped_early else ""))
+    return code

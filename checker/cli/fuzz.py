@@ -1,0 +1,115 @@
+"""`regcheck fuzz SPEC --driver MODULE:FACTORY --max-examples N --seed S`: stateful differential testing.
+
+Exit codes: 0 no failure found; 1 a failure (shrunk, written as a trace, printed as a pytest
+function); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..conform import load_factory
+from ..diagnostics import RegcheckError, error
+from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
+from ..load import load_spec
+from ..runs import semantics_for
+from .common import EXIT_FINDINGS, EXIT_OK, add_format
+from .generate import nonneg_int, positive_int
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fuzz", help="Hypothesis stateful differential testing of a driver against a spec",
+        description="Random call sequences (Hypothesis' stateful testing, built from the spec's calls), mostly "
+                    "keeping the caller's obligations and sometimes breaking them on purpose; every result is "
+                    "compared with the spec's allowed outcomes and every step's page locks with the model's. "
+                    "A failure is shrunk, written as a trace file and printed as a pytest function. "
+                    "Exit 0: none found; 1: a failure; 2: bad input.")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("--driver", metavar="MODULE:FACTORY",
+                   help="a factory returning a Driver (default: checker.executor:ReferenceDriver)")
+    p.add_argument("--max-examples", type=positive_int, default=100, metavar="N",
+                   help="call sequences to try (default 100)")
+    p.add_argument("--steps", type=positive_int, default=30, metavar="K", help="calls per sequence (default 30)")
+    p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="fix a spec parameter (default: a configuration drawn per sequence)")
+    p.add_argument("--break-rate", type=_rate, default=0.1, metavar="P",
+                   help="how often a call breaks an obligation on purpose (default 0.1)")
+    p.add_argument("--shrink", choices=SHRINK_MODES, default="calls",
+                   help="calls: drop calls by delta debugging, bounded (default); hypothesis: Hypothesis' own "
+                        "shrinker (smaller arguments too, can take many minutes); none: as found")
+    p.add_argument("-o", "--out", metavar="FILE", help="where to write a failing trace "
+                   "(default: <spec>.fuzz-<seed>.jsonl)")
+    add_format(p)
+    p.set_defaults(run=run)
+
+
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {v}")
+    return v
+
+
+def parse_env(items: list[str]) -> dict:
+    """NAME=VALUE pairs as trace header values: true/false booleans, decimal integers, else strings."""
+    env: dict = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
+        if value in ("true", "false"):
+            env[name] = value == "true"
+        elif value.lstrip("-").isdigit():
+            env[name] = int(value)
+        else:
+            env[name] = value
+    return env
+
+
+def run(args, out) -> int:
+    factory = load_factory(args.driver)
+    spec = load_spec(args.spec)
+    env = parse_env(args.env) if args.env else None
+    if env is not None:
+        semantics_for(spec, env)  # unknown names and bad values are input errors (exit 2)
+    options = FuzzOptions(args.max_examples, args.steps, args.seed, env, args.break_rate, args.shrink)
+    result = fuzz(args.spec, factory, options)
+    driver_text = args.driver or "checker.executor:ReferenceDriver"
+    failure = result.failure
+    path = None
+    if failure is not None:
+        path = args.out or f"{spec.name}.fuzz-{args.seed}.jsonl"
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(failure.trace_text())
+        except OSError as exc:
+            raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+    if args.format == "json":
+        out.json({"spec": args.spec, "driver": result.driver, "max_examples": args.max_examples, "seed": args.seed,
+                  "calls": result.calls, "seconds": round(result.seconds, 3),
+                  "failure": None if failure is None else {
+                      "rule": failure.rule, "message": failure.message, "env": dict(failure.env),
+                      "calls": len(failure.events), "trace": path,
+                      "pytest": failure.pytest_function(driver_text)}})
+        return EXIT_OK if failure is None else EXIT_FINDINGS
+    if failure is None:
+        out.out(f"no failure in {args.max_examples} sequences of up to {args.steps} calls "
+                f"({result.calls} driver calls, {result.seconds:.1f} s, seed {args.seed})")
+        return EXIT_OK
+    how = {"calls": f"shrunk from {failure.found_calls} calls by delta debugging",
+           "hypothesis": "shrunk by Hypothesis", "none": "not shrunk"}[options.shrink]
+    out.out(f"FAILURE [{failure.rule}] after {len(failure.events)} calls ({how}; {result.calls} driver calls, "
+            f"{result.seconds:.1f} s)")
+    out.out(f"  {failure.message}")
+    out.out(f"  configuration: {', '.join(f'{k}={v}' for k, v in failure.env.items())}")
+    out.out(f"trace written to {path}: `regcheck replay {path}` shows the finding, "
+            f"`regcheck execute --driver {driver_text} {path}` reruns it")
+    out.out("")
+    out.out("# paste this test into a pytest module:")
+    out.out(failure.pytest_function(driver_text))
+    return EXIT_FINDINGS

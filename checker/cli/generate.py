@@ -1,0 +1,119 @@
+"""`regcheck generate SPEC -o DIR [--pytest FILE]`: a conformance suite computed from a spec.
+
+Exit codes: 0 written; 2 bad input (unknown spec, unwritable output, no output asked for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..diagnostics import RegcheckError, error
+from ..generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
+from ..suite import coverage_summary, write_suite
+from .common import EXIT_OK, add_format
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "generate", help="compute a conformance suite (trace files with expected outcomes) from a spec",
+        description="Compute conformance tests from a spec: every outcome branch of every call in every "
+                    "configuration the spec distinguishes, with boundary cases, found by enumeration over the "
+                    "concrete semantics and, where that does not reach a branch, by bounded model checking "
+                    "(Z3). Writes one trace file per test plus suite.json (index and coverage) to DIR, and/or "
+                    "a standalone pytest module. Exit 0: written; 2: bad input.")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("-o", "--output", metavar="DIR", help="directory for the suite (created if missing)")
+    p.add_argument("--pytest", metavar="FILE", help="also (or only) write the suite as a pytest module")
+    p.add_argument("--depth", type=positive_int, default=3, metavar="N",
+                   help="calls in an enumerated prefix (default 3)")
+    p.add_argument("--bmc-depth", type=nonneg_int, default=5, metavar="N",
+                   help="steps bounded model checking may use for branches enumeration misses (0: off; default 5)")
+    add_format(p)
+    p.set_defaults(run=run)
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def nonneg_int(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
+    return v
+
+
+def run(args, out) -> int:
+    if not args.output and not args.pytest:
+        raise RegcheckError([error("E0612", "nothing to write: give -o DIR and/or --pytest FILE")])
+    suite = generate_suite(args.spec, GenerateOptions(depth=args.depth, bmc_depth=args.bmc_depth))
+    written = []
+    try:
+        if args.output:
+            written += write_suite(args.output, suite)
+        if args.pytest:
+            from ..emit_pytest import render_pytest
+
+            parent = os.path.dirname(args.pytest)
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            with open(args.pytest, "w", encoding="utf-8") as f:
+                f.write(render_pytest(suite))
+            written.append(args.pytest)
+    except OSError as exc:
+        raise RegcheckError([error("E0603", f"cannot write {exc.filename or ''}: {exc.strerror or exc}")]) from None
+    if args.format == "json":
+        out.json({"spec": suite.spec, "tests": len(suite.tests), "configs": [dict(c) for c in suite.configs],
+                  "stats": dict(suite.stats), "written": {"suite": args.output, "pytest": args.pytest},
+                  "coverage": [c.to_json() for c in suite.coverage]})
+        return EXIT_OK
+    for line in summary_text(suite):
+        out.out(line)
+    if args.output:
+        out.out(f"wrote {len(suite.tests)} test traces and suite.json to {args.output}")
+    if args.pytest:
+        out.out(f"wrote pytest module {args.pytest}")
+    return EXIT_OK
+
+
+def summary_text(suite: Suite) -> list[str]:
+    st = suite.stats
+    by_method: dict[str, int] = {}
+    for t in suite.tests:
+        by_method[t.method] = by_method.get(t.method, 0) + 1
+    methods = ", ".join(f"{n} by {m}" for m, n in sorted(by_method.items()))
+    lines = [f"spec {suite.spec}: {len(suite.tests)} tests ({methods}) in {len(suite.configs)} configurations, "
+             f"{st.get('seconds', 0)} s; {st.get('states', 0)} states and {st.get('candidates', 0)} candidate calls "
+             f"enumerated, {st.get('bmc_queries', 0)} branches asked of bounded model checking"]
+    lines.append("configurations: " + "; ".join(config_label(c) for c in suite.configs))
+    lines.append("")
+    width = max(len(c.rule) for c in suite.coverage) if suite.coverage else 10
+    lines.append(f"{'rule':{width}}  {'kind':11}  {'status':19}  tests  note")
+    for c in suite.coverage:
+        tests = len({t for _, ts in c.branches for t in ts})
+        branches = " | ".join(sorted({b for b, _ in c.branches}))
+        note = _short(c.note)
+        if c.status in ("tested", ALLOWED) and branches:
+            note = f"branches: {branches}" + (f"; {c.boundaries} boundary cases" if c.boundaries else "") + \
+                   (f"; {note}" if note else "")
+        lines.append(f"{c.rule:{width}}  {c.kind:11}  {c.status:19}  {tests:5}  {note}")
+    lines.append("")
+    lines.append("rules by status: " + ", ".join(f"{n} {s}" for s, n in sorted(coverage_summary(suite.coverage).items())))
+    return lines
+
+
+def _short(note: str) -> str:
+    """A note that lists configurations, shortened to their count (suite.json keeps them all)."""
+    n = note.count(" [")
+    if n <= 1:
+        return note
+    head = note.split(" [", 1)[0]
+    return f"{head} [...] ({n} configurations; see suite.json)"

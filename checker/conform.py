@@ -1,0 +1,353 @@
+"""Run conformance tests against a driver (`regcheck conform`): pass, fail or inconclusive, as data.
+
+Each test runs on a fresh driver through `checker.execute.Execution`, the executor's own machinery:
+the test's allocations are relocated into memory the driver hands out, the driver's result for each
+event is judged against the spec in the state that follows the driver's results, and after every
+event the pages the kernel reports locked are compared with the pages the spec's `pinned`
+declarations predict. On top of that, each API call's result is compared with the test's
+expectation (the `expect` of its event).
+
+A test
+
+  fails          when a result is not an outcome the spec allows, when it differs from the
+                 expectation in a way the spec does not allow, when the page locks differ from the
+                 model's, or when the driver raises;
+  is inconclusive when a result differs from the expectation but the spec allows it as an
+                 environmental failure (a `may fail` clause other than the one the test checks): the
+                 branch the test is about was not exercised; also when the executor could not make a
+                 call (an address that no longer relocates after such a failure);
+  passes         otherwise.
+
+Page locks are read from this process's /proc/self/smaps, restricted to the memory the driver's
+allocation calls returned (`ObservedDriver`): every driver that runs in this process is checked the
+same way, whether or not it reports its own locks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from .diagnostics import RegcheckError, error
+from .execute import Execution, memory_shape
+from .executor import Driver, ReferenceDriver, Result
+from .generate import ConformanceTest, Expectation
+from .load import load_spec
+from .pinning import PAGE_SIZE, vmlck_bytes
+from .runs import semantics_for
+from .trace import TraceEvent
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+DRIVER_ENV = "REGCHECK_DRIVER"  # MODULE:FACTORY for tests emitted by `regcheck generate --pytest`
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why one event of a test did not pass."""
+
+    event: int  # 1-based position of the event in the test (its trace line is event + 1)
+    call: str
+    kind: str  # "expectation", "executor", "pinning", "inconclusive", "driver error"
+    rule: str
+    expected: str
+    actual: str
+    message: str
+
+    def to_json(self) -> dict:
+        return {"event": self.event, "call": self.call, "kind": self.kind, "rule": self.rule,
+                "expected": self.expected, "actual": self.actual, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class TestResult:
+    name: str
+    rule: str
+    status: str  # pass | fail | inconclusive
+    problems: tuple[Problem, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    def explain(self) -> str:
+        if self.passed:
+            return f"{self.name}: pass"
+        lines = [f"{self.name} [{self.rule}]: {self.status}"]
+        for p in self.problems:
+            lines.append(f"  event {p.event} {p.call}: {p.kind} [{p.rule}]: expected {p.expected}; got {p.actual}")
+            if p.message:
+                lines.append(f"    {p.message}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"test": self.name, "rule": self.rule, "status": self.status, "seconds": round(self.seconds, 4),
+                "problems": [p.to_json() for p in self.problems]}
+
+
+@dataclass(frozen=True, slots=True)
+class ConformReport:
+    spec: str
+    driver: str
+    results: tuple[TestResult, ...]
+    seconds: float
+    stopped_early: bool = False
+
+    @property
+    def tests(self) -> int:
+        return len(self.results)
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    def to_json(self) -> dict:
+        failures = [r.to_json() for r in self.results if not r.passed]
+        out = {"tests": self.tests, "passed": self.count(PASS), "failed": self.count(FAIL),
+               "inconclusive": self.count(INCONCLUSIVE), "failures": failures, "spec": self.spec,
+               "driver": self.driver, "seconds": round(self.seconds, 3)}
+        if self.stopped_early:
+            out["stopped_early"] = True
+        return out
+
+
+# ---------------------------------------------------------------- drivers
+
+
+def load_factory(text: str | None) -> Callable[[], Driver]:
+    """`module:callable` -> the callable; the reference driver when text is empty or None."""
+    if not text:
+        return ReferenceDriver
+    module, _, attr = text.partition(":")
+    if not module or not attr:
+        raise RegcheckError([error("E0603", f"--driver must be MODULE:FACTORY, not {text!r}")])
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise RegcheckError([error("E0603", f"cannot load driver factory {text!r}: {exc}")]) from None
+    if not callable(factory):
+        raise RegcheckError([error("E0603", f"driver factory {text!r} is not callable")])
+    return factory
+
+
+def factory_name(factory: Callable) -> str:
+    return f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', repr(factory))}"
+
+
+class DriverRaised(Exception):
+    """The driver under test raised an exception from `call`."""
+
+    def __init__(self, call: str, exc: BaseException):
+        super().__init__(f"{call}: {type(exc).__name__}: {exc}")
+        self.call = call
+        self.exc = exc
+
+
+class ObservedDriver:
+    """The driver as the executor sees it: remembers each result (`last`), turns an exception of the
+    driver into `DriverRaised`, and gives the executor a page-lock view.
+
+    The view is the pages of this process's locked mappings (/proc/self/smaps) inside the memory
+    the driver's allocation calls returned, for every driver that runs in this process (whether or
+    not it has a `kernel_locked_pages()` of its own). Reading smaps costs milliseconds (the kernel
+    walks every mapping), so a reading
+    is reused while the process's locked-memory counter (`VmLck`, cheap to read) has not moved;
+    `refresh()` forces the next one to be a fresh reading (the runner does so at each test's last
+    event). A step that locks and unlocks the same number of bytes elsewhere would be seen at the
+    next fresh reading, not at that step.
+    """
+
+    def __init__(self, driver: Driver, allocators: Mapping[str, Any], check_locks: bool = True):
+        self._driver = driver
+        self._allocators = allocators
+        self.last: Result | None = None
+        self._blocks: list[tuple[int, int]] = []  # what the driver's allocation calls returned
+        self._source = self._process_locked_pages
+        self._cached: frozenset[int] | None = None
+        self._cached_vmlck = -1
+        if not check_locks:
+            self.kernel_locked_pages = None
+
+    def kernel_locked_pages(self) -> frozenset[int]:
+        if not self._blocks:
+            return frozenset()  # nothing of the driver's is mapped: nothing of it can be locked
+        vmlck = vmlck_bytes()
+        if self._cached is None or vmlck != self._cached_vmlck:
+            self._cached, self._cached_vmlck = frozenset(self._source()), vmlck
+        return self._cached
+
+    def refresh(self) -> None:
+        self._cached = None
+
+    def call(self, name: str, args: Mapping[str, Any]) -> Result:
+        try:
+            result = self._driver.call(name, args)
+        except Exception as exc:  # a crash of the driver under test is a test failure, not ours
+            raise DriverRaised(name, exc) from exc
+        self.last = result
+        alloc = self._allocators.get(name)
+        if alloc is not None and isinstance(result, Result):
+            base = result.out.get(alloc.output)
+            if isinstance(base, int):
+                self._blocks.append((base, max(int(args.get(alloc.size_param, 0)), 1)))
+        return result
+
+    def __getattr__(self, name: str):
+        return getattr(self._driver, name)
+
+    def _process_locked_pages(self) -> frozenset[int]:
+        pages = set()
+        for lo, hi in _locked_vmas():
+            for base, size in self._blocks:
+                a, b = max(lo, base), min(hi, base + size)
+                if a < b:
+                    pages.update(range(a - a % PAGE_SIZE, b, PAGE_SIZE))
+        return frozenset(pages)
+
+
+_VMA_HEAD = re.compile(rb"^([0-9a-f]+)-([0-9a-f]+) ", re.M)
+_VMFLAGS = re.compile(rb"^VmFlags:([^\n]*)", re.M)
+
+
+def _locked_vmas() -> list[tuple[int, int]]:
+    """(start, end) of this process's mappings whose VmFlags include `lo` (locked). Every mapping in
+    smaps has one header line and one VmFlags line, in that order."""
+    try:
+        with open("/proc/self/smaps", "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    heads = _VMA_HEAD.findall(data)
+    flags = _VMFLAGS.findall(data)
+    return [(int(lo, 16), int(hi, 16)) for (lo, hi), fl in zip(heads, flags) if b"lo" in fl.split()]
+
+
+# ---------------------------------------------------------------- one test
+
+
+def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] | str | None = None, *,
+             check_locks: bool = True) -> TestResult:
+    """Run one test (a `ConformanceTest`, or the text of its trace file) on a fresh driver."""
+    if isinstance(test, str):
+        from .suite import parse_test
+
+        test = parse_test(test)
+    factory = driver_factory if callable(driver_factory) else load_factory(driver_factory)
+    t0 = time.perf_counter()
+    spec = load_spec(test.spec)
+    sem = semantics_for(spec, dict(test.env))
+    problems: list[Problem] = []
+    inconclusive = False
+    driver = factory()
+    try:
+        try:
+            driver.start(test.spec, dict(test.env))
+        except RegcheckError:
+            raise  # the driver does not implement this spec or configuration: an input error
+        except Exception as exc:  # noqa: BLE001 - a driver that cannot start fails the test
+            problems.append(Problem(0, "start", "driver error", test.rule, "start() to succeed", type(exc).__name__,
+                                    str(exc)))
+            return TestResult(test.name, test.rule, FAIL, tuple(problems), time.perf_counter() - t0)
+        observed = ObservedDriver(driver, memory_shape(sem).allocators, check_locks)
+        run = Execution(sem, observed, test.name)
+        for i, (ev, exp) in enumerate(zip(test.events, test.expectations), 1):
+            ev = TraceEvent(i + 1, ev.call, ev.args, ev.ret, ev.out, ev.tid, ev.t0, ev.t1)
+            if i == len(test.events):
+                observed.refresh()
+            _, args, _, _ = run.replayer.normalise(ev)
+            before = sem.allowed(run.driver_state, ev.call, args) if exp is not None else None
+            observed.last = None
+            try:
+                findings = run.step(ev)
+            except DriverRaised as exc:
+                problems.append(Problem(i, ev.call, "driver error", exp.rule if exp else "", _expected(exp, sem),
+                                        "an exception", str(exc)))
+                break
+            except RegcheckError as exc:
+                problems.append(Problem(i, ev.call, "driver error", exp.rule if exp else "", _expected(exp, sem),
+                                        "an error", "; ".join(d.message for d in exc.diagnostics)))
+                break
+            result = observed.last
+            for f in findings:
+                if f.kind in ("executor", "pinning"):
+                    actual = repr(result.ret) if result is not None and f.kind == "executor" else "see message"
+                    problems.append(Problem(i, ev.call, f.kind, f.rule, _expected(exp, sem), actual, f.message))
+            if exp is None:
+                continue
+            if result is None:
+                inconclusive = True
+                problems.append(Problem(i, ev.call, INCONCLUSIVE, exp.rule, _expected(exp, sem), "no call",
+                                        "the executor could not make this call (an address no longer relocates, "
+                                        "after an earlier environmental failure)"))
+                continue
+            if exp.accepts(result.ret, sem.success):
+                continue
+            allowed_here = before.allows_status(result.ret, sem.success)
+            if allowed_here and any(p.event < i for p in problems):
+                continue  # the driver left the test's path earlier (reported there); here it is consistent
+            env_rules = [e.rule for e in before.env_errors if e.allows(result.ret)] if not before.open else []
+            if allowed_here and env_rules:
+                if exp.rule in env_rules:
+                    continue  # the test's own `may fail` branch
+                inconclusive = True
+                problems.append(Problem(i, ev.call, INCONCLUSIVE, exp.rule, _expected(exp, sem), repr(result.ret),
+                                        f"allowed only as an environmental failure ({', '.join(env_rules)}); the "
+                                        "branch under test was not exercised"))
+            elif not any(p.event == i and p.kind == "executor" for p in problems):
+                problems.append(Problem(i, ev.call, "expectation", exp.rule, _expected(exp, sem), repr(result.ret),
+                                        "the result differs from the test's expectation"))
+            else:  # name the expectation in the executor's finding
+                k = next(j for j, p in enumerate(problems) if p.event == i and p.kind == "executor")
+                p = problems[k]
+                problems[k] = Problem(p.event, p.call, "expectation", exp.rule, p.expected, p.actual, p.message)
+    finally:
+        try:
+            driver.close()
+        except Exception as exc:  # noqa: BLE001 - a driver that cannot close fails its test
+            problems.append(Problem(0, "close", "driver error", "", "close() to succeed", type(exc).__name__, str(exc)))
+    failed = any(p.kind != INCONCLUSIVE for p in problems)
+    status = FAIL if failed else INCONCLUSIVE if inconclusive else PASS
+    return TestResult(test.name, test.rule, status, tuple(problems), time.perf_counter() - t0)
+
+
+def _expected(exp: Expectation | None, sem) -> str:
+    return exp.describe(sem.success) if exp is not None else "an outcome the spec allows"
+
+
+def run_suite(tests: Sequence[ConformanceTest], driver_factory: Callable[[], Driver] | str | None = None, *,
+              spec: str = "", check_locks: bool = True, stop_on_failure: bool = False,
+              progress: Callable[[TestResult], None] | None = None) -> ConformReport:
+    """Run every test on a fresh driver each; `stop_on_failure` ends at the first failing test."""
+    factory = driver_factory if callable(driver_factory) else load_factory(driver_factory)
+    t0 = time.perf_counter()
+    results = []
+    stopped = False
+    for t in tests:
+        r = run_test(t, factory, check_locks=check_locks)
+        results.append(r)
+        if progress is not None:
+            progress(r)
+        if stop_on_failure and r.status == FAIL:
+            stopped = len(results) < len(tests)
+            break
+    return ConformReport(spec or (tests[0].spec if tests else ""), factory_name(factory), tuple(results),
+                         time.perf_counter() - t0, stopped)
+
+
+def driver_from_env(default: str | None = None) -> str | None:
+    """The driver factory a generated pytest module uses: $REGCHECK_DRIVER, else `default`."""
+    return os.environ.get(DRIVER_ENV) or default
+
+
+def assert_conforms(test: ConformanceTest | str, driver: Callable[[], Driver] | str | None = None) -> None:
+    """Run one test; raise AssertionError with the explanation unless it passes (pasteable tests)."""
+    result = run_test(test, driver if driver is not None else driver_from_env())
+    if not result.passed:
+        raise AssertionError(result.explain())

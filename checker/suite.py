@@ -1,0 +1,121 @@
+"""Conformance suites on disk: one trace file per test plus a `suite.json` index with the coverage.
+
+A suite directory holds `<TEST>.jsonl` for each test (trace format v1: the header's `meta` names
+the test, its rule and how it was found; each API call carries an `expect` object) and
+`suite.json`:
+
+    {"regcheck_suite": 1, "spec": "acl", "configs": [...], "stats": {...},
+     "tests": [{"name": "ACL-REG-OVERLAP-1", "file": "ACL-REG-OVERLAP-1.jsonl", "rule": ..., "env": ...,
+                "method": "enumeration", "description": ..., "covers": [...]}, ...],
+     "coverage": [{"rule": ..., "kind": ..., "call": ..., "status": ..., "note": ...,
+                   "branches": {"fails [product=AtlasA2, ...]": ["ACL-REG-OVERLAP-1", ...]}, ...}, ...]}
+
+Every trace file is complete on its own: `regcheck replay` and `regcheck execute` accept it, and
+`read_suite` rebuilds the tests from the trace files (the index only orders them and carries the
+coverage). Input errors: E0610 no suite index or unreadable, E0611 malformed index, plus the trace
+reader's T07xx for a test file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import orjson
+
+from .diagnostics import RegcheckError, error
+from .generate import ConformanceTest, Expectation, RuleCoverage, Suite
+from .source import Span
+from .trace import TraceEvent, TraceHeader, read_trace, read_trace_text, write_trace
+
+SUITE_VERSION = 1
+INDEX = "suite.json"
+
+
+def load_test(header: TraceHeader, events: Iterable[TraceEvent], name: str | None = None) -> ConformanceTest:
+    """A test from a trace whose events may carry `expect` objects (a suite file, a pasted test)."""
+    plain, expectations = [], []
+    for ev in events:
+        plain.append(TraceEvent(ev.line, ev.call, ev.args, ev.ret, ev.out, ev.tid, ev.t0, ev.t1))
+        expectations.append(Expectation.from_json(ev.expect) if ev.expect is not None else None)
+    meta = header.meta or {}
+    test_name = name or str(meta.get("test") or "test")
+    rule = str(meta.get("rule") or next((e.rule for e in reversed(expectations) if e is not None), test_name))
+    covers = tuple(str(c) for c in meta.get("covers", ()) if isinstance(c, str)) if isinstance(meta.get("covers"), list) else ()
+    return ConformanceTest(test_name, rule, header.spec, dict(header.env), tuple(plain), tuple(expectations), covers,
+                           str(meta.get("method", "")), str(meta.get("description", "")))
+
+
+def parse_test(text: str, path: str = "<test>") -> ConformanceTest:
+    header, events = read_trace_text(text, path)
+    return load_test(header, events)
+
+
+def format_test(test: ConformanceTest) -> str:
+    """The test as the text of its trace file."""
+    from .trace import format_trace
+
+    return format_trace(test.header(), test.trace_events()).decode("utf-8")
+
+
+def write_suite(directory: str | os.PathLike, suite: Suite) -> list[str]:
+    """Write every test and the index; returns the paths written (the index last)."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    entries = []
+    for t in suite.tests:
+        path = root / f"{t.name}.jsonl"
+        write_trace(path, t.header(), t.trace_events())
+        written.append(str(path))
+        entries.append({"name": t.name, "file": path.name, "rule": t.rule, "env": dict(t.env), "method": t.method,
+                        "description": t.description, "covers": list(t.covers)})
+    index = {"regcheck_suite": SUITE_VERSION, "spec": suite.spec, "configs": [dict(c) for c in suite.configs],
+             "stats": dict(suite.stats), "tests": entries, "coverage": [c.to_json() for c in suite.coverage]}
+    (root / INDEX).write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
+    written.append(str(root / INDEX))
+    return written
+
+
+def read_suite(directory: str | os.PathLike) -> Suite:
+    """Read a suite directory written by `write_suite` (tests from their trace files)."""
+    root = Path(directory)
+    index_path = root / INDEX
+    try:
+        index = orjson.loads(index_path.read_bytes())
+    except OSError as exc:
+        raise RegcheckError([error("E0610", f"cannot read the suite index: {exc.strerror or exc}",
+                                   Span(str(index_path), 0, 0))]) from None
+    except orjson.JSONDecodeError as exc:
+        raise RegcheckError([error("E0611", f"the suite index is not valid JSON: {exc.msg}",
+                                   Span(str(index_path), 1, 1))]) from None
+    if not isinstance(index, dict) or index.get("regcheck_suite") != SUITE_VERSION or not isinstance(index.get("tests"), list):
+        raise RegcheckError([error("E0611", f"not a regcheck suite index (version {SUITE_VERSION}): expected "
+                                   '{"regcheck_suite": 1, "spec": ..., "tests": [...]}', Span(str(index_path), 1, 1))])
+    tests = []
+    for entry in index["tests"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or "/" in entry["file"]:
+            raise RegcheckError([error("E0611", f"malformed test entry in the suite index: {entry!r}",
+                                       Span(str(index_path), 1, 1))])
+        path = root / entry["file"]
+        header, events = read_trace(path)
+        tests.append(load_test(header, events, entry.get("name")))
+    coverage = tuple(_coverage_from_json(c) for c in index.get("coverage", ()) if isinstance(c, dict))
+    return Suite(str(index.get("spec", "")), tuple(tests), coverage, tuple(index.get("configs", ())),
+                 dict(index.get("stats", {})))
+
+
+def _coverage_from_json(obj: dict) -> RuleCoverage:
+    branches = obj.get("branches") or {}
+    return RuleCoverage(str(obj.get("rule")), str(obj.get("kind")), obj.get("call"), str(obj.get("status")),
+                        str(obj.get("note", "")), tuple((b, tuple(ts)) for b, ts in branches.items()),
+                        int(obj.get("boundary_items", 0)))
+
+
+def coverage_summary(coverage: Sequence[RuleCoverage]) -> dict[str, int]:
+    """Rule counts by status."""
+    out: dict[str, int] = {}
+    for c in coverage:
+        out[c.status] = out.get(c.status, 0) + 1
+    return out

@@ -1,0 +1,232 @@
+"""`checker.conform` / `regcheck conform`: a suite against a driver; pass, fail, inconclusive; JUnit."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from checker.cli import main
+from checker.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
+from checker.emit_pytest import render_pytest
+from checker.executor import ReferenceDriver, Result
+from checker.generate import Suite
+from checker.pinning import pinning_permitted, vmlck_bytes
+from checker.suite import format_test, write_suite
+from tests.mutants import bundled_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def real_pinning():
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+def named(spec: str, name: str):
+    return bundled_suite(spec).test(name)
+
+
+def first_covering(spec: str, fragment: str):
+    return next(t for t in bundled_suite(spec).tests if any(fragment in c for c in t.covers))
+
+
+# ---------------------------------------------------------------- the reference driver
+
+
+@pytest.mark.parametrize("spec", ["acl", "cupva"])
+def test_the_reference_driver_passes_the_whole_suite(spec):
+    baseline = vmlck_bytes()
+    report = run_suite(bundled_suite(spec).tests, ReferenceDriver)
+    assert report.tests == len(bundled_suite(spec).tests)
+    assert report.count(PASS) == report.tests, [r.explain() for r in report.results if not r.passed][:3]
+    assert vmlck_bytes() == baseline  # every driver closed, every lock released
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+class EnvironmentFailingDriver(ReferenceDriver):
+    """Every registration fails as the machine would when it cannot lock memory (207001)."""
+
+    def call(self, name, args):
+        if name == "aclrtHostRegisterV2":
+            return Result(207001)
+        return super().call(name, args)
+
+
+class RaisingDriver(ReferenceDriver):
+    def call(self, name, args):
+        if name == "aclrtHostUnregister":
+            raise ValueError("boom")
+        return super().call(name, args)
+
+
+class PinningViaComposition:
+    """A driver that is not a ReferenceDriver subclass and reports no locks of its own: it wraps one and
+    unlocks what PINNED locked. The page-lock check still sees it (this process's smaps)."""
+
+    def __init__(self):
+        self.inner = ReferenceDriver()
+
+    def start(self, spec, env):
+        self.inner.start(spec, env)
+
+    def call(self, name, args):
+        result = self.inner.call(name, args)
+        if name == "aclrtHostRegisterV2" and result.ret == 0 and args["flag"] & 0x10000000:
+            self.inner.arena.unlock(args["ptr"], args["size"])
+        return result
+
+    def close(self):
+        self.inner.close()
+
+
+def test_a_wrong_code_fails_with_expected_actual_and_rule():
+    result = run_test(first_covering("acl", "ACL-REG-OVERLAP: fails"), "tests.drivers.sloppy:WrongOverlapCode")
+    assert result.status == FAIL
+    (p,) = [p for p in result.problems if p.kind != INCONCLUSIVE]
+    assert (p.kind, p.rule, p.actual) == ("expectation", "ACL-REG-OVERLAP", "507911")
+    assert "507910" in p.expected
+    assert "ACL-REG-OVERLAP" in result.explain()
+
+
+def test_an_allowed_environmental_failure_is_inconclusive_not_a_failure():
+    result = run_test(first_covering("acl", "ACL-REG-OVERLAP: fails"), EnvironmentFailingDriver)
+    assert result.status == INCONCLUSIVE
+    assert all(p.kind == INCONCLUSIVE for p in result.problems)
+    assert "ACL-REG-ENV" in result.problems[0].message
+
+
+def test_a_driver_that_raises_fails_its_test():
+    result = run_test(first_covering("acl", "ACL-UNREG-EFFECT: success"), RaisingDriver)
+    assert result.status == FAIL and result.problems[-1].kind == "driver error"
+    assert "ValueError: boom" in result.problems[-1].message
+
+
+def test_page_locks_are_checked_for_drivers_without_a_lock_view():
+    test = first_covering("acl", "ACL-PIN-REGISTERED: locked")
+    assert run_test(test, ReferenceDriver).passed
+    result = run_test(test, PinningViaComposition)
+    assert result.status == FAIL and {p.kind for p in result.problems} == {"pinning"}
+    assert result.problems[0].rule == "ACL-PIN-REGISTERED"
+    assert run_test(test, PinningViaComposition, check_locks=False).passed  # the switch works
+
+
+def test_a_driver_that_does_not_unpin_fails():
+    test = first_covering("acl", "ACL-PIN-REGISTERED: released")
+    result = run_test(test, "tests.drivers.sloppy:UnregisterKeepsLock")
+    assert result.status == FAIL and any(p.rule == "EXEC-LOCK-EXTRA" for p in result.problems)
+
+
+def test_a_test_runs_from_its_trace_text_and_assert_conforms_explains():
+    test = first_covering("acl", "ACL-REG-OVERLAP: fails")
+    assert run_test(format_test(test)).passed
+    with pytest.raises(AssertionError, match="ACL-REG-OVERLAP"):
+        assert_conforms(format_test(test), "tests.drivers.sloppy:WrongOverlapCode")
+
+
+def test_stop_on_failure_ends_the_run():
+    tests = bundled_suite("acl").tests
+    report = run_suite(tests, "tests.drivers.sloppy:WrongOverlapCode", stop_on_failure=True)
+    assert report.stopped_early and report.count(FAIL) == 1 and report.tests < len(tests)
+
+
+# ---------------------------------------------------------------- the command
+
+
+@pytest.fixture(scope="module")
+def small_suite(tmp_path_factory):
+    """A few acl tests (one per rule kind) written as a suite directory."""
+    full = bundled_suite("acl")
+    keep = {}
+    for t in full.tests:
+        keep.setdefault(t.rule, t)
+    suite = Suite(full.spec, tuple(keep.values()), full.coverage, full.configs, full.stats)
+    path = tmp_path_factory.mktemp("suite")
+    write_suite(path, suite)
+    return path, suite
+
+
+def test_cli_json_report(small_suite):
+    path, suite = small_suite
+    code, out, _ = run_cli("conform", "acl", "--suite", str(path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and (doc["tests"], doc["passed"], doc["failed"]) == (len(suite.tests), len(suite.tests), 0)
+    assert doc["failures"] == []
+    code, out, _ = run_cli("conform", "acl", "--driver", "tests.drivers.sloppy:WrongOverlapCode", "--suite", str(path),
+                           "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["failed"] >= 1 and doc["passed"] + doc["failed"] + doc["inconclusive"] == doc["tests"]
+    failure = doc["failures"][0]
+    assert failure["rule"] == "ACL-REG-OVERLAP" and failure["status"] == "fail"
+    problem = failure["problems"][0]
+    assert problem["actual"] == "507911" and "507910" in problem["expected"] and problem["rule"] == "ACL-REG-OVERLAP"
+
+
+def test_cli_junit_and_text(small_suite):
+    path, suite = small_suite
+    code, out, _ = run_cli("conform", "acl", "--driver", "tests.drivers.sloppy:WrongOverlapCode", "--suite", str(path),
+                           "--format", "junit")
+    root = ET.fromstring(out.split("\n", 1)[1])
+    cases = root.findall("./testsuite/testcase")
+    assert code == 1 and len(cases) == len(suite.tests)
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert failed and failed[0].get("classname") == "regcheck.acl.ACL-REG-OVERLAP"
+    assert "expected 507910" in failed[0].find("failure").get("message")
+    code, out, _ = run_cli("conform", "acl", "--suite", str(path))
+    assert code == 0 and out.count("\npass ") + out.startswith("pass ") == len(suite.tests)
+    assert f"{len(suite.tests)} tests: {len(suite.tests)} passed, 0 failed, 0 inconclusive" in out
+
+
+def test_cli_conform_generates_when_no_suite_is_given():
+    code, out, _ = run_cli("conform", "cupva", "--driver", "tests.mutants.cupva:ForceDisableAfterUse",
+                           "--stop-on-failure", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["failed"] == 1 and doc["failures"][0]["rule"] == "PVA-DISABLE-AFTER-USE"
+
+
+def test_cli_conform_input_errors(small_suite, tmp_path):
+    path, _ = small_suite
+    assert run_cli("conform", "acl", "--driver", "no_such_module:f", "--suite", str(path))[0] == 2
+    assert run_cli("conform", "acl", "--suite", str(tmp_path))[0] == 2
+    code, _, err = run_cli("conform", "cupva", "--suite", str(path))
+    assert code == 2 and "T0736" in err
+
+
+def test_emitted_pytest_module_runs_against_a_driver(small_suite, tmp_path):
+    _, suite = small_suite
+    module = tmp_path / "test_acl_conformance.py"
+    module.write_text(render_pytest(suite))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ok = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)], cwd=ROOT,
+                        env=env, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    assert f"{len(suite.tests)} passed" in ok.stdout
+    env["REGCHECK_DRIVER"] = "tests.drivers.sloppy:WrongOverlapCode"
+    bad = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)], cwd=ROOT,
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "FAILED" in bad.stdout and "test_ACL_REG_OVERLAP_1" in bad.stdout
+
+
+class StartFails(ReferenceDriver):
+    def start(self, spec, env):
+        raise OSError("no device")
+
+
+def test_a_driver_that_cannot_start_fails_every_test_without_a_traceback():
+    result = run_test(bundled_suite("cupva").tests[0], StartFails)
+    assert result.status == FAIL and result.problems[0].kind == "driver error" and "no device" in result.problems[0].message

@@ -1,0 +1,120 @@
+"""`checker.fuzz` / `regcheck fuzz`: Hypothesis stateful differential testing of drivers."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from checker.cli import main
+from checker.conform import run_test
+from checker.executor import ReferenceDriver, Result
+from checker.fuzz import FuzzOptions, from_spec, fuzz
+from checker.pinning import pinning_permitted
+from checker.replay import replay_trace
+
+
+@pytest.fixture(autouse=True)
+def real_pinning():
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("spec", ["acl", "cupva"])
+def test_the_reference_driver_survives_fuzzing(spec):
+    result = fuzz(spec, ReferenceDriver, FuzzOptions(max_examples=60, steps=30, seed=1))
+    assert result.failure is None, result.failure and result.failure.trace_text()
+    assert result.calls > 500  # it really called the driver
+
+
+def test_from_spec_is_a_state_machine_hypothesis_can_run():
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+    machine = from_spec("cupva", ReferenceDriver)
+    assert issubclass(machine, RuleBasedStateMachine)
+    assert {"call_cupva__mem__Register", "call_vm_state", "call_cudaMalloc"} <= set(dir(machine))
+    run_state_machine_as_test(machine, settings=settings(max_examples=5, stateful_step_count=10, deadline=None,
+                                                         database=None, suppress_health_check=list(HealthCheck)))
+
+
+def test_a_failure_is_shrunk_saved_replayable_and_pasteable():
+    driver = "tests.mutants.acl:ZeroSizeRegistered"
+    result = fuzz("acl", driver, FuzzOptions(max_examples=50, steps=30, seed=0))
+    failure = result.failure
+    assert failure is not None and failure.rule == "ACL-REG-SIZE-ZERO"
+    assert len(failure.events) <= 2 < failure.found_calls or failure.found_calls <= 2
+    calls = [ev.call for ev in failure.events]
+    assert calls[-1] == "aclrtHostRegisterV2" and failure.events[-1].args["size"] == 0
+    # the saved trace: replay shows the finding at the failing line
+    namespace: dict = {}
+    exec(failure.pytest_function(driver), namespace)
+    (test_fn,) = [f for n, f in namespace.items() if n.startswith("test_fuzz_")]
+    with pytest.raises(AssertionError, match="ACL-REG-SIZE-ZERO"):
+        test_fn()
+    namespace = {}
+    exec(failure.pytest_function("checker.executor:ReferenceDriver"), namespace)
+    [f for n, f in namespace.items() if n.startswith("test_fuzz_")][0]()  # the reference passes it
+    assert not run_test(failure.test, driver).passed and run_test(failure.test, ReferenceDriver).passed
+
+
+class MallocHostAnswersNotRegistered(ReferenceDriver):
+    """Every aclrtMallocHost fails with 507911: found at once, whatever the sequence."""
+
+    def call(self, name, args):
+        if name == "aclrtMallocHost":
+            return Result(507911)
+        return super().call(name, args)
+
+
+@pytest.mark.parametrize("mode", ["hypothesis", "none"])
+def test_other_shrink_modes(mode):
+    # Hypothesis' own shrinker re-runs the driver thousands of times on deep failures (minutes): it is
+    # an option, tested here on a failure that needs one call.
+    result = fuzz("acl", MallocHostAnswersNotRegistered, FuzzOptions(max_examples=20, steps=10, seed=0, shrink=mode))
+    assert result.failure is not None and result.failure.rule.startswith("ACL-MALLOCHOST-")
+    assert [ev.call for ev in result.failure.events][-1] == "aclrtMallocHost"
+    if mode == "hypothesis":
+        assert len(result.failure.events) == 1
+
+
+def test_the_fuzzer_finds_what_the_suite_cannot_reach():
+    """Four live registrations are needed: deeper than any generated prefix."""
+    result = fuzz("acl", "tests.mutants.acl:RegistrationTableOfThree",
+                  FuzzOptions(max_examples=100, steps=40, seed=0))
+    assert result.failure is not None
+    registrations = [ev for ev in result.failure.events if ev.call == "aclrtHostRegisterV2" and ev.ret == 0]
+    assert len(registrations) >= 4
+
+
+def test_cli_fuzz(tmp_path):
+    path = tmp_path / "failure.jsonl"
+    code, out, _ = run_cli("fuzz", "acl", "--driver", "tests.mutants.acl:ZeroSizeRegistered", "--max-examples", "50",
+                           "--seed", "0", "-o", str(path))
+    assert code == 1 and "FAILURE [ACL-REG-SIZE-ZERO]" in out and "def test_fuzz_acl_ACL_REG_SIZE_ZERO():" in out
+    report = replay_trace(str(path))
+    assert report.verdict == "violates" and report.findings[-1].rule == "ACL-REG-SIZE-ZERO"
+    code, out, _ = run_cli("fuzz", "cupva", "--max-examples", "10", "--seed", "3", "--env", "driver_version=2005",
+                           "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["failure"] is None and doc["calls"] > 0
+    assert run_cli("fuzz", "cupva", "--env", "driver=1")[0] == 2
+    assert run_cli("fuzz", "cupva", "--break-rate", "2")[0] == 2
+
+
+class StartFails(ReferenceDriver):
+    def start(self, spec, env):
+        raise OSError("no device")
+
+
+def test_a_driver_that_cannot_start_is_reported():
+    result = fuzz("acl", StartFails, FuzzOptions(max_examples=5))
+    assert result.failure is not None and result.failure.rule == "EXEC-DRIVER-ERROR"
+    assert "OSError: no device" in result.failure.message and result.failure.events == ()

@@ -1,0 +1,325 @@
+"""`checker.generate`: conformance tests computed from the specs, as data; coverage; emitters."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+
+import pytest
+
+from checker.cli import main
+from checker.emit_pytest import render_pytest
+from checker.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
+                              GenerateOptions, configurations, expectation_of, generate_suite)
+from checker.load import load_spec
+from checker.replay import replay_events, semantics_for
+from checker.suite import read_suite, parse_test, format_test, write_suite
+from checker.trace import TraceHeader
+from tests.mutants import bundled_suite
+
+SPECS = ("acl", "cupva")
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+def covers(suite, rule: str, fragment: str) -> list[str]:
+    return [t.name for t in suite.tests for c in t.covers if c.startswith(rule + ": ") and fragment in c]
+
+
+# ---------------------------------------------------------------- configurations
+
+
+def test_configurations_take_each_value_the_specs_distinguish():
+    acl = configurations(load_spec("acl"))
+    assert acl[0] == {"os_kernel": "6.6", "product": "AtlasA2"}  # the default first
+    assert {c["product"] for c in acl} == set(load_spec("acl").enums["Product"])
+    assert {"5.10", "5.10.1"} <= {c["os_kernel"] for c in acl}
+    cupva = configurations(load_spec("cupva"))
+    assert sorted((c["driver_version"], c["qnx_safety"]) for c in cupva) == [
+        (2005, False), (2005, True), (2006, False), (2006, True)]
+
+
+# ---------------------------------------------------------------- the bundled suites
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_rule_is_covered_or_says_why_not(name):
+    suite = bundled_suite(name)
+    spec = load_spec(name)
+    by_rule = {c.rule: c for c in suite.coverage}
+    assert set(by_rule) == set(spec.rules)
+    for rule, c in by_rule.items():
+        kind = spec.rules[rule].kind
+        assert c.status != NOT_REACHED, (rule, c.note)
+        if c.call is not None and spec.calls[c.call].decl.kind == "event":
+            assert c.status in (ENVIRONMENT, NOT_TESTABLE) and c.note, rule
+        elif kind in ("fails", "effect"):
+            assert c.status == TESTED and c.branches, rule
+        elif kind == "may-fail":
+            assert c.status == ALLOWED and dict(c.branches).get("allowed"), rule
+        elif kind in ("undefined", "unspecified"):
+            assert c.status == NOT_TESTABLE and not c.branches and c.note, rule
+        elif kind == "invariant":
+            assert c.status == MODEL
+        if c.status in (NOT_TESTABLE, MODEL, ENVIRONMENT):
+            assert c.note
+    named = {t.name for t in suite.tests}
+    for c in suite.coverage:
+        for _, tests in c.branches:
+            assert set(tests) <= named
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_each_fails_branch_is_isolated_in_every_configuration_where_it_can_be(name):
+    """Per configuration, each `fails` clause has a test where it alone holds, or the model checker
+    found no run of 5 calls that isolates it there (recorded in the coverage notes)."""
+    suite = bundled_suite(name)
+    spec = load_spec(name)
+    for rule, info in spec.rules.items():
+        if info.kind != "fails" or spec.calls[info.call].decl.kind != "call":
+            continue
+        note = next(c.note for c in suite.coverage if c.rule == rule)
+        for env in suite.configs:
+            label = ", ".join(f"{k}={'true' if v is True else 'false' if v is False else v}" for k, v in env.items())
+            tested = covers(suite, rule, f"fails [{label}]") or covers(suite, rule, f"fails together with")
+            assert tested or (f"fails [{label}]" in note and "no run of at most 5 calls shows it" in note), (rule, label)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_generated_tests_replay_as_recorded(name):
+    """Each test is a trace the replayer accepts: no conformance finding; usage findings only where the
+    test breaks an obligation on purpose."""
+    suite = bundled_suite(name)
+    for t in suite.tests:
+        sem = semantics_for(TraceHeader(t.spec, t.env), None, t.name)
+        report = replay_events(sem, parse_test(format_test(t)).events, t.name)
+        kinds = {f.kind for f in report.findings}
+        assert "conformance" not in kinds, (t.name, report.findings)
+        main = len(t.events) - (2 if "then probe" in t.description else 1)
+        for f in report.findings:
+            if f.kind == "usage" and f.line - 2 == main:  # the call under test breaks it on purpose
+                assert any(c.startswith(f.rule + ": broken, outcome determinate") for c in t.covers), (t.name, f)
+            elif f.kind == "usage":  # only a probe may, where no probe keeps every obligation
+                assert f.line - 2 == main + 1, (t.name, f)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_expectations_are_the_spec_outcomes_of_each_call(name):
+    suite = bundled_suite(name)
+    spec = load_spec(name)
+    for t in suite.tests:
+        sem = semantics_for(TraceHeader(t.spec, t.env), None, t.name)
+        st = sem.initial_state()
+        for ev, exp in zip(t.events, t.expectations):
+            shape_args = {n: _value(sem, spec, ev.call, n, v) for n, v in ev.args.items()}
+            al = sem.allowed(st, ev.call, shape_args)
+            if spec.calls[ev.call].decl.kind == "event":
+                assert exp is None
+            else:
+                spec_exp = expectation_of(sem, al)
+                assert exp is not None and spec_exp is not None
+                assert exp.outcome == spec_exp.outcome and exp.codes == spec_exp.codes, (t.name, ev, exp, spec_exp)
+            if ev.ret is None or ev.ret == sem.success:
+                outs = {n: _value(sem, spec, ev.call, n, v, out=True) for n, v in ev.out.items()}
+                sem.apply(st, ev.call, shape_args, outs)
+        assert t.expectations[-1] is not None  # every test ends with an API call
+
+
+def _value(sem, spec, call, name, v, out=False):
+    from checker.semantics import coerce_value
+    info = spec.calls[call]
+    t = dict(info.outputs if out else info.params)[name]
+    return coerce_value(t, v, spec)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_pointers_refer_to_the_tests_own_live_allocations(name):
+    suite = bundled_suite(name)
+    spec = load_spec(name)
+    from checker.execute import memory_shape
+    shape = memory_shape(semantics_for(TraceHeader(name, {}), None, name))
+    for t in suite.tests:
+        live: dict[int, int] = {}
+        for ev in t.events:
+            info = spec.calls[ev.call]
+            for n, ty in info.params:
+                if ty.kind == "int" and ty.name == "addr" and ev.args[n] != 0:
+                    assert any(b <= ev.args[n] < b + max(s, 1) for b, s in live.items()), (t.name, ev)
+            alloc = shape.allocators.get(ev.call)
+            if alloc is not None and alloc.output in ev.out:
+                live[ev.out[alloc.output]] = ev.args[alloc.size_param]
+            for p in shape.releases.get(ev.call, ()):
+                if ev.ret in (None, spec.success):
+                    live.pop(ev.args[p], None)
+
+
+def test_acl_boundary_cases_are_in_the_suite():
+    suite = bundled_suite("acl")
+    # (overlapping by the last byte only needs an unaligned ptr: undefined here, ACL-REG-ALIGN; see cupva)
+    for fragment in ("contains strictly", "inside strictly", "overlaps its first byte only",
+                     "contains (same base)", "equal"):
+        assert covers(suite, "ACL-REG-OVERLAP", fragment), fragment
+    assert covers(suite, "ACL-REG-EFFECT", "vs regs: adjacent below")
+    assert covers(suite, "ACL-REG-EFFECT", "vs regs: adjacent above")
+    assert covers(suite, "ACL-REG-SIZE-ZERO", "size = 0")
+    assert covers(suite, "ACL-GETDEV-UNMAPPED", "flags=ACL_HOST_REG_PINNED")  # a PINNED-only registration
+    assert covers(suite, "ACL-UNREG-NOT-REGISTERED", "misaligned by one byte")
+    flags = {c.split("flag = ")[1] for t in suite.tests for c in t.covers if c.startswith("ACL-REG-EFFECT: flag = ")}
+    assert flags == {"ACL_HOST_REG_MAPPED", "ACL_HOST_REG_PINNED", "ACL_HOST_REG_MAPPED|ACL_HOST_REG_PINNED"}
+    invalid = {c.split("flag = ")[1] for t in suite.tests for c in t.covers if c.startswith("ACL-REG-FLAG-INVALID: flag = ")}
+    assert {"0", "0x1"} <= invalid
+    assert any("crosses 2**64" not in c for t in suite.tests for c in t.covers)
+    products = {t.env["product"] for t in suite.tests if t.rule == "ACL-REG-PRODUCT"}
+    assert products == {"Ascend950DT", "Atlas200I500A2", "AtlasInference", "AtlasTraining"}
+    assert {t.env["os_kernel"] for t in suite.tests} >= {"5.10", "5.10.1", "6.6"}
+    huge = [t for t in suite.tests if t.rule == "ACL-MALLOCHOST-ENV"]
+    assert huge and huge[0].expectations[0] == Expectation("ACL-MALLOCHOST-ENV", "success")
+
+
+def test_cupva_boundary_cases_are_in_the_suite():
+    suite = bundled_suite("cupva")
+    assert covers(suite, "PVA-REG-SIZE-INVALID", "size = negative")
+    for fragment in ("contains strictly", "overlaps its first byte only", "overlaps its last byte only"):
+        assert covers(suite, "PVA-REG-OVERLAP", fragment), fragment
+    assert covers(suite, "PVA-REG-OPERATIONAL", "vm = Operational")
+    assert covers(suite, "PVA-REG-API-GROUP", "broken, outcome determinate [driver_version=2005, qnx_safety=false]")
+    assert covers(suite, "PVA-REG-DRIVER-API", "excluded [driver_version=2006, qnx_safety=false]")
+    envs = {(t.env["driver_version"], t.env["qnx_safety"]) for t in suite.tests if t.rule == "PVA-REG-OVERLAP"}
+    assert envs == {(2005, False), (2005, True), (2006, True)}  # explicit registration only
+
+
+def test_failure_tests_probe_the_state_they_leave():
+    """A rejected registration is followed by a call whose outcome shows that nothing was registered."""
+    suite = bundled_suite("acl")
+    t = suite.test(covers(suite, "ACL-REG-PINNED-LOCKED", "fails [os_kernel=6.6, product=AtlasA2]")[0])
+    assert "then probe" in t.description
+    assert t.expectations[-2].outcome == "failure" and t.expectations[-1].outcome == "success"
+
+
+# ---------------------------------------------------------------- the solver fallback and relocation
+
+
+TINY = """
+spec tiny "a branch no pool value reaches"
+source DOC "doc.txt" "a document"
+status int success 0
+call poke(n: u64) {
+  fails TINY-MAGIC: 7 when n == 12345
+    cite DOC "12345 fails with 7"
+  fails TINY-NEVER: 8 when n < 0
+    cite DOC "an unsigned value is never negative"
+  effect TINY-EFFECT: {
+  }
+    cite DOC "nothing"
+}
+"""
+
+
+def test_bounded_model_checking_supplies_what_enumeration_misses(tmp_path):
+    path = tmp_path / "tiny.spec"
+    path.write_text(TINY)
+    suite = generate_suite(str(path))
+    magic = [t for t in suite.tests if t.rule == "TINY-MAGIC"]
+    assert magic and magic[0].method == "bmc" and magic[0].events[-1].args == {"n": 12345}
+    assert magic[0].expectations[-1] == Expectation("TINY-MAGIC", "failure", (7,))
+    never = next(c for c in suite.coverage if c.rule == "TINY-NEVER")
+    assert never.status == NOT_REACHED and "no run of at most 5 calls shows it" in never.note
+    without = generate_suite(str(path), GenerateOptions(bmc_depth=0))
+    assert not [t for t in without.tests if t.rule == "TINY-MAGIC"]
+
+
+DISTANCE = """
+spec dist "an outcome that depends on where allocations lie"
+source DOC "doc.txt" "a document"
+status int success 0
+record Block { size: u64 }
+table blocks: addr -> Block sized by size
+event malloc(size: u64) -> (ptr: addr) {
+  ensures DIST-FRESH: ptr != 0 and ptr + size <= 2 ** 64 and not (ptr in blocks) and not (exists b in blocks: b.range overlaps range(ptr, size))
+    cite DOC "fresh"
+  effect DIST-MALLOC: {
+    blocks[ptr] = { size: size }
+  }
+    cite DOC "allocates"
+}
+call poke(ptr: addr) {
+  fails DIST-FAR: 1 when exists b in blocks: b.key == ptr + 1048576
+    cite DOC "a block exactly 1 MiB above"
+  effect DIST-EFFECT: {
+  }
+    cite DOC "nothing"
+}
+"""
+
+
+def test_outcomes_that_depend_on_the_distance_between_allocations_are_dropped(tmp_path):
+    """The executor keeps offsets inside an allocation, not distances between them: a test whose outcome
+    depends on such a distance would be wrong against a real driver, so none is kept."""
+    path = tmp_path / "dist.spec"
+    path.write_text(DISTANCE)
+    suite = generate_suite(str(path), GenerateOptions(bmc_depth=3))
+    assert suite.stats["unstable"] > 0
+    assert not [t for t in suite.tests if t.rule == "DIST-FAR"]
+    assert next(c for c in suite.coverage if c.rule == "DIST-FAR").status == NOT_REACHED
+    assert [t for t in suite.tests if t.rule == "DIST-EFFECT"]
+
+
+# ---------------------------------------------------------------- suite I/O and emitters
+
+
+def test_suite_round_trips_through_a_directory(tmp_path):
+    suite = bundled_suite("cupva")
+    written = write_suite(tmp_path / "s", suite)
+    assert len(written) == len(suite.tests) + 1 and written[-1].endswith("suite.json")
+    back = read_suite(tmp_path / "s")
+    assert back.spec == "cupva" and [t.name for t in back.tests] == [t.name for t in suite.tests]
+    for a, b in zip(suite.tests, back.tests):
+        assert (a.events, a.expectations, a.rule, dict(a.env), a.covers) == (b.events, b.expectations, b.rule, dict(b.env), b.covers)
+    assert [c.rule for c in back.coverage] == [c.rule for c in suite.coverage]
+    index = json.loads((tmp_path / "s" / "suite.json").read_text())
+    assert index["regcheck_suite"] == 1 and len(index["tests"]) == len(suite.tests)
+
+
+def test_read_suite_reports_bad_input(tmp_path):
+    from checker.diagnostics import RegcheckError
+    with pytest.raises(RegcheckError) as e:
+        read_suite(tmp_path)
+    assert e.value.diagnostics[0].code == "E0610"
+    (tmp_path / "suite.json").write_text("{}")
+    with pytest.raises(RegcheckError) as e:
+        read_suite(tmp_path)
+    assert e.value.diagnostics[0].code == "E0611"
+
+
+def test_pytest_module_imports_only_pytest_and_the_public_api():
+    suite = bundled_suite("cupva")
+    source = render_pytest(suite)
+    tree = ast.parse(source)
+    imports = {(n.module if isinstance(n, ast.ImportFrom) else a.name) for n in ast.walk(tree)
+               if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    assert imports == {"pytest", "checker.conform"}
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    assert functions == ["test_" + t.name.replace("-", "_") for t in suite.tests]
+    assert "def test_PVA_REG_OPERATIONAL_1():" in source
+
+
+def test_cli_generate_writes_a_suite_and_a_pytest_module(tmp_path):
+    code, out, err = run_cli("generate", "cupva", "-o", str(tmp_path / "suite"), "--pytest", str(tmp_path / "test_c.py"))
+    assert code == 0, err
+    assert (tmp_path / "suite" / "suite.json").exists() and (tmp_path / "test_c.py").exists()
+    assert "PVA-REG-OVERLAP" in out and "rules by status:" in out
+    code, out, _ = run_cli("generate", "cupva", "--pytest", str(tmp_path / "t.py"), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["tests"] == len(bundled_suite("cupva").tests)
+    assert {c["rule"] for c in doc["coverage"]} == set(load_spec("cupva").rules)
+
+
+def test_cli_generate_input_errors(tmp_path):
+    code, _, err = run_cli("generate", "cupva")
+    assert code == 2 and "E0612" in err
+    code, _, err = run_cli("generate", "nosuchspec", "-o", str(tmp_path))
+    assert code == 2 and "E0601" in err
