@@ -25,16 +25,15 @@ same way, whether or not it reports its own locks.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .diagnostics import RegcheckError, error
+from .diagnostics import RegcheckError
 from .execute import Execution, memory_shape
-from .executor import Driver, ReferenceDriver, Result
+from .executor import Driver, Result, load_factory
 from .generate import ConformanceTest, Expectation
 from .load import load_spec
 from .pinning import PAGE_SIZE, vmlck_bytes
@@ -119,22 +118,6 @@ class ConformReport:
 
 
 # ---------------------------------------------------------------- drivers
-
-
-def load_factory(text: str | None) -> Callable[[], Driver]:
-    """`module:callable` -> the callable; the reference driver when text is empty or None."""
-    if not text:
-        return ReferenceDriver
-    module, _, attr = text.partition(":")
-    if not module or not attr:
-        raise RegcheckError([error("E0603", f"--driver must be MODULE:FACTORY, not {text!r}")])
-    try:
-        factory = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise RegcheckError([error("E0603", f"cannot load driver factory {text!r}: {exc}")]) from None
-    if not callable(factory):
-        raise RegcheckError([error("E0603", f"driver factory {text!r} is not callable")])
-    return factory
 
 
 def factory_name(factory: Callable) -> str:

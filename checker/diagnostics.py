@@ -9,7 +9,7 @@ Codes are stable and grouped by stage:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
 

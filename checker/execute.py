@@ -137,6 +137,11 @@ class Relocator:
         size, moved, shift = entry
         return moved - shift
 
+    def forget(self, recorded_base: int) -> None:
+        """The recording released this allocation: its addresses relocate to nothing any more (the
+        driver may hand the same memory out again for a later allocation)."""
+        self._by_base.pop(recorded_base, None)
+
     def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:
         start = self.relocate(base)
         return None if start is None else (start, start + (end - base))
@@ -231,6 +236,8 @@ class Execution:
                                       f"recorded {status!r}, the driver returned {driver_status!r}"))
         if driver_status == sem.success and model_outs is not None and not refused:
             sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
+            for p in self.shape.releases.get(name, ()):
+                self.relocator.forget(args[p])
         return found
 
     def _compare_locks(self, ev) -> list[Finding]:

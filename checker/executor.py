@@ -29,6 +29,7 @@ Drivers are not thread-safe; use one from one thread.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from dataclasses import dataclass, field
 from enum import Enum
@@ -737,3 +738,22 @@ class _PvaDriver:
 
 
 _IMPLEMENTATIONS: dict[str, type] = {"acl": _AclDriver, "cupva": _PvaDriver}
+
+
+# ---------------------------------------------------------------- choosing a driver
+
+
+def load_factory(text: str | None) -> Callable[[], Driver]:
+    """`MODULE:FACTORY` (the --driver option) -> the factory; the reference driver when text is empty or None."""
+    if not text:
+        return ReferenceDriver
+    module, _, attr = text.partition(":")
+    if not module or not attr:
+        raise RegcheckError([error("E0603", f"--driver must be MODULE:FACTORY, not {text!r}")])
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise RegcheckError([error("E0603", f"cannot load driver factory {text!r}: {exc}")]) from None
+    if not callable(factory):
+        raise RegcheckError([error("E0603", f"driver factory {text!r} is not callable")])
+    return factory

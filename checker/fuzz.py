@@ -32,10 +32,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .conform import DriverRaised, ObservedDriver, factory_name, load_factory
+from .conform import DriverRaised, ObservedDriver, factory_name
 from .diagnostics import RegcheckError
 from .execute import Execution, memory_shape
-from .executor import Driver
+from .executor import Driver, load_factory
 from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node, _ident,
                        _json_arg, _representative_status, configurations, expectation_of)
 from .load import load_spec

@@ -798,7 +798,6 @@ class _Generator:
         """A call after the one under test whose determinate outcome differs between the state the
         test expects and the state the other outcome would have left: it catches a driver that
         answers right but changes (or fails to change) its state."""
-        sem = ctx.sem
         for keep in (True, False):  # a probe that keeps every obligation, else one that breaks a determinate one
             probe = self._probe_pass(ctx, node, alt, main, keep)
             if probe is not None:

@@ -19,7 +19,7 @@ Input error codes (in addition to checker/trace.py's T0701-T0712):
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import syntax as S

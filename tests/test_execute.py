@@ -141,3 +141,23 @@ def test_execute_json_and_bad_driver_spec(tmp_path):
     assert code == 2 and "E0603" in err
     code, out, err = run("--driver", "justamodule", write(tmp_path, pinned_roundtrip()))
     assert code == 2 and "MODULE:FACTORY" in err
+
+
+def test_a_released_allocation_no_longer_relocates():
+    r = Relocator()
+    r.add(0x7F00_0000_0000, 0x2000, 0x5000_0000)
+    r.forget(0x7F00_0000_0000)
+    assert r.relocate(0x7F00_0000_0010) is None
+
+
+def test_memory_reused_by_the_recording_after_a_free(real_pinning, tmp_path):
+    events = []
+    for _ in range(3):  # the program's allocator hands out the same block each time
+        events += [
+            {"call": "malloc", "args": {"size": 8192}, "out": {"ptr": BASE}},
+            {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 8192, "flag": PINNED}, "ret": 0},
+            {"call": "aclrtHostUnregister", "args": {"ptr": BASE}, "ret": 0},
+            {"call": "free", "args": {"ptr": BASE}},
+        ]
+    report = execute_trace(write(tmp_path, events))
+    assert report.verdict == "conforms" and not report.findings, report.findings

@@ -6,7 +6,8 @@ unreadable suite, a driver factory that cannot be loaded).
 
 from __future__ import annotations
 
-from ..conform import FAIL, INCONCLUSIVE, PASS, load_factory, run_suite
+from ..conform import FAIL, INCONCLUSIVE, PASS, run_suite
+from ..executor import load_factory
 from ..diagnostics import RegcheckError, error
 from ..generate import GenerateOptions, generate_suite
 from ..load import load_spec

@@ -6,13 +6,12 @@ included, with the spec's rules and the executor's rule IDs (EXEC-...) as SARIF 
 
 from __future__ import annotations
 
-import importlib
 import re
 
 from .. import execute as execute_module
-from ..diagnostics import RegcheckError, error
+from ..diagnostics import RegcheckError
 from ..execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA, ExecutionReport, execute_trace
-from ..executor import ReferenceDriver
+from ..executor import load_factory
 from ..load import load_spec
 from ..sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
 from ..source import NO_SPAN
@@ -44,22 +43,6 @@ def register(sub) -> None:
     p.add_argument("--max-findings", type=int, metavar="N")
     add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run)
-
-
-def load_factory(text: str | None):
-    """`module:callable` -> the callable (the reference driver when text is None)."""
-    if not text:
-        return ReferenceDriver
-    module, _, attr = text.partition(":")
-    if not module or not attr:
-        raise RegcheckError([error("E0603", f"--driver must be MODULE:FACTORY, not {text!r}")])
-    try:
-        factory = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise RegcheckError([error("E0603", f"cannot load driver factory {text!r}: {exc}")]) from None
-    if not callable(factory):
-        raise RegcheckError([error("E0603", f"driver factory {text!r} is not callable")])
-    return factory
 
 
 def run(args, out) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..conform import load_factory
+from ..executor import load_factory
 from ..diagnostics import RegcheckError, error
 from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..load import load_spec

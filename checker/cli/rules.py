@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..diagnostics import RegcheckError, error
 from ..load import bundled_spec_names, load_spec
 from ..typecheck import RuleInfo
-from .common import EXIT_INPUT, EXIT_OK, add_format
+from .common import EXIT_OK, add_format
 
 
 def register(sub) -> None:
