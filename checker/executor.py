@@ -30,6 +30,8 @@ Drivers are not thread-safe; use one from one thread.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from enum import Enum
@@ -750,6 +752,8 @@ def load_factory(text: str | None) -> Callable[[], Driver]:
     module, _, attr = text.partition(":")
     if not module or not attr:
         raise RegcheckError([error("E0603", f"--driver must be MODULE:FACTORY, not {text!r}")])
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: a driver module next to the user is found
     try:
         factory = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
