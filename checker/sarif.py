@@ -1,7 +1,7 @@
 """SARIF 2.1.0 output: rule IDs as SARIF rules, findings as SARIF results.
 
-One emitter for every command that reports findings by rule ID (`replay`, `execute` and `prove`
-today; `conform` can call the same functions). A SARIF log is what code-scanning dashboards
+One emitter for every command that reports findings by rule ID (`replay`, `execute`, `prove`
+and `conform`). A SARIF log is what code-scanning dashboards
 (GitHub code scanning, Azure DevOps, VS Code's SARIF viewer) read: each rule carries its clause,
 its kind and its document citation as help text, and each result points at a file and a line.
 
@@ -9,6 +9,7 @@ its kind and its document citation as help text, and each result points at a fil
     log = sarif_log_of_runs([sarif_run(...), ...])        # several specs in one log (one run each)
     results = replay_results(report, spec)                # a replay's or an execution's findings
     log = prove_log(proof_report, spec)                   # a proof's refuted/unknown obligations
+    log = conform_log(conform_report, spec, files)        # a conformance run's failed tests
 
 A result is a `SarifResult` or any 6-tuple in the same order:
 (rule_id, level, message, artifact_uri, line, related_locations), where level is one of
@@ -60,6 +61,7 @@ _KIND_TEXT = {
     "pinned": "which entries' pages are page-locked (the executor checks the kernel's locks against it)",
     "executor": "a check of regcheck's executor (not a rule of the spec)",
     "property": "a property the prover derives from the spec (not a rule written in it)",
+    "conform": "a check of regcheck's conformance runner (not a rule of the spec)",
 }
 
 
@@ -498,3 +500,64 @@ def _check_result(c: Any, spec: Any) -> tuple[str | None, str, str]:
         return (c.rules[0] if c.rules else _SILENT_SUCCESS, "note",
                 f"documentation gap ({c.status}): {c.subject} {c.detail}; rules around: {', '.join(c.rules) or '-'}")
     return None, "", ""
+
+
+# ---------------------------------------------------------------- conform findings
+
+# Results: each problem of a test that did not pass, under the problem's rule ID; an error, or a note
+# where the test is inconclusive at that event (the spec allowed an environmental failure, so the
+# branch under test was not exercised). A passing test has no result.
+CONFORM_DRIVER_ERROR = "CONFORM-DRIVER-ERROR"  # a problem that names no rule (the driver's close() raised)
+_CONFORM_DOC = Document("checker/conform.py", "regcheck conformance runner, module docstring")
+
+
+def conform_rules() -> list[ToolRule]:
+    """The conformance runner's own rule ID, for a problem that names no rule of the spec."""
+    what = "the driver under test raised where no rule applies (its close() failed)"
+    return [ToolRule(CONFORM_DRIVER_ERROR, "conform", what, Citation(
+        "CONFORM", "A test fails ... when the driver raises."), _CONFORM_DOC, level="error")]
+
+
+def conform_log(report: Any, spec: Any, files: Mapping[str, str] | None = None,
+                tool_rules: Iterable[Any] = (), properties: Mapping[str, Any] | None = None) -> dict:
+    """A SARIF log of one conformance report (`conform.ConformReport`) of `spec`: one run, category
+    `regcheck/conform/<spec>/`, the spec's rules then `tool_rules` (the executor's, whose rule IDs
+    problems carry) and the runner's own; the summary counts as run properties (plus `properties`).
+    `files`: test name -> the test's trace file (see `conform_results`)."""
+    from .conform import FAIL, INCONCLUSIVE, PASS  # here: the runner pulls in the executor, which replay never needs
+
+    props = {"spec": spec.name, "driver": report.driver, "tests": report.tests, "passed": report.count(PASS),
+             "failed": report.count(FAIL), "inconclusive": report.count(INCONCLUSIVE),
+             "stopped_early": report.stopped_early, **(properties or {})}
+    return sarif_log([*spec.rules.values(), *tool_rules, *conform_rules()], conform_results(report, spec, files),
+                     category=f"regcheck/conform/{spec.name}/", properties=props)
+
+
+def conform_results(report: Any, spec: Any, files: Mapping[str, str] | None = None) -> list[SarifResult]:
+    """The problems of a conformance report as SARIF results. Where `files` has the test (a suite
+    read from a directory), located at its trace file, at the event's line (event i is line i + 1;
+    a start or close problem has no line); otherwise at the rule's line in the spec file. Related:
+    the rule's clause in the spec and, when the test checks another rule, that rule's clause."""
+    from .conform import INCONCLUSIVE
+
+    files = files or {}
+    path = _spec_path(report, spec)
+    return [_problem_result(r, p, spec, files.get(r.name), path, "note" if p.kind == INCONCLUSIVE else "error")
+            for r in report.results if not r.passed for p in r.problems]
+
+
+def _problem_result(r: Any, p: Any, spec: Any, trace: str | None, path: str, level: str) -> SarifResult:
+    rule = p.rule or CONFORM_DRIVER_ERROR
+    if trace is not None:
+        uri, line = trace, (p.event + 1 if p.event > 0 else None)
+    else:
+        uri, line = _at_rule(spec, rule) or (path, None)
+    related = []
+    rules = [(rule, "is defined here")] + ([(r.rule, "is the rule this test checks")] if r.rule != rule else [])
+    for other, why in rules:
+        at = _at_rule(spec, other)
+        if at is not None and at != (uri, line):
+            related.append((*at, f"rule {other} ({spec.rules[other].kind}) {why}"))
+    text = (f"{r.status} {r.name} [{r.rule}]: event {p.event} {p.call}: {p.kind}[{rule}]: expected {p.expected}; "
+            f"got {p.actual}" + (f"; {p.message}" if p.message else ""))
+    return SarifResult(rule, level, text, uri, line, tuple(related))

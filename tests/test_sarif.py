@@ -436,3 +436,197 @@ def test_prove_sarif_consistency_problems_and_notes(tmp_path):
     assert any(r["message"]["text"].startswith("overlapping error conditions") for r in notes)
     assert any("documentation gap marked in the spec" in r["message"]["text"] for r in notes)
     assert {r["level"] for r in run["results"]} == {"warning", "note"}  # every obligation is proved
+
+
+# ---------------------------------------------------------------- regcheck conform --format sarif
+
+
+def conform(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["conform", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def conform_suite(tmp_path_factory):
+    """One acl test per rule (about 20; among them tests that reach the overlap error) as a suite
+    directory, written once for this module. The reference driver locks real memory."""
+    from checker.generate import Suite
+    from checker.pinning import pinning_permitted
+    from checker.suite import write_suite
+    from tests.mutants import bundled_suite
+
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")
+    full = bundled_suite("acl")
+    keep = {}
+    for t in full.tests:
+        keep.setdefault(t.rule, t)
+    path = tmp_path_factory.mktemp("suite")
+    write_suite(path, Suite(full.spec, tuple(keep.values()), full.coverage, full.configs, full.stats))
+    return path, len(keep)
+
+
+def conform_pair(path, *argv: str) -> tuple[int, dict, dict]:
+    """The same conformance run as SARIF and as the JSON report."""
+    code, out, err = conform("acl", "--suite", str(path), "--format", "sarif", *argv)
+    _, js, _ = conform("acl", "--suite", str(path), "--format", "json", *argv)
+    assert err == ""
+    return code, json.loads(out), json.loads(js)
+
+
+def test_conform_sarif_passing_run_has_no_results(conform_suite):
+    path, n = conform_suite
+    code, doc, report = conform_pair(path)
+    assert code == 0 and report["passed"] == n
+    assert schema_errors(doc) == [] and uri_problems(doc) == []
+    (run,) = doc["runs"]
+    assert run["results"] == [] and run["invocations"][0]["executionSuccessful"] is True
+    assert run["automationDetails"]["id"] == "regcheck/conform/acl/"
+    props = run["properties"]
+    assert (props["tests"], props["passed"], props["failed"], props["inconclusive"]) == (n, n, 0, 0)
+    assert props["driver"] == "checker.executor:ReferenceDriver" and props["suite"] == str(path)
+    ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert ids[:len(load_spec("acl").rules)] == list(load_spec("acl").rules)
+    assert {"EXEC-DIVERGENCE", "EXEC-LOCK-EXTRA", "CONFORM-DRIVER-ERROR"} <= set(ids)
+    check_rules_explain_themselves(run)
+
+
+def check_results_match_problems(run: dict, report: dict, path) -> list[tuple[dict, dict]]:
+    """Each problem of each test that did not pass is one result, in order, at the test's trace
+    file and the event's line (where the trace has that event's call)."""
+    problems = [(f, p) for f in report["failures"] for p in f["problems"]]
+    assert len(run["results"]) == len(problems)
+    rules = run["tool"]["driver"]["rules"]
+    for res, (f, p) in zip(run["results"], problems):
+        assert res["ruleId"] == (p["rule"] or "CONFORM-DRIVER-ERROR") and rules[res["ruleIndex"]]["id"] == res["ruleId"]
+        assert res["level"] == ("note" if p["kind"] == "inconclusive" else "error")
+        assert res["message"]["text"].startswith(f"{f['status']} {f['test']} [{f['rule']}]: event {p['event']}")
+        loc = res["locations"][0]["physicalLocation"]
+        trace = Path(path) / f"{f['test']}.jsonl"
+        assert loc["artifactLocation"]["uri"] == artifact_uri(str(trace))
+        if p["event"] > 0:
+            line = loc["region"]["startLine"]
+            assert line == p["event"] + 1
+            assert json.loads(trace.read_text().splitlines()[line - 1])["call"] == p["call"]
+        else:
+            assert "region" not in loc
+    return problems
+
+
+def test_conform_sarif_failing_run_locates_problems_in_the_trace_files(conform_suite):
+    path, n = conform_suite
+    code, doc, report = conform_pair(path, "--driver", "tests.drivers.sloppy:WrongOverlapCode")
+    assert code == 1 and report["failed"] >= 1
+    assert schema_errors(doc) == [] and uri_problems(doc) == []
+    (run,) = doc["runs"]
+    props = run["properties"]
+    assert (props["tests"], props["passed"], props["failed"], props["inconclusive"]) == (
+        n, report["passed"], report["failed"], report["inconclusive"])
+    problems = check_results_match_problems(run, report, path)
+    assert {res["ruleId"] for res in run["results"]} == {"ACL-REG-OVERLAP"}
+    assert all("got 507911" in res["message"]["text"] for res in run["results"])
+    overlap = load_spec("acl").rules["ACL-REG-OVERLAP"]
+    for res, (f, _) in zip(run["results"], problems):
+        rel = [(r["physicalLocation"]["artifactLocation"]["uri"], r["physicalLocation"]["region"]["startLine"])
+               for r in res["relatedLocations"]]
+        assert rel[0] == (overlap.span.path, overlap.span.line)  # the rule's clause
+        if f["rule"] != "ACL-REG-OVERLAP":  # and the rule the test is about, when it is another
+            assert rel[1] == (overlap.span.path, load_spec("acl").rules[f["rule"]].span.line)
+    check_rules_explain_themselves(run)
+
+
+class RegistrationsFailEnvironmentally:
+    """The reference driver, except that every registration fails as a machine that cannot lock
+    memory does (207001, allowed by ACL-REG-ENV): the tests about registrations are inconclusive."""
+
+    def __init__(self):
+        from checker.executor import ReferenceDriver
+
+        self.inner = ReferenceDriver()
+
+    def start(self, spec, env):
+        self.inner.start(spec, env)
+
+    def call(self, name, args):
+        from checker.executor import Result
+
+        return Result(207001) if name == "aclrtHostRegisterV2" else self.inner.call(name, args)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_conform_sarif_inconclusive_problems_are_notes(conform_suite):
+    path, _ = conform_suite
+    code, doc, report = conform_pair(path, "--driver", "tests.test_sarif:RegistrationsFailEnvironmentally")
+    assert code == 1 and report["inconclusive"] >= 1
+    assert schema_errors(doc) == []
+    (run,) = doc["runs"]
+    assert run["properties"]["inconclusive"] == report["inconclusive"]
+    check_results_match_problems(run, report, path)
+    notes = [res for res in run["results"] if res["level"] == "note"]
+    assert notes and all("environmental failure" in res["message"]["text"] for res in notes)
+
+
+class CloseRaises:
+    """The reference driver, whose close() raises after releasing everything."""
+
+    def __init__(self):
+        from checker.executor import ReferenceDriver
+
+        self.inner = ReferenceDriver()
+
+    def start(self, spec, env):
+        self.inner.start(spec, env)
+
+    def call(self, name, args):
+        return self.inner.call(name, args)
+
+    def close(self):
+        self.inner.close()
+        raise RuntimeError("device busy")
+
+
+def test_conform_sarif_a_problem_without_a_rule_is_a_runner_rule(conform_suite):
+    path, _ = conform_suite
+    code, doc, report = conform_pair(path, "--driver", "tests.test_sarif:CloseRaises", "--stop-on-failure")
+    assert code == 1 and report["stopped_early"] and report["tests"] == 1
+    assert schema_errors(doc) == []
+    (run,) = doc["runs"]
+    assert run["properties"]["stopped_early"] is True
+    check_results_match_problems(run, report, path)
+    (res,) = run["results"]
+    assert res["ruleId"] == "CONFORM-DRIVER-ERROR" and "device busy" in res["message"]["text"]
+
+
+def test_conform_sarif_generated_suite_is_located_in_the_spec():
+    from checker.pinning import pinning_permitted
+
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")
+    code, out, err = conform("acl", "--depth", "1", "--stop-on-failure", "--driver",
+                             "tests.drivers.sloppy:WrongOverlapCode", "--format", "sarif")
+    doc = json.loads(out)
+    assert code == 1 and err == "" and schema_errors(doc) == []
+    (run,) = doc["runs"]
+    assert run["properties"]["suite"] == "generated (depth 1)" and run["properties"]["failed"] == 1
+    (res,) = run["results"]
+    overlap = load_spec("acl").rules["ACL-REG-OVERLAP"]
+    loc = res["locations"][0]["physicalLocation"]
+    assert res["ruleId"] == "ACL-REG-OVERLAP" and res["level"] == "error"
+    assert (loc["artifactLocation"]["uri"], loc["region"]["startLine"]) == (overlap.span.path, overlap.span.line)
+
+
+def test_conform_sarif_bad_input_is_a_notification(tmp_path):
+    code, out, err = conform("acl", "--suite", str(tmp_path), "--format", "sarif")
+    doc = json.loads(out)
+    assert code == 2 and err == "" and schema_errors(doc) == []
+    inv = doc["runs"][0]["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    assert inv["toolExecutionNotifications"][0]["descriptor"]["id"] == "E0610"
+    code, out, _ = conform("acl", "--driver", "no_such_module:f", "--format", "sarif")
+    doc = json.loads(out)
+    assert code == 2 and schema_errors(doc) == [] and doc["runs"][0]["results"] == []

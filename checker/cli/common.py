@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Iterable, TextIO
 
@@ -47,3 +48,23 @@ def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[s
         out.json({"error": {"diagnostics": [d.to_json() for d in exc.diagnostics]}})
     else:
         out.err(render_all(exc.diagnostics, sources))
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    return _int_at_least(text, 1)
+
+
+def nonneg_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
+    return v

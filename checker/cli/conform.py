@@ -2,18 +2,30 @@
 
 Exit codes: 0 every test passed; 1 a test failed or was inconclusive; 2 bad input (unknown spec,
 unreadable suite, a driver factory that cannot be loaded).
+
+`--format sarif` writes SARIF 2.1.0 (checker/sarif.py): one run for the spec, each problem of a test
+that did not pass as a result under its rule ID (the spec's, the executor's EXEC-..., or
+CONFORM-DRIVER-ERROR), located at the test's trace file with `--suite DIR`, else in the spec file;
+bad input is a tool notification there (same exit codes).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
 
 from ..conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..executor import load_factory
 from ..diagnostics import RegcheckError, error
 from ..generate import GenerateOptions, generate_suite
 from ..load import load_spec
-from ..suite import read_suite
-from .common import EXIT_FINDINGS, EXIT_OK
-from .generate import positive_int
+from ..sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
+from ..source import NO_SPAN
+from ..suite import INDEX, read_suite
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, positive_int
+from .execute import DEFAULT_DRIVER, executor_rules
 
 
 def register(sub) -> None:
@@ -32,23 +44,15 @@ def register(sub) -> None:
     p.add_argument("--stop-on-failure", action="store_true", help="stop at the first failing test")
     p.add_argument("--no-lock-check", action="store_true",
                    help="do not compare the kernel's page locks with the model (a driver outside this process)")
-    p.add_argument("--format", choices=("text", "json", "junit"), default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=("text", "json", "junit", "sarif"), default="text", help="output format (default: text)")
     p.set_defaults(run=run)
 
 
 def run(args, out) -> int:
-    factory = load_factory(args.driver)
-    spec = load_spec(args.spec)
-    if args.suite:
-        suite = read_suite(args.suite)
-        if suite.spec not in (args.spec, spec.name) and load_spec(suite.spec).name != spec.name:
-            raise RegcheckError([error("T0736", f"the suite in {args.suite} is for spec '{suite.spec}', not "
-                                       f"'{args.spec}'")])
-        tests = suite.tests
-    else:
-        tests = generate_suite(args.spec, GenerateOptions(depth=args.depth)).tests
-    report = run_suite(tests, factory, spec=spec.name, check_locks=not args.no_lock_check,
-                       stop_on_failure=args.stop_on_failure)
+    if args.format == "sarif":
+        return _run_sarif(args, out)
+    factory, spec, tests, _ = _load(args)
+    report = _run(args, factory, spec, tests)
     code = EXIT_OK if report.ok else EXIT_FINDINGS
     if args.format == "json":
         out.json(report.to_json())
@@ -73,3 +77,42 @@ def run(args, out) -> int:
             f"{report.count(INCONCLUSIVE)} inconclusive ({report.seconds:.1f} s; driver {report.driver})"
             + ("; stopped at the first failure" if report.stopped_early else ""))
     return code
+
+
+def _load(args):
+    """(driver factory, spec, tests, trace files): the suite read from --suite (trace files: test
+    name -> its file), or generated (no files)."""
+    factory = load_factory(args.driver)
+    spec = load_spec(args.spec)
+    if not args.suite:
+        return factory, spec, generate_suite(args.spec, GenerateOptions(depth=args.depth)).tests, {}
+    suite = read_suite(args.suite)
+    if suite.spec not in (args.spec, spec.name) and load_spec(suite.spec).name != spec.name:
+        raise RegcheckError([error("T0736", f"the suite in {args.suite} is for spec '{suite.spec}', not "
+                                   f"'{args.spec}'")])
+    # read_suite built one test per index entry, in order: the entry names the test's file.
+    entries = orjson.loads((Path(args.suite) / INDEX).read_bytes())["tests"]
+    files = {t.name: os.path.join(args.suite, e["file"]) for t, e in zip(suite.tests, entries)}
+    return factory, spec, suite.tests, files
+
+
+def _run(args, factory, spec, tests):
+    return run_suite(tests, factory, spec=spec.name, check_locks=not args.no_lock_check,
+                     stop_on_failure=args.stop_on_failure)
+
+
+def _run_sarif(args, out) -> int:
+    """The run as SARIF; bad input becomes a tool notification of an empty run (exit 2), so a CI step
+    that uploads the log always has one."""
+    try:
+        factory, spec, tests, files = _load(args)
+        report = _run(args, factory, spec, tests)
+    except RegcheckError as exc:
+        notes = [SarifNotification(d.code, d.message, None if d.span.path == NO_SPAN.path else d.span.path,
+                                   d.span.line or None) for d in exc.diagnostics]
+        out.json(sarif_log_of_runs([sarif_run((), (), category="regcheck/conform/", notifications=notes,
+                                              properties={"driver": args.driver or DEFAULT_DRIVER})]))
+        return EXIT_INPUT
+    suite = {"suite": args.suite} if args.suite else {"suite": f"generated (depth {args.depth})"}
+    out.json(conform_log(report, spec, files, executor_rules(), suite))
+    return EXIT_OK if report.ok else EXIT_FINDINGS

@@ -13,8 +13,7 @@ from ..diagnostics import RegcheckError, error
 from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..load import load_spec
 from ..runs import semantics_for
-from .common import EXIT_FINDINGS, EXIT_OK, add_format
-from .generate import nonneg_int, positive_int
+from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 
 
 def register(sub) -> None:

@@ -5,13 +5,12 @@ Exit codes: 0 written; 2 bad input (unknown spec, unwritable output, no output a
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from ..diagnostics import RegcheckError, error
 from ..generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
 from ..suite import coverage_summary, write_suite
-from .common import EXIT_OK, add_format
+from .common import EXIT_OK, add_format, nonneg_int, positive_int
 
 
 def register(sub) -> None:
@@ -31,24 +30,6 @@ def register(sub) -> None:
                    help="steps bounded model checking may use for branches enumeration misses (0: off; default 5)")
     add_format(p)
     p.set_defaults(run=run)
-
-
-def positive_int(text: str) -> int:
-    return _int_at_least(text, 1)
-
-
-def nonneg_int(text: str) -> int:
-    return _int_at_least(text, 0)
-
-
-def _int_at_least(text: str, low: int) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
-    if v < low:
-        raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
-    return v
 
 
 def run(args, out) -> int:

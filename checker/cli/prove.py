@@ -27,7 +27,7 @@ from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOption
 from ..sarif import prove_log
 from ..solver import SolverOptions, Verdict, Witness
 from ..typecheck import CheckedSpec
-from .common import EXIT_FINDINGS, EXIT_OK, add_format
+from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 
 
 def register(sub) -> None:
@@ -41,11 +41,11 @@ def register(sub) -> None:
     _solver_args(p)
     p.add_argument("--no-consistency", action="store_true", help="skip the consistency checks")
     p.add_argument("--no-guards", action="store_true", help="skip naming the obligation behind each violation")
-    p.add_argument("--witness-depth", type=_nonneg, default=4, metavar="K",
+    p.add_argument("--witness-depth", type=nonneg_int, default=4, metavar="K",
                    help="steps before the final call in consistency witnesses (default 4)")
-    p.add_argument("--cti-slots", type=_positive, default=3, metavar="N",
+    p.add_argument("--cti-slots", type=positive_int, default=3, metavar="N",
                    help="entries per table in counterexample searches (default 3)")
-    p.add_argument("--reach-depth", type=_nonneg, default=4, metavar="K",
+    p.add_argument("--reach-depth", type=nonneg_int, default=4, metavar="K",
                    help="for a refuted invariant, search runs of up to K steps from the initial state (0: off)")
     p.add_argument("--witness-dir", metavar="DIR", help="write every witness and violation run there as a trace")
     p.add_argument("--itf", metavar="DIR",
@@ -61,7 +61,7 @@ def register(sub) -> None:
                     "obligations) for one that breaks an invariant; write the shortest found as a trace. "
                     "Exit 0: none up to K; 1: a violation (or the solver gave up); 2: bad input.")
     b.add_argument("spec", metavar="SPEC")
-    b.add_argument("--depth", type=_nonneg, required=True, metavar="K", help="the longest call sequence")
+    b.add_argument("--depth", type=nonneg_int, required=True, metavar="K", help="the longest call sequence")
     b.add_argument("--invariant", action="append", metavar="RULE-ID", help="only these invariants (repeatable)")
     b.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="fix a spec parameter (default: the solver picks the configuration)")
@@ -74,27 +74,8 @@ def register(sub) -> None:
 
 
 def _solver_args(p) -> None:
-    p.add_argument("--timeout", type=_positive, default=5000, metavar="MS", help="per query, milliseconds (default 5000)")
-    p.add_argument("--seed", type=_nonneg, default=0, help="solver random seed (default 0)")
-
-
-def _positive(text: str) -> int:
-    return _int_at_least(text, 1)
-
-
-def _nonneg(text: str) -> int:
-    return _int_at_least(text, 0)
-
-
-def _int_at_least(text: str, low: int) -> int:
-    import argparse
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
-    if v < low:
-        raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
-    return v
+    p.add_argument("--timeout", type=positive_int, default=5000, metavar="MS", help="per query, milliseconds (default 5000)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="solver random seed (default 0)")
 
 
 def parse_env(items: list[str]) -> dict:

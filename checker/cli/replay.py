@@ -10,7 +10,6 @@ Input error codes (in addition to the trace and replay codes):
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 
@@ -21,7 +20,7 @@ from ..progress import is_terminal, progress_bar
 from ..replay import ReplayReport
 from ..sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
 from ..source import NO_SPAN
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all, positive_int
 
 
 def register(sub) -> None:
@@ -35,10 +34,10 @@ def register(sub) -> None:
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when a trace violates the spec (input errors still exit 2)")
-    p.add_argument("--max-findings", type=_positive, metavar="N",
+    p.add_argument("--max-findings", type=positive_int, metavar="N",
                    help="stop a trace after N usage/conformance findings (N >= 1)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+    where.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
                        help="replay N traces at a time on local worker processes (default: 1)")
     where.add_argument("--dask", metavar="ADDRESS",
                        help="replay on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
@@ -47,16 +46,6 @@ def register(sub) -> None:
                    help="also write a self-contained HTML page of the trace's address space over time (one trace)")
     add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return n
 
 
 def report_text(report: ReplayReport) -> list[str]:

@@ -9,8 +9,8 @@ from ..diagnostics import RegcheckError, error
 from ..load import load_spec
 from ..runs import format_env, format_state
 from ..simulate import SimulationOptions, simulate
-from .common import EXIT_FINDINGS, EXIT_OK, add_format
-from .prove import _nonneg, _positive, _run_json, _steps, parse_env
+from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
+from .prove import _run_json, _steps, parse_env
 
 
 def register(sub) -> None:
@@ -21,9 +21,9 @@ def register(sub) -> None:
                     "checked after every step. A violation is shortened and written as a trace. "
                     "Exit 0: none found; 1: a violation; 2: bad input.")
     p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
-    p.add_argument("--runs", type=_positive, default=100, metavar="N", help="number of walks (default 100)")
-    p.add_argument("--steps", type=_positive, default=50, metavar="K", help="steps per walk (default 50)")
-    p.add_argument("--seed", type=_nonneg, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--runs", type=positive_int, default=100, metavar="N", help="number of walks (default 100)")
+    p.add_argument("--steps", type=positive_int, default=50, metavar="K", help="steps per walk (default 50)")
+    p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="fix a spec parameter (default: drawn per run from the values the spec compares it with)")
     p.add_argument("--out", metavar="FILE", help="where to write a violating trace (default: <spec>.simulate.jsonl)")
