@@ -806,28 +806,8 @@ def _stmts_conds(body):
 
 
 def _names(e) -> set[str]:
-    out: set[str] = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        match x:
-            case S.Name(name=n):
-                out.add(n)
-            case S.Field(obj=o):
-                stack.append(o)
-            case S.Index(table=t, key=k):
-                out.add(t)
-                stack.append(k)
-            case S.Quant(table=t, body=b):
-                out.add(t)
-                stack.append(b)
-            case S.Unary(operand=o):
-                stack.append(o)
-            case S.Binary(left=l, right=r):
-                stack += [l, r]
-            case S.Builtin(args=args) | S.SetLit(items=args):
-                stack += list(args)
-    return out
+    """Every name e mentions, tables included (what two clauses must share to be "around" each other)."""
+    return S.tables_mentioned(e)
 
 
 def _overlap_targets(call: str, clauses) -> list[tuple[Target, dict]]:
