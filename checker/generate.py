@@ -580,11 +580,13 @@ class _Generator:
         self.pinned_tables = frozenset(p.table for p in spec.pinned)
 
     # ---- driving
-    def run(self) -> Suite:
+    def run(self, progress: Callable[[int, int, str], None] | None = None) -> Suite:
         t0 = time.perf_counter()
         configs = self.options.configs or configurations(self.spec)
-        for env in configs:
+        for i, env in enumerate(configs, 1):
             self._config(dict(env))
+            if progress is not None:
+                progress(i, len(configs), config_label(env))
         self._together()
         tests = self._named()
         self.stats["seconds"] = round(time.perf_counter() - t0, 3)
@@ -968,12 +970,15 @@ class _Generator:
         return out
 
 
-def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(), spec: CheckedSpec | None = None) -> Suite:
-    """The conformance suite of a spec (a bundled name or a path), as data."""
+def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(), spec: CheckedSpec | None = None,
+                   progress: Callable[[int, int, str], None] | None = None) -> Suite:
+    """The conformance suite of a spec (a bundled name or a path), as data.
+
+    `progress(done, total, label)` hears about each configuration as it is finished (progress bars)."""
     from .load import load_spec
 
     checked = spec if spec is not None else load_spec(spec_name)
-    return _Generator(checked, spec_name, options).run()
+    return _Generator(checked, spec_name, options).run(progress)
 
 
 # ---------------------------------------------------------------- targets for the model checker

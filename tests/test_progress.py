@@ -146,3 +146,21 @@ def test_prove_draws_a_bar_on_a_terminal():
     # depend on speed; the last one (no consistency checks: the reachability search) is always drawn.
     assert code == 0 and "cupva: reach" in err and "1/1" in err
     assert json.loads(out)["proved"] is True  # stdout stays clean JSON
+
+
+def test_generation_reports_each_configuration():
+    from checker.generate import generate_suite
+
+    seen = []
+    suite = generate_suite("cupva", progress=lambda done, total, label: seen.append((done, total)))
+    assert seen == [(i, len(suite.configs)) for i in range(1, len(suite.configs) + 1)]
+
+
+def test_generate_prints_no_bar_when_stderr_is_not_a_terminal(tmp_path):
+    import io
+
+    from checker.cli import main
+
+    err = io.StringIO()
+    assert main(["generate", "cupva", "-o", str(tmp_path / "s")], stdout=io.StringIO(), stderr=err) == 0
+    assert err.getvalue() == ""

@@ -10,6 +10,7 @@ import os
 from ..diagnostics import RegcheckError, error
 from ..generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
 from ..suite import coverage_summary, write_suite
+from ..progress import progress_bar
 from .common import EXIT_OK, add_format, nonneg_int, positive_int
 
 
@@ -35,7 +36,9 @@ def register(sub) -> None:
 def run(args, out) -> int:
     if not args.output and not args.pytest:
         raise RegcheckError([error("E0612", "nothing to write: give -o DIR and/or --pytest FILE")])
-    suite = generate_suite(args.spec, GenerateOptions(depth=args.depth, bmc_depth=args.bmc_depth))
+    with progress_bar(out.stderr, None, f"generating {args.spec}") as bar:
+        suite = generate_suite(args.spec, GenerateOptions(depth=args.depth, bmc_depth=args.bmc_depth),
+                               progress=lambda done, total, label: bar.update(done, total, f"generating: {label}"))
     written = []
     try:
         if args.output:
