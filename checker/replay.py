@@ -18,16 +18,19 @@ Input error codes (in addition to checker/trace.py's T0701-T0712):
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+import orjson
+
 from . import syntax as S
 from .diagnostics import RegcheckError, error
+from .fastpath import fast_steps
 from .load import load_spec
 from .semantics import Semantics, State, coerce_value
 from .source import Span
-from .trace import TraceEvent, TraceHeader, parse_int, read_trace
+from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
 from .typecheck import INT_BOUNDS, CheckedSpec, Type
 
 KINDS = ("usage", "conformance", "unspecified")
@@ -123,7 +126,9 @@ class Replayer:
         self.shapes = _shapes(sem)
         # (table, key) -> (line, call) of the event that created / removed the entry
         self.created: dict[tuple[str, Any], tuple[int, str]] = {}
-        self.removed: dict[tuple[str, Any], tuple[int, str]] = {}
+        # An OrderedDict: forgetting the oldest of a plain dict again and again walks over the
+        # holes its deletions leave at the front, which made every removal cost microseconds.
+        self.removed: OrderedDict[tuple[str, Any], tuple[int, str]] = OrderedDict()
         self.recent: dict[str, deque] = {}
         self._rule_tables: dict[str, frozenset[str]] = {}
         self.success = sem.success
@@ -235,19 +240,22 @@ class Replayer:
         return findings
 
     def _remember(self, line: int, call: str) -> None:
+        created, removed = self.created, self.removed
         for table, key, op, _ in self.state.journal:
             if table is None:
                 continue
+            where = (table, key)
             if op == "put":
-                self.created.setdefault((table, key), (line, call))  # an update keeps the creating line
-                self.removed.pop((table, key), None)
+                if where not in created:  # an update keeps the creating line
+                    created[where] = (line, call)
+                    if removed:
+                        removed.pop(where, None)
             else:
-                self.created.pop((table, key), None)
-                removed = self.removed
-                removed.pop((table, key), None)
-                removed[(table, key)] = (line, call)
+                created.pop(where, None)
+                removed.pop(where, None)
+                removed[where] = (line, call)
                 if len(removed) > REMOVED_WINDOW:  # forget the oldest: memory must not grow with the trace
-                    del removed[next(iter(removed))]
+                    removed.popitem(last=False)
 
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
         window = self.recent.get(call)
@@ -374,16 +382,27 @@ def _reporting(events: Iterable[TraceEvent], on_events: Callable[[int], None]) -
 
 
 def replay_events(sem: Semantics, events: Iterable[TraceEvent], path: str = "<trace>",
-                  max_findings: int | None = None, on_events: Callable[[int], None] | None = None) -> ReplayReport:
+                  max_findings: int | None = None, on_events: Callable[[int], None] | None = None,
+                  fast: bool = True) -> ReplayReport:
     """Replay events; with max_findings, stop after that many usage/conformance findings.
 
     `on_events(n)` (for progress bars) hears about every n events replayed, in batches of 65,536;
-    without it the loop pays nothing for progress."""
+    without it the loop pays nothing for progress. Events straight from `read_trace` (an unread
+    `EventStream`) go through the fast path (checker.fastpath) unless `fast` is False; the report is
+    the same either way."""
     if max_findings is not None and max_findings < 1:
         raise ValueError("max_findings must be at least 1")
+    r = Replayer(sem, path)
+    if fast and isinstance(events, EventStream):
+        return _replay_stream(r, events, max_findings, on_events)
+    return _replay_iter(r, events, max_findings, on_events)
+
+
+def _replay_iter(r: Replayer, events: Iterable[TraceEvent], max_findings: int | None,
+                 on_events: Callable[[int], None] | None) -> ReplayReport:
+    """`replay_events` over TraceEvents: every event through `Replayer.feed`."""
     if on_events is not None:
         events = _reporting(events, on_events)
-    r = Replayer(sem, path)
     findings: list[Finding] = []
     truncated = False
     feed = r.feed
@@ -400,7 +419,61 @@ def replay_events(sem: Semantics, events: Iterable[TraceEvent], path: str = "<tr
                         break
             if truncated:
                 break
-    return ReplayReport(path, sem.spec.name, r.events, tuple(findings), truncated)
+    return ReplayReport(r.path, r.sem.spec.name, r.events, tuple(findings), truncated)
+
+
+def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
+                   on_events: Callable[[int], None] | None) -> ReplayReport:
+    """`replay_events` over raw lines: each decoded line first goes to its call's fast step; a line
+    the step does not handle (it changed nothing then) is checked and fed as an event."""
+    steps = fast_steps(r.sem, r.state, r._remember)
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    feed, event = r.feed, stream.event
+    findings: list[Finding] = []
+    truncated = False
+    violations = 0
+    seen = 0  # events so far, both ways
+    report_at = PROGRESS_EVERY if on_events is not None else -1
+    lineno = stream.lineno
+    try:
+        for raw in stream.raw_lines():
+            lineno += 1
+            try:
+                o = loads(raw)
+                step = steps.get(o["call"])
+            except decode_error:
+                o, step = UNDECODED, None
+            except (KeyError, TypeError):  # not an object, no "call", or a call that is not a string
+                step = None
+            if step is not None and step(o, lineno):
+                seen += 1
+                if seen == report_at:
+                    on_events(PROGRESS_EVERY)  # type: ignore[misc]
+                    report_at += PROGRESS_EVERY
+                continue
+            ev = event(raw, o, lineno)
+            if ev is None:  # a blank line
+                continue
+            seen += 1
+            if seen == report_at:
+                on_events(PROGRESS_EVERY)  # type: ignore[misc]
+                report_at += PROGRESS_EVERY
+            found = feed(ev)
+            if found:
+                for f in found:
+                    findings.append(f)
+                    if f.kind != "unspecified":
+                        violations += 1
+                        if max_findings is not None and violations >= max_findings:
+                            truncated = True
+                            break
+                if truncated:
+                    break
+    except OSError as exc:
+        raise stream.read_error(exc, lineno) from None
+    if on_events is not None and seen % PROGRESS_EVERY:
+        on_events(seen % PROGRESS_EVERY)
+    return ReplayReport(r.path, r.sem.spec.name, seen, tuple(findings), truncated)
 
 
 def replay_trace(path: str, spec_name: str | None = None, max_findings: int | None = None) -> ReplayReport:

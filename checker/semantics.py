@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
 
@@ -33,19 +33,27 @@ Fn = Callable[["State", dict], Any]
 class Table:
     """A keyed collection of records; sized tables keep an interval index for range queries.
 
-    The index of a sized table is its keys in a SortedList plus the largest size of any entry
-    (a max-heap with lazy deletion). A query for the entries whose range overlaps or contains a
-    given range then only looks at keys within one maximum size of it: O(log n + k) for k
-    candidates, and exact (the candidates are a superset of the answer; the caller tests each).
+    The index of a sized table is its sorted keys plus the largest size of any entry (a max-heap
+    with lazy deletion). A query for the entries whose range overlaps or contains a given range
+    then only looks at keys within one maximum size of it: O(log n + k) for k candidates, and exact
+    (the candidates are a superset of the answer; the caller tests each).
+
+    The sorted keys are a plain list while the table is small (insertion there is a memmove of at
+    most SMALL pointers, several times cheaper than a SortedList's bookkeeping at a few hundred
+    live entries) and a SortedList (O(log n)) once it grows past SMALL; it goes back to a list
+    below SMALL // 2.
     """
 
-    __slots__ = ("name", "rows", "sized_by", "keys", "_size_count", "_size_heap", "journal")
+    __slots__ = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "journal")
 
-    def __init__(self, sized_by: str | None, name: str = ""):
+    SMALL = 2048
+
+    def __init__(self, sized_by: str | None, name: str = "", small: int | None = None):
         self.name = name
         self.rows: dict[Any, dict] = {}
         self.sized_by = sized_by
-        self.keys = SortedList() if sized_by else None
+        self.small = self.SMALL if small is None else small  # tests set 0: always a SortedList
+        self.keys: list | SortedList | None = (SortedList() if self.small == 0 else []) if sized_by else None
         self._size_count: dict[int, int] = {}
         self._size_heap: list[int] = []  # negated sizes; stale entries are dropped lazily
         # Every put/remove is appended as (table, key, "put"|"remove", previous record): `apply`
@@ -58,7 +66,13 @@ class Table:
             self.journal.append((self.name, key, "put", old))
         if self.sized_by is not None:
             if old is None:
-                self.keys.add(key)
+                keys = self.keys
+                if type(keys) is list:
+                    insort(keys, key)
+                    if len(keys) > self.small:
+                        self.keys = SortedList(keys)
+                else:
+                    keys.add(key)
             else:
                 self._forget_size(old[self.sized_by])
             size = record[self.sized_by]
@@ -80,7 +94,13 @@ class Table:
         if self.journal is not None:
             self.journal.append((self.name, key, "remove", old))
         if self.sized_by is not None:
-            self.keys.remove(key)
+            keys = self.keys
+            if type(keys) is list:
+                del keys[bisect_left(keys, key)]
+            else:
+                keys.remove(key)
+                if len(keys) < self.small // 2:
+                    self.keys = list(keys)
             self._forget_size(old[self.sized_by])
 
     def _forget_size(self, size: int) -> None:
@@ -113,30 +133,31 @@ class Table:
         return list(self.rows.items())
 
     def _window(self, lo: int, hi: int) -> list[tuple]:
-        """Entries whose key lies in [lo, hi).
-
-        Walks SortedList's sublists directly (its documented-stable `_lists`/`_maxes` layout):
-        positional indexing through the public API costs a tree lookup per element, and a probe
-        runs for most events of a trace.
-        """
-        keys = self.keys
+        """Entries whose key lies in [lo, hi)."""
+        keys, rows = self.keys, self.rows
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            j = bisect_left(keys, hi, i)
+            return [(k, rows[k]) for k in keys[i:j]] if j > i else []
+        # A SortedList: walk its sublists directly (its documented-stable `_lists`/`_maxes`
+        # layout); positional indexing through the public API costs a tree lookup per element.
         maxes = keys._maxes
         pos = bisect_left(maxes, lo)
         if pos == len(maxes):
             return []
-        lists, rows = keys._lists, self.rows
+        lists = keys._lists
         sub = lists[pos]
         idx = bisect_left(sub, lo)
-        out = []
-        while True:
-            for k in sub[idx:] if idx else sub:
-                if k >= hi:
-                    return out
-                out.append((k, rows[k]))
-            pos += 1
-            if pos == len(lists):
-                return out
-            sub, idx = lists[pos], 0
+        stop = bisect_left(sub, hi, idx)
+        if stop < len(sub):  # the usual case: the window ends inside this sublist
+            return [(k, rows[k]) for k in sub[idx:stop]] if stop > idx else []
+        out = [(k, rows[k]) for k in sub[idx:]]
+        for sub in lists[pos + 1:]:
+            stop = bisect_left(sub, hi)
+            out += [(k, rows[k]) for k in sub[:stop]]
+            if stop < len(sub):
+                break
+        return out
 
     def overlapping(self, base: int, end: int) -> list[tuple]:
         """Candidates for `entry.range overlaps [base, end)`.
@@ -146,7 +167,10 @@ class Table:
         """
         if not self.rows or end <= base:
             return []
-        largest = self.max_size()
+        heap, counts = self._size_heap, self._size_count
+        while -heap[0] not in counts:  # max_size(), inline: a probe runs for most events
+            heapq.heappop(heap)
+        largest = -heap[0]
         return self._window(base - largest + 1, end) if largest > 0 else []
 
     def containing(self, base: int, end: int) -> list[tuple]:
@@ -157,7 +181,54 @@ class Table:
         """
         if not self.rows:
             return []
-        return self._window(min(base, end) - self.max_size(), base + 1)
+        heap, counts = self._size_heap, self._size_count
+        while -heap[0] not in counts:
+            heapq.heappop(heap)
+        return self._window((base if base < end else end) + heap[0], base + 1)
+
+    # Whole `exists` tests for the fast path: the window of `overlapping` / `containing` and the
+    # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
+    # `contains_addr` below on (k, k + size)).
+    def any_overlapping(self, base: int, end: int) -> bool:
+        rows, field = self.rows, self.sized_by
+        for k in self._window_keys(base, end, True):
+            size = rows[k][field]
+            if size > 0 and base < k + size:  # k < end: the window's bound
+                return True
+        return False
+
+    def any_containing(self, base: int, end: int) -> bool:
+        rows, field = self.rows, self.sized_by
+        for k in self._window_keys(base, end, False):
+            if k <= base and end <= k + rows[k][field]:
+                return True
+        return False
+
+    def any_containing_addr(self, x: int) -> bool:
+        rows, field = self.rows, self.sized_by
+        for k in self._window_keys(x, x + 1, False):
+            if k <= x < k + rows[k][field]:
+                return True
+        return False
+
+    def _window_keys(self, base: int, end: int, overlap: bool) -> list:
+        """The keys `overlapping(base, end)` (overlap) or `containing(base, end)` would return."""
+        if not self.rows or (overlap and end <= base):
+            return []
+        heap, counts = self._size_heap, self._size_count
+        while -heap[0] not in counts:
+            heapq.heappop(heap)
+        if overlap:
+            if heap[0] >= 0:  # the largest size is not positive: nothing overlaps
+                return []
+            lo, hi = base + heap[0] + 1, end
+        else:
+            lo, hi = (base if base < end else end) + heap[0], base + 1
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            return keys[i:bisect_left(keys, hi, i)]
+        return [k for k, _ in self._window(lo, hi)]
 
     def restore(self, key, old: dict | None) -> None:
         """Undo one journalled change (the journal itself is not touched)."""
@@ -171,7 +242,7 @@ class Table:
             self.journal = journal
 
     def copy(self) -> "Table":
-        t = Table(self.sized_by, self.name)
+        t = Table(self.sized_by, self.name, self.small)
         t.rows = dict(self.rows)
         if self.sized_by is not None:
             t.keys = self.keys.copy()
@@ -305,6 +376,16 @@ class _Emitter:
         self.consts: list = []
         self._const_ids: dict = {}
         self._fresh = 0
+        # For code that binds each table (and its rows) to a local once, outside the hot function:
+        # table name -> (local for the Table, local for its rows). Such code evaluates without
+        # witnesses, and looks entries up directly (a missing key raises KeyError, not EvalError).
+        self.bound_tables: dict[str, tuple[str, str]] | None = None
+
+    def table(self, t: str) -> str:
+        return self.bound_tables[t][0] if self.bound_tables else f"T[{t!r}]"
+
+    def rows(self, t: str) -> str:
+        return self.bound_tables[t][1] if self.bound_tables else f"T[{t!r}].rows"
 
     def t(self, e: S.Expr) -> Type:
         return self.spec.types.get(id(e), ANY)
@@ -369,6 +450,8 @@ class _Emitter:
             case S.Field(obj=o, name=n):
                 return self.field(o, n)
             case S.Index(table=t, key=k):
+                if self.bound_tables:
+                    return f"((_k := {self.expr(k)}), {self.rows(t)}[_k])"
                 return f"_ix(w, T[{t!r}], {t!r}, {self.expr(k)})"
             case S.Unary(op="not", operand=o):
                 inner = self.expr(o)
@@ -384,7 +467,7 @@ class _Emitter:
                 if fn == "range":
                     return f"_rg({xs[0]}, {xs[1]})"
                 if fn == "aligned":
-                    return f"(_mod({xs[0]}, {xs[1]}) == 0)"
+                    return f"({_remainder(xs[0], xs[1])} == 0)"
                 return f"{'min' if fn == 'min' else 'max'}({xs[0]}, {xs[1]})"
             case S.Quant():
                 return self.quant(e)
@@ -419,9 +502,9 @@ class _Emitter:
         if n in spec.vars:
             return f"V[{n!r}]"
         if n in spec.params:
-            return self.k(self.config[n])
+            return self._literal(self.config[n])
         if n in spec.consts:
-            return self.k(spec.consts[n][1])
+            return self._literal(spec.consts[n][1])
         if n in spec.defs:
             return self.expr(spec.defs[n])
         if n in spec.enum_of_member:
@@ -436,6 +519,8 @@ class _Emitter:
             return {"base": f"{x}[0]", "end": f"{x}[1]"}.get(n, f"_rsize({x})")
         if n == "key":
             return f"{x}[0]"
+        if self.bound_tables and isinstance(o, S.Index) and n != "range":
+            return f"{self.rows(o.table)}[{self.expr(o.key)}][{n!r}]"
         if n == "range":
             return f"_er({x}, {self.spec.tables[ot.name].sized_by!r})"
         return f"{x}[1][{n!r}]"
@@ -452,33 +537,69 @@ class _Emitter:
         if op in ("==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "&", "|"):
             return f"({l} {op} {r})"
         if op == "%":
-            return f"_mod({l}, {r})"
+            return _remainder(l, r)
+        inline = self._inline_range_test(e)
+        if inline is not None:
+            return inline
         if op == "overlaps":
             return f"_ov({l}, {r})"
         if op == "contains":
             return f"_cr({l}, {r})" if self.t(e.right).kind == "range" else f"_ca({l}, {r})"
         raise AssertionError(op)
 
+    def _range_parts(self, e: S.Expr) -> tuple[str, str, str] | None:
+        """(base, end, size) as cheap code, for `v.range` of a quantified entry and for
+        `range(b, s)` with a simple base and size; None otherwise. Why: these tests run for every
+        candidate of every index probe, and building tuples to compare them costs more than the test."""
+        if isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name in self.locals:
+            v = f"L_{e.obj.name}"
+            size = f"{v}[1][{self.spec.tables[self.t(e.obj).name].sized_by!r}]"
+            return f"{v}[0]", f"({v}[0] + {size})", size
+        if isinstance(e, S.Builtin) and e.func == "range":
+            base, size = self.expr(e.args[0]), self.expr(e.args[1])
+            if _SIMPLE.fullmatch(base) and _SIMPLE.fullmatch(size):
+                return base, f"({base} + {size})", size
+        return None
+
+    def _inline_range_test(self, e: S.Binary) -> str | None:
+        """`overlaps` / `contains` on ranges as comparisons (same truth as the helpers below)."""
+        x = self._range_parts(e.left)
+        if x is None:
+            return None
+        if e.op == "contains" and self.t(e.right).kind != "range":
+            a = self.expr(e.right)
+            return f"({x[0]} <= {a} < {x[1]})" if _SIMPLE.fullmatch(a) else None
+        y = self._range_parts(e.right)
+        if y is None:
+            return None
+        if e.op == "overlaps":  # both non-empty, and each starts before the other ends
+            return f"({x[0]} < {y[1]} and {y[0]} < {x[1]} and {x[2]} > 0 and {y[2]} > 0)"
+        return f"({x[0]} <= {y[0]} and {y[1]} <= {x[1]})"
+
     def membership(self, e: S.Binary) -> str:
         rt = self.t(e.right)
         l = self.expr(e.left)
         if rt.kind == "table":
-            return f"({l} in T[{e.right.name!r}].rows)"  # type: ignore[union-attr]
+            return f"({l} in {self.rows(e.right.name)})"  # type: ignore[union-attr]
         r = self.expr(e.right)
         if rt.kind == "flags" or (rt.kind == "int" and self.t(e.left).kind == "flags"):
-            return f"_fl({l}, {r})"
+            return f"(({r} & {l}) == {l})" if _SIMPLE.fullmatch(l) else f"_fl({l}, {r})"
         if rt.kind == "range":
             return f"_ca({r}, {l})"
         return f"({l} in {r})"
 
     def quant(self, q: S.Quant) -> str:
+        if self.bound_tables and q.kind == "exists":
+            direct = self._direct_probe(q)
+            if direct is not None:
+                return direct
         self.locals.add(q.var)
         try:
             body = self.expr(q.body)
         finally:
             self.locals.discard(q.var)
         fn = f"(lambda L_{q.var}: {body})"
-        table = f"T[{q.table!r}]"
+        table = self.table(q.table)
         if q.kind == "forall":
             return f"_fa({table}.entries(), {fn})"
         probe = self.index_probe(q)
@@ -486,26 +607,55 @@ class _Emitter:
         # Most probes find no candidate: test for that before building the predicate (3-4x cheaper).
         self._fresh += 1
         c = f"_c{self._fresh}"
+        if self.bound_tables:
+            return f"(_exn({c}, {fn}) if ({c} := {source}) else False)"
         return f"(_ex(w, {q.table!r}, {c}, {fn}) if ({c} := {source}) else False)"
+
+    def _direct_probe(self, q: S.Quant) -> str | None:
+        """`exists v in T: v.range overlaps X` / `contains X` (X free of v) as one Table method
+        that walks the index window and tests each key itself: no candidate list, no predicate."""
+        body = q.body
+        if self.spec.tables[q.table].sized_by is None or not isinstance(body, S.Binary):
+            return None
+        if body.op not in ("overlaps", "contains") or not _is_range_of(body.left, q.var):
+            return None
+        other = body.right
+        if q.var in _free_names(other):
+            return None
+        table = self.table(q.table)
+        if self.t(other).kind != "range":
+            return f"{table}.any_containing_addr({self.expr(other)})"
+        method = "any_overlapping" if body.op == "overlaps" else "any_containing"
+        return f"{table}.{method}({self._range_args(other)})"
 
     def index_probe(self, q: S.Quant) -> str | None:
         """For `exists v in T: ... v.range overlaps X ...` (X free of v), the interval index query."""
         if self.spec.tables[q.table].sized_by is None:
             return None
-        table = f"T[{q.table!r}]"
+        table = self.table(q.table)
         for conj in _conjuncts(q.body):
             if not isinstance(conj, S.Binary) or conj.op not in ("overlaps", "contains"):
                 continue
             sides = [(conj.left, conj.right)] + ([(conj.right, conj.left)] if conj.op == "overlaps" else [])
             for mine, other in sides:
                 if _is_range_of(mine, q.var) and q.var not in _free_names(other):
-                    x = self.expr(other)
+                    x = self._range_args(other)
                     if conj.op == "overlaps":
-                        return f"{table}.overlapping(*{x})"
+                        return f"{table}.overlapping({x})"
                     if self.t(other).kind == "range":
-                        return f"{table}.containing(*{x})"
+                        return f"{table}.containing({x})"
+                    x = self.expr(other)
                     return f"_containing_addr({table}, {x})"
         return None
+
+    def _range_args(self, e: S.Expr) -> str:
+        """`base, end` of a range expression as two arguments; `range(b, s)` with a simple base
+        (a local or a literal) without building the tuple."""
+        if isinstance(e, S.Builtin) and e.func == "range":
+            base, size = self.expr(e.args[0]), self.expr(e.args[1])
+            if _SIMPLE.fullmatch(base):
+                return f"{base}, {base} + {size}"
+        return f"*{self.expr(e)}"
 
     # ---- statements
     def stmts(self, body: Iterable[S.Stmt], indent: str) -> list[str]:
@@ -521,11 +671,11 @@ class _Emitter:
                         f"{ind}V[{v!r}] = _v"]
             case S.Insert(table=t, key=k, fields=fs):
                 rec = ", ".join(f"{n!r}: {self.expr(x)}" for n, x in fs)
-                return [f"{ind}T[{t!r}].put({self.expr(k)}, {{{rec}}})"]
+                return [f"{ind}{self.table(t)}.put({self.expr(k)}, {{{rec}}})"]
             case S.Update(table=t, key=k, field=n, value=x):
-                return [f"{ind}_upd(T[{t!r}], {t!r}, {self.expr(k)}, {n!r}, {self.expr(x)})"]
+                return [f"{ind}_upd({self.table(t)}, {t!r}, {self.expr(k)}, {n!r}, {self.expr(x)})"]
             case S.Delete(table=t, key=k):
-                return [f"{ind}T[{t!r}].remove({self.expr(k)})"]
+                return [f"{ind}{self.table(t)}.remove({self.expr(k)})"]
             case S.If(cond=c, then=th, orelse=el):
                 lines = [f"{ind}if {self.expr(c)}:", *self.stmts(th, ind + "    ")]
                 if el:
@@ -550,6 +700,17 @@ class _Emitter:
 
 _NOT_CONSTANT = object()
 _MISSING = object()
+_SIMPLE = re.compile(r"L_\w+|\(-?[0-9]+\)")  # generated code that is a local or an integer literal
+_NONZERO_LITERAL = re.compile(r"\(-?[1-9][0-9]*\)")
+
+
+def _remainder(l: str, r: str) -> str:
+    """`l % r`, through the checking helper unless r is a non-zero literal."""
+    return f"({l} % {r})" if _NONZERO_LITERAL.fullmatch(r) else f"_mod({l}, {r})"
+
+
+def _negate(code: str) -> str:
+    return {"True": "False", "False": "True"}.get(code, f"not {code}")
 
 
 def _boolean(op: str, l: str, r: str) -> str:
@@ -585,6 +746,14 @@ def _ex(w, name: str, entries, pred) -> bool:
         if pred(entry):
             if w is not None:
                 w.append((name, entry[0]))
+            return True
+    return False
+
+
+def _exn(entries, pred) -> bool:
+    """`_ex` without witnesses."""
+    for entry in entries:
+        if pred(entry):
             return True
     return False
 
@@ -630,8 +799,12 @@ def _containing_addr(table: "Table", x: int):
 
 
 def _upd(table: "Table", name: str, key, field: str, value) -> None:
-    if key not in table.rows:
+    record = table.rows.get(key)
+    if record is None:
         raise EvalError(f"{name} has no entry for key {key}")
+    old = record.get(field, _MISSING)
+    if old == value and type(old) is type(value):  # no change: nothing to journal
+        return
     table.set_field(key, field, value)
 
 
@@ -651,7 +824,7 @@ _ov, _cr, _ca = overlaps, contains_range, contains_addr
 _RUNTIME = {
     "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
     "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
-    "_ca": contains_addr, "frozenset": frozenset, "min": min, "max": max,
+    "_ca": contains_addr, "_exn": _exn, "frozenset": frozenset, "min": min, "max": max,
 }
 
 
@@ -729,7 +902,8 @@ class Semantics:
         params = [n for n, _ in info.params]
         with_out = params + [n for n, _ in info.outputs]
         em.locals = set(params)
-        body: list[str] = ["    m = 0"]
+        body: list[str] = []
+        constant_bits = 0
         bits: list[tuple[str, str, Any]] = []
         cond_names: dict[str, str] = {}
         ensures: list[tuple[str, str]] = []
@@ -738,32 +912,24 @@ class Semantics:
         thread_rule = None
 
         def add_bit(kind: str, rule: str, codes, test: str) -> None:
-            body.append(f"    if {test}: m |= {1 << len(bits)}")
+            nonlocal constant_bits
+            if test == "True":
+                constant_bits |= 1 << len(bits)
+            elif test != "False":
+                body.append(f"    if {test}: m |= {1 << len(bits)}")
             bits.append((kind, rule, codes))
 
         for j, c in enumerate(info.decl.clauses):
             fname = f"c{i}_{j}"
+            bit = self._bit(em, c)
+            if bit is not None:
+                add_bit(*bit)
+                if not isinstance(c, (S.OnlyIn, S.MayFail)):
+                    lines.extend(em.condition(fname, params, c.cond))
+                    cond_names[c.rule] = fname
+                    em.locals = set(params)
+                continue
             match c:
-                case S.OnlyIn():
-                    test = " or ".join(em.expr(self.spec.groups[g]) for g in c.groups) or "False"
-                    add_bit("usage", c.rule, None, f"not ({test})")
-                case S.Requires():
-                    add_bit("undefined" if c.undefined else "requires", c.rule, None, f"not {em.expr(c.cond)}")
-                    lines.extend(em.condition(fname, params, c.cond))
-                    cond_names[c.rule] = fname
-                    em.locals = set(params)
-                case S.Fails():
-                    add_bit("fails", c.rule, self._codes(c.codes), em.expr(c.cond))
-                    lines.extend(em.condition(fname, params, c.cond))
-                    cond_names[c.rule] = fname
-                    em.locals = set(params)
-                case S.MayFail():
-                    add_bit("may", c.rule, self._codes(c.codes), em.expr(c.cond) if c.cond is not None else "True")
-                case S.Unspecified():
-                    add_bit("unspecified", c.rule, None, em.expr(c.cond))
-                    lines.extend(em.condition(fname, params, c.cond))
-                    cond_names[c.rule] = fname
-                    em.locals = set(params)
                 case S.Ensures():
                     lines.extend(em.condition(fname, with_out, c.cond))
                     ensures.append((c.rule, fname))
@@ -781,7 +947,7 @@ class Semantics:
                 case _:
                     assert_never(c)
         em.locals = set(params)
-        lines.extend(em.function(f"m{i}", params, body + ["    return m"]))
+        lines.extend(em.function(f"m{i}", params, [f"    m = {constant_bits}", *body, "    return m"]))
 
         def plan(ns: dict) -> CompiledCall:
             return CompiledCall(
@@ -790,6 +956,33 @@ class Semantics:
                 effect_rule, order, thread_rule, {},
             )
         return plan
+
+    def _bit(self, em: _Emitter, c: S.Clause) -> tuple[str, str, Any, str] | None:
+        """(kind, rule, codes, Python test) of a clause that is one bit of the call's mask, else None.
+        The test is compiled with `em` for the call's parameters (`em.locals`)."""
+        match c:
+            case S.OnlyIn():
+                test = " or ".join(em.expr(self.spec.groups[g]) for g in c.groups) or "False"
+                return "usage", c.rule, None, _negate(test if len(c.groups) == 1 else f"({test})")
+            case S.Requires():
+                return "undefined" if c.undefined else "requires", c.rule, None, _negate(em.expr(c.cond))
+            case S.Fails():
+                return "fails", c.rule, self._codes(c.codes), em.expr(c.cond)
+            case S.MayFail():
+                return "may", c.rule, self._codes(c.codes), em.expr(c.cond) if c.cond is not None else "True"
+            case S.Unspecified():
+                return "unspecified", c.rule, None, em.expr(c.cond)
+        return None
+
+    def mask_tests(self, em: _Emitter, call: str) -> list[str]:
+        """The Python tests of `call`'s mask bits, in bit order, compiled with `em` (whose `locals`
+        must hold the call's parameters): for code that fuses the mask into a larger function."""
+        tests = []
+        for c in self.spec.calls[call].decl.clauses:
+            bit = self._bit(em, c)
+            if bit is not None:
+                tests.append(bit[3])
+        return tests
 
     def _codes(self, codes: S.Codes) -> tuple[frozenset | None, frozenset]:
         """(codes, excluded): the statuses a failure clause allows."""
@@ -814,6 +1007,14 @@ class Semantics:
             m = cc.mask(st, args)
         except EvalError as exc:
             raise RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}")]) from None
+        allowed = cc.cache.get(m)
+        if allowed is None:
+            allowed = cc.cache[m] = _allowed_from_mask(cc, m)
+        return allowed
+
+    def allowed_for_mask(self, call: str, m: int) -> Allowed:
+        """The Allowed of a mask computed elsewhere (by code fused from `mask_tests`)."""
+        cc = self.calls[call]
         allowed = cc.cache.get(m)
         if allowed is None:
             allowed = cc.cache[m] = _allowed_from_mask(cc, m)

@@ -445,7 +445,7 @@ def _undecodable(exc: orjson.JSONDecodeError, raw: bytes, path: str, lineno: int
 
 # ---------------------------------------------------------------- reading
 
-def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[TraceEvent]]:
+def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, "EventStream"]:
     """Open a trace file: its header now, its events as a lazy iterator.
 
     Header errors raise here; event errors raise from the iterator at the bad line. The file
@@ -461,22 +461,86 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[Trac
     except BaseException:
         f.close()
         raise
-    return header, _events(f, where, lineno, True, f)
+    return header, EventStream(f, where, lineno, True, f)
 
 
-def read_trace_lines(lines: Iterable[bytes | str], path: str = "<memory>") -> tuple[TraceHeader, Iterator[TraceEvent]]:
+def read_trace_lines(lines: Iterable[bytes | str], path: str = "<memory>") -> tuple[TraceHeader, "EventStream"]:
     """Like `read_trace` over in-memory lines, one line per item, line terminator optional."""
     it = (line.encode("utf-8", "surrogatepass") if type(line) is str else line for line in lines)
     header, lineno = _read_header(it, path, False)
-    return header, _events(it, path, lineno, False, None)
+    return header, EventStream(it, path, lineno, False, None)
 
 
-def read_trace_text(data: bytes | str, path: str = "<memory>") -> tuple[TraceHeader, Iterator[TraceEvent]]:
+def read_trace_text(data: bytes | str, path: str = "<memory>") -> tuple[TraceHeader, "EventStream"]:
     """Like `read_trace` over the whole text of a trace file (same truncation rule)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     it = iter(io.BytesIO(raw))
     header, lineno = _read_header(it, path, True)
-    return header, _events(it, path, lineno, True, None)
+    return header, EventStream(it, path, lineno, True, None)
+
+
+class EventStream:
+    """The events after a trace's header: an iterator of checked `TraceEvent`s, or raw lines.
+
+    Iterating gives events (errors raise at the bad line, as `RegcheckError`). A reader that decodes
+    lines itself (the replayer's fast path) takes `raw_lines()` instead, and hands every line it does
+    not understand completely to `event(raw, obj, lineno)`, which checks it exactly as iteration would.
+    The two ways of reading are exclusive: the stream is consumed by whichever starts first.
+    """
+
+    __slots__ = ("path", "lineno", "_lines", "_at_eof", "_owner", "_gen")
+
+    def __init__(self, lines: Iterable[bytes], path: str, lineno: int, at_eof_needs_newline: bool,
+                 owner: BinaryIO | None):
+        self.path = path
+        self.lineno = lineno  # the line before the first event (the header's)
+        self._lines = lines
+        self._at_eof = at_eof_needs_newline
+        self._owner = owner
+        self._gen: Iterator[TraceEvent] | None = None
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        if self._gen is None:
+            self._gen = _events(self._lines, self.path, self.lineno, self._at_eof, self._owner)
+        return self._gen
+
+    def __next__(self) -> TraceEvent:
+        return next(iter(self))
+
+    def close(self) -> None:
+        close = getattr(self._gen, "close", None)
+        if close is not None:
+            close()
+        if self._owner is not None:
+            self._owner.close()
+
+    def raw_lines(self) -> Iterable[bytes]:
+        """The undecoded event lines (line `self.lineno + 1` first); read errors raise OSError."""
+        if self._gen is not None:
+            raise RuntimeError("the stream is already being read as events")
+        self._gen = iter(())
+        return self._lines
+
+    def event(self, raw: bytes, obj: object, lineno: int) -> TraceEvent | None:
+        """The checked event of one line (`obj`: its decoded JSON, or `UNDECODED`); None for a
+        blank line. Raises `RegcheckError` at path:lineno:column exactly as iteration does."""
+        if obj is UNDECODED:
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if not raw.strip():
+                    return None
+                raise _undecodable(exc, raw, self.path, lineno, self._at_eof) from None
+        try:
+            return _to_event(obj, lineno)
+        except _Bad as bad:
+            raise _located(bad, raw, self.path, lineno) from None
+
+    def read_error(self, exc: OSError, lineno: int) -> RegcheckError:
+        return RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(self.path, lineno, 1))])
+
+
+UNDECODED = object()  # `EventStream.event`: the line has not been decoded yet
 
 
 def _read_header(lines: Iterable[bytes], path: str, at_eof_needs_newline: bool) -> tuple[TraceHeader, int]:

@@ -214,19 +214,24 @@ def test_a_solver_that_never_decides_proves_nothing(monkeypatch):
 
 
 def test_a_tiny_timeout_gives_unknown_never_proved():
-    report = prove(load_spec("acl"), "acl", ProveOptions(SolverOptions(timeout_ms=1), consistency=False, guards=False,
-                                                        reach_depth=0))
-    unknown = [o for o in report.obligations if o.verdict is Verdict.UNKNOWN]
-    assert all(o.reason for o in unknown)
-    assert not [o for o in report.obligations if o.verdict is Verdict.REFUTED]  # the spec is correct
-    assert all(o.reason == "" for o in report.obligations if o.how == "solver" and o.verdict is Verdict.PROVED)
-    assert report.proved == (not unknown)
-    code, out, _ = run_cli("prove", "acl", "--timeout", "1", "--no-consistency", "--no-guards", "--reach-depth", "0",
-                           "--format", "json")
-    data = json.loads(out)
-    assert code == (1 if not data["proved"] else 0)
+    """Real timeouts, from the command line. In a child process: Z3 (4.16 and 5.x alike) very rarely
+    crashes when a query is interrupted by its timer (about once per 7,500 interruptions here), and
+    this run interrupts about a hundred queries; a crash must not take the test session with it or
+    leave this process's Z3 in a doubtful state (see docs/prover.md, "Known Z3 problems")."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "checker.cli", "prove", "acl", "--timeout", "1", "--no-consistency",
+                           "--no-guards", "--reach-depth", "0", "--format", "json"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent, timeout=600)
+    if proc.returncode < 0:
+        pytest.skip(f"Z3 crashed (signal {-proc.returncode}) on an interrupted query: the known Z3 problem")
+    data = json.loads(proc.stdout)
+    unknown = [o for o in data["obligations"] if o["verdict"] == "UNKNOWN"]
+    assert unknown and all(o["reason"] for o in unknown)
+    assert not [o for o in data["obligations"] if o["verdict"] == "REFUTED"]  # the spec is correct
     for o in data["obligations"]:
         assert o["verdict"] != "PROVED" or o["how"] in ("frame", "trivial") or not o["reason"]
+    assert data["proved"] is False and proc.returncode == 1
 
 
 # ---------------------------------------------------------------- the command line

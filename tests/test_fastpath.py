@@ -1,0 +1,323 @@
+"""checker.fastpath: the replayer's fast steps give exactly the reports and states of the general path.
+
+Every trace here is replayed twice, once through `_replay_stream` (fast steps first, the general path
+for the rest) and once through `_replay_iter` (every event through `Replayer.feed`), and the two
+must agree on everything: the input error (code, line, column, message) or the report, the findings
+with their notes, the final state and the replayer's memory of which line made which entry.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import checker.replay as replay_mod
+from checker.diagnostics import RegcheckError
+from checker.fastpath import VERDICT_CACHE_LIMIT, fast_steps
+from checker.load import load_spec
+from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
+from checker.trace import read_trace_text
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from gen_trace import generate  # noqa: E402
+
+
+def outcome(text: bytes, fast: bool, max_findings: int | None = None):
+    """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory)."""
+    try:
+        header, events = read_trace_text(text, "t.jsonl")
+        sem = semantics_for(header, None, "t.jsonl")
+        r = Replayer(sem, "t.jsonl")
+        run = _replay_stream if fast else _replay_iter
+        report = run(r, events, max_findings, None)
+    except RegcheckError as exc:
+        return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
+    return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
+            r.state.snapshot(), dict(r.created), dict(r.removed))
+
+
+def assert_same(text: bytes, max_findings: int | None = None):
+    fast, slow = outcome(text, True, max_findings), outcome(text, False, max_findings)
+    assert fast == slow
+    return fast
+
+
+# ---------------------------------------------------------------- the bundled corpus and the benchmark mix
+
+
+CORPUS = sorted((REPO / "traces").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_traces_replay_the_same_both_ways(path):
+    assert_same(path.read_bytes())
+
+
+def counting_steps(counter: dict):
+    """A stand-in for replay.fast_steps that counts the events each step handles."""
+    def make(sem, state, remember):
+        steps = fast_steps(sem, state, remember)
+
+        def wrap(call, step):
+            def counted(o, line):
+                took = step(o, line)
+                counter[took] = counter.get(took, 0) + 1
+                return took
+            return counted
+        return {call: wrap(call, step) for call, step in steps.items()}
+    return make
+
+
+def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeypatch):
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 20_000, live=200, seed=3)
+    text = path.read_bytes()
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_steps", counting_steps(counter))
+    result = assert_same(text)
+    assert result[0] == "report" and result[1]["verdict"] == "conforms" and result[1]["events"] == 20_000
+    # Lookups that fail because the range is only PINNED, frees, unregistrations: all fast.
+    assert counter.get(True, 0) == 20_000 and not counter.get(False)
+
+
+def test_findings_midway_are_the_same_both_ways(tmp_path):
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 3_000, live=50, seed=5)
+    lines = path.read_bytes().splitlines(keepends=True)
+    # Break it here and there: an unregistration of something never registered, a double free,
+    # a status no clause allows; replay goes on from the recorded result after each.
+    bad = [
+        b'{"call":"aclrtHostUnregister","args":{"ptr":4096},"ret":0}\n',
+        b'{"call":"aclrtFreeHost","args":{"hostPtr":0},"ret":0}\n',
+        b'{"call":"aclrtHostGetDevicePointer","args":{"pHost":8192,"flag":0},"ret":0,"out":{"pDevice":1}}\n',
+        b'{"call":"aclrtMallocHost","args":{"size":4096},"ret":123456}\n',
+    ]
+    for i, line in enumerate(bad):
+        lines.insert(200 + 600 * i, line)
+    text = b"".join(lines)
+    result = assert_same(text)
+    assert result[0] == "report" and result[1]["verdict"] == "violates" and len(result[1]["findings"]) >= 3
+    assert assert_same(text, max_findings=2)[3] is True  # truncated the same way
+
+
+def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
+    from checker.semantics import Semantics
+    sem = Semantics(load_spec("cupva"), {})
+    steps = fast_steps(sem, sem.initial_state(), lambda line, call: None)
+    assert "cupva::mem::Register" not in steps and "cupva::mem::Unregister" not in steps
+    assert "cudaMalloc" in steps and "vm_state" in steps
+
+
+def test_the_verdict_cache_is_bounded():
+    """Distinct failure statuses are endless in a hostile trace; the per-call cache stops growing,
+    and the verdicts stay right past the limit."""
+    from checker.fastpath import _decider
+    from checker.semantics import Semantics
+    sem = Semantics(load_spec("acl"), {})
+    decide = _decider(sem, "aclrtMallocHost")
+    cache: dict = {}
+    verdicts = [decide(cache, (0, 1000 + i), 0, 1000 + i) for i in range(VERDICT_CACHE_LIMIT + 500)]
+    assert len(cache) == VERDICT_CACHE_LIMIT
+    assert decide({}, 0, 0, 0) is True  # a success with no error condition holding
+    header = b'{"regcheck":1,"spec":"acl","env":{}}\n'
+    events = b"".join(b'{"call":"aclrtMallocHost","args":{"size":4096},"ret":%d}\n' % (1000 + i)
+                      for i in range(VERDICT_CACHE_LIMIT + 500))
+    result = assert_same(header + events)
+    assert result[1]["events"] == VERDICT_CACHE_LIMIT + 500
+    assert all(v == verdicts[0] for v in verdicts)
+
+
+# ---------------------------------------------------------------- one line at the edge of the fast path
+
+ACL = b'{"regcheck":1,"spec":"acl","env":{"os_kernel":"6.6","product":"AtlasA2"}}\n'
+MALLOC = b'{"call":"malloc","args":{"size":8192},"out":{"ptr":65536},"tid":1,"t0":5,"t1":9}\n'
+REGISTER = {"call": "aclrtHostRegisterV2", "args": {"ptr": 65536, "size": 8192, "flag": 2}, "ret": 0,
+            "tid": 1, "t0": 10, "t1": 12}
+
+EDGES = [
+    # (id, change to the registration, whether the fast step takes it)
+    ("plain", {}, True),
+    ("unknown field", {"bogus": 1}, False),
+    ("null field", {"tid": None}, False),
+    ("expect", {"expect": {"rule": "ACL-REG-EFFECT", "outcome": "success"}}, False),
+    ("t1 without t0", {"t0": None}, False),
+    ("t1 before t0", {"t0": 20}, False),
+    ("negative t0", {"t0": -1, "t1": 2}, False),
+    ("float t0", {"t0": 1.5}, False),
+    ("bool tid", {"tid": True}, False),
+    ("string tid", {"tid": "main"}, True),
+    ("no timestamps", {"tid": None, "t0": None, "t1": None}, True),
+    ("hex pointer", {"args": {"ptr": "0x10000", "size": 8192, "flag": 2}}, False),
+    ("flag names", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPED"]}}, False),
+    ("flag too big", {"args": {"ptr": 65536, "size": 8192, "flag": 2**32}}, False),
+    ("negative size", {"args": {"ptr": 65536, "size": -1, "flag": 2}}, False),
+    ("bool size", {"args": {"ptr": 65536, "size": True, "flag": 2}}, False),
+    ("missing argument", {"args": {"ptr": 65536, "size": 8192}}, False),
+    ("extra argument", {"args": {"ptr": 65536, "size": 8192, "flag": 2, "x": 1}}, False),
+    ("args not an object", {"args": [65536]}, False),
+    ("hex ret", {"ret": "0x0"}, False),
+    ("missing ret", {"ret": None}, False),
+    ("unexpected output", {"out": {"ptr": 1}}, False),
+    ("empty out", {"out": {}}, True),
+    ("failure", {"ret": 107000}, False),  # no error condition holds: success is the only outcome
+    ("unaligned (caller's bug)", {"args": {"ptr": 65537, "size": 8192, "flag": 2}}, False),
+]
+
+
+@pytest.mark.parametrize("name, change, fast", EDGES, ids=[e[0] for e in EDGES])
+def test_one_line_at_the_edge(name, change, fast, monkeypatch):
+    ev = {**REGISTER, **change}
+    drop = {k for k, v in change.items() if v is None and k != "tid"} | ({"tid"} if name == "no timestamps" else set())
+    ev = {k: v for k, v in ev.items() if k not in drop and not (name == "no timestamps" and k in ("t0", "t1"))}
+    line = json.dumps(ev, separators=(",", ":")).encode() + b"\n"
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_steps", counting_steps(counter))
+    assert_same(ACL + MALLOC + line)
+    assert counter.get(True, 0) == 1 + fast, counter  # the malloc, and the registration when fast
+
+
+OUTPUT_EDGES = [
+    # (id, the `out` of a malloc (None: no `out`), whether the fast step takes it)
+    ("output", {"ptr": 131072}, True),
+    ("extra output", {"ptr": 131072, "x": 1}, False),
+    ("null output", {"ptr": None}, False),
+    ("missing output", {}, False),
+    ("no out at all", None, False),
+    ("hex output", {"ptr": "0x20000"}, False),
+    ("output out of range", {"ptr": 2**64}, False),
+    ("out not an object", [131072], False),
+]
+
+
+@pytest.mark.parametrize("name, out, fast", OUTPUT_EDGES, ids=[e[0] for e in OUTPUT_EDGES])
+def test_outputs_at_the_edge(name, out, fast, monkeypatch):
+    ev = {"call": "malloc", "args": {"size": 4096}}
+    if out is not None:
+        ev["out"] = out
+    line = json.dumps(ev, separators=(",", ":")).encode() + b"\n"
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_steps", counting_steps(counter))
+    assert_same(ACL + MALLOC + line)
+    assert counter.get(True, 0) == 1 + fast, counter
+
+
+# ---------------------------------------------------------------- random traces near the edges of the fast path
+
+
+PAGE = 0x1000
+ADDRS = [0, PAGE, 2 * PAGE, 3 * PAGE, 0x10000, 0x10800, 0x11000, 2**64 - PAGE]
+ODD_INTS = [-1, 2**64, 2**32, 2**63, "0x1000", "0x10000", "4096", True, None, 1.5, [1], "ABC"]
+
+
+def values_for(spec, t):
+    if t.kind == "int" or t.kind == "flags":
+        normal = st.sampled_from(ADDRS + [1, PAGE - 1, 5 * PAGE])
+        if t.kind == "flags":
+            names = sorted(spec.flags[t.name])
+            normal = st.one_of(st.sampled_from(sorted(set(spec.flags[t.name].values())) + [0, 3, 2**31]),
+                               st.lists(st.sampled_from(names), max_size=2))
+        return st.one_of(normal, normal, normal, normal, st.sampled_from(ODD_INTS))
+    if t.kind == "enum":
+        return st.one_of(st.sampled_from(spec.enums[t.name]), st.sampled_from(["Bogus", 3, "0x1"]))
+    if t.kind == "bool":
+        return st.sampled_from([True, False, 1, "yes"])
+    return st.sampled_from([0, "x"])
+
+
+def statuses_for(spec):
+    codes = set()
+    for info in spec.calls.values():
+        for c in info.decl.clauses:
+            items = getattr(getattr(c, "codes", None), "items", ())
+            for x in items:
+                v = getattr(x, "value", None) or getattr(x, "name", None)
+                if v is not None:
+                    codes.add(spec.consts[v][1] if v in spec.consts else v)
+    codes.add(spec.success)
+    pool = sorted(codes, key=str)
+    return st.one_of(st.sampled_from(pool), st.sampled_from(pool), st.sampled_from([None, "0x0", 7, "ok", "9x", -1]))
+
+
+@st.composite
+def events_of(draw, name):
+    spec = load_spec(name)
+    calls = sorted(spec.calls)
+    info = spec.calls[draw(st.sampled_from(calls))]
+    ev: dict = {"call": info.name}
+    params = {n: draw(values_for(spec, t)) for n, t in info.params}
+    if draw(st.integers(0, 19)) == 0 and params:
+        params.pop(draw(st.sampled_from(sorted(params))))
+    if draw(st.integers(0, 29)) == 0:
+        params["extra"] = 1
+    if params or draw(st.booleans()):
+        ev["args"] = params
+    ret = draw(statuses_for(spec))
+    if ret is not None:
+        ev["ret"] = ret
+    outs = {n: draw(values_for(spec, t)) for n, t in info.outputs if draw(st.integers(0, 5))}
+    if outs or draw(st.integers(0, 9)) == 0:
+        ev["out"] = outs
+    shape = draw(st.integers(0, 39))
+    if shape < 30:
+        if draw(st.booleans()):
+            t0 = draw(st.integers(0, 50))
+            ev.update(tid=draw(st.sampled_from([1, 2, "main"])), t0=t0, t1=t0 + draw(st.integers(0, 20)))
+    elif shape == 30:
+        ev["t0"] = 5
+    elif shape == 31:
+        ev.update(t0=9, t1=3)
+    elif shape == 32:
+        ev["tid"] = None
+    elif shape == 33:
+        ev["expect"] = {"rule": "X", "outcome": "success"}
+    elif shape == 34:
+        ev["bogus"] = 1
+    elif shape == 35:
+        return b"\n"
+    elif shape == 36:
+        return b"[1, 2]\n"
+    elif shape == 37:
+        return b"{\"call\": \"aclrtMallocHost\",\n"
+    return json.dumps(ev, separators=(",", ":")).encode() + b"\n"  # json: 2**64 must be writable
+
+
+def header_for(draw, name):
+    if name == "acl":
+        env = {"os_kernel": draw(st.sampled_from(["5.10", "6.6"])),
+               "product": draw(st.sampled_from(["AtlasA2", "Ascend950PR", "AtlasInference"]))}
+    else:
+        env = {"driver_version": draw(st.sampled_from([2005, 2006])), "qnx_safety": draw(st.booleans())}
+    return orjson.dumps({"regcheck": 1, "spec": name, "env": env}) + b"\n"
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_traces_replay_the_same_both_ways(name, data):
+    header = header_for(data.draw, name)
+    lines = data.draw(st.lists(events_of(name), min_size=1, max_size=40))
+    assert_same(header + b"".join(lines))
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
+    """Only well-formed lines, so that traces run long and states grow."""
+    header = header_for(data.draw, name)
+    lines = data.draw(st.lists(events_of(name), min_size=5, max_size=60))
+    text = header + b"".join(lines)
+    if outcome(text, False)[0] == "error":
+        kept = [header]
+        for line in lines:
+            if outcome(b"".join(kept + [line]), False)[0] != "error":
+                kept.append(line)
+        text = b"".join(kept)
+    assert_same(text)
