@@ -121,32 +121,43 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
     status_int = sem.spec.status_type.kind == "int"
     success = em._literal(sem.success)
     i1, i2, i3 = "        ", "            ", "                "
-    body: list[str] = [f"{i1}n = 1", f"{i1}a = o.get('args')"]
-
-    # -- arguments: exactly the parameters, each a plain value of its type
+    # Required fields are read by subscript (cheaper than .get here); a missing one raises
+    # KeyError, a list or string where an object belongs TypeError: both mean "not this shape".
+    checks: list[str] = []
+    reads: list[str] = []
     if params:
-        body += [f"{i1}if type(a) is not dict or len(a) != {len(params)}: return False", f"{i1}n = 2"]
-    else:
-        body += [f"{i1}if a is not None:", f"{i2}if type(a) is not dict or a: return False", f"{i2}n = 2"]
-    for p, t in info.params:
-        bad = _value_check(em, f"L_{p}", t)
-        if bad is None:
-            return None
-        body += [f"{i1}L_{p} = a.get({p!r})", f"{i1}if {bad}: return False"]
+        reads.append(f"{i2}a = o['args']")
+        checks.append(f"{i1}if type(a) is not dict or len(a) != {len(params)}: return False")
+        for p, t in info.params:
+            bad = _value_check(em, f"L_{p}", t)
+            if bad is None:
+                return None
+            reads.append(f"{i2}L_{p} = a[{p!r}]")
+            checks.append(f"{i1}if {bad}: return False")
+    if not is_event:
+        reads.append(f"{i2}status = o['ret']")
+    body: list[str] = [f"{i1}try:", *reads, f"{i1}except (KeyError, TypeError):", f"{i2}return False"] if reads else []
+    body += checks
+    n_fixed = 1 + bool(params) + (not is_event)  # call, args, ret
+    body.append(f"{i1}n = {n_fixed}")
+    if not params:
+        body += [f"{i1}if 'args' in o:", f"{i2}a = o['args']", f"{i2}if type(a) is not dict or a: return False",
+                 f"{i2}n += 1"]
 
     # -- the recorded status
-    body.append(f"{i1}r = o.get('ret')")
-    body.append(f"{i1}if r is None:")
-    body.append(f"{i2}status = {success}" if is_event else f"{i2}return False")
-    body.append(f"{i1}else:")
-    if status_int:
-        body.append(f"{i2}if type(r) is not int: return False")
+    if is_event:
+        body += [f"{i1}if 'ret' in o:", f"{i2}status = o['ret']", f"{i2}n += 1", f"{i1}else:",
+                 f"{i2}status = {success}"]
+        indent = i2
     else:
-        body.append(f"{i2}if type(r) is not str or r[:1] in {em.k(_NUMERIC_START)}: return False")
-    body += [f"{i2}n += 1", f"{i2}status = r"]
+        indent = i1
+    if status_int:
+        body.append(f"{indent}if type(status) is not int: return False")
+    else:
+        body.append(f"{indent}if type(status) is not str or status[:1] in {em.k(_NUMERIC_START)}: return False")
 
     # -- outputs: known names with plain values; all of them on success
-    body += [f"{i1}ob = o.get('out')", f"{i1}c = 0", f"{i1}if ob is not None:",
+    body += [f"{i1}c = 0", f"{i1}if 'out' in o:", f"{i2}ob = o['out']",
              f"{i2}if type(ob) is not dict: return False", f"{i2}n += 1"]
     if outputs:
         body.append(f"{i2}if ob:")
@@ -154,7 +165,7 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
             bad = _value_check(em, f"L_{p}", t)
             if bad is None:
                 return None
-            body += [f"{i3}L_{p} = ob.get({p!r})", f"{i3}if L_{p} is not None:",
+            body += [f"{i3}if {p!r} in ob:", f"{i3}    L_{p} = ob[{p!r}]",
                      f"{i3}    if {bad}: return False", f"{i3}    c += 1"]
         body.append(f"{i3}if c != len(ob): return False")
         body.append(f"{i1}if c != {len(outputs)} and status == {success}: return False")
@@ -162,9 +173,9 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
         body.append(f"{i2}if ob: return False")
 
     # -- thread id and timestamps: checked as checker.trace does, otherwise unused here
-    body += [f"{i1}x = o.get('tid')", f"{i1}if x is not None:",
+    body += [f"{i1}if 'tid' in o:", f"{i2}x = o['tid']",
              f"{i2}if type(x) is not int and type(x) is not str: return False", f"{i2}n += 1",
-             f"{i1}x = o.get('t0')", f"{i1}if x is not None:", f"{i2}y = o.get('t1')",
+             f"{i1}if 't0' in o:", f"{i2}x = o['t0']", f"{i2}y = o.get('t1')",
              f"{i2}if type(x) is not int or type(y) is not int or not 0 <= x <= y: return False", f"{i2}n += 2",
              f"{i1}if len(o) != n: return False"]
 

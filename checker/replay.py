@@ -18,7 +18,7 @@ Input error codes (in addition to checker/trace.py's T0701-T0712):
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -124,11 +124,14 @@ class Replayer:
         self.path = path
         self.state: State = sem.initial_state()
         self.shapes = _shapes(sem)
-        # (table, key) -> (line, call) of the event that created / removed the entry
+        # (table, key) -> (line, call) of the event that created each live entry
         self.created: dict[tuple[str, Any], tuple[int, str]] = {}
-        # An OrderedDict: forgetting the oldest of a plain dict again and again walks over the
-        # holes its deletions leave at the front, which made every removal cost microseconds.
-        self.removed: OrderedDict[tuple[str, Any], tuple[int, str]] = OrderedDict()
+        # (table, key, line, call) of the last REMOVED_WINDOW removals, oldest first: appending is
+        # all a removal costs; `_related` picks the latest removal of each entry not live again.
+        self.removed: deque[tuple[str, Any, int, str]] = deque(maxlen=REMOVED_WINDOW)
+        # remember(line, call): after a success effect, note which line created or removed each entry
+        # that `state.journal` lists (a closure: it runs for most events of a trace)
+        self._remember = _remembering(self.created, self.removed, self.state.journal)
         self.recent: dict[str, deque] = {}
         self._rule_tables: dict[str, frozenset[str]] = {}
         self.success = sem.success
@@ -239,24 +242,6 @@ class Replayer:
                                           f"recorded result {status!r} accepted", self._related(rule, ev, args)))
         return findings
 
-    def _remember(self, line: int, call: str) -> None:
-        created, removed = self.created, self.removed
-        for table, key, op, _ in self.state.journal:
-            if table is None:
-                continue
-            where = (table, key)
-            if op == "put":
-                if where not in created:  # an update keeps the creating line
-                    created[where] = (line, call)
-                    if removed:
-                        removed.pop(where, None)
-            else:
-                created.pop(where, None)
-                removed.pop(where, None)
-                removed[where] = (line, call)
-                if len(removed) > REMOVED_WINDOW:  # forget the oldest: memory must not grow with the trace
-                    removed.popitem(last=False)
-
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
         window = self.recent.get(call)
         if window is None:
@@ -279,9 +264,12 @@ class Replayer:
         if not found:  # nothing live to blame: perhaps the memory was freed or unregistered earlier
             values = {v for v in args.values() if type(v) is int and v != 0}
             tables = self._tables_of_rule(rule)
-            for (table, key), gone in self.removed.items():
-                if key in values and table in tables:
-                    found.add(gone)
+            seen = set()
+            for table, key, line, call in reversed(self.removed):
+                if key in values and table in tables and (table, key) not in seen:
+                    seen.add((table, key))
+                    if (table, key) not in self.created:  # live again: not what is missing now
+                        found.add((line, call))
         return tuple(sorted(found))
 
     def _tables_of_rule(self, rule: str) -> frozenset[str]:
@@ -340,6 +328,21 @@ class Replayer:
         if len(rules) > 1:
             f = Finding(f.line, f.kind, f.rule, f.call, f.message + f" (also {', '.join(rules[1:])})", f.related, f.notes)
         return f
+
+
+def _remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
+    def remember(line: int, call: str) -> None:
+        for table, key, op, _ in journal:
+            if table is None:
+                continue
+            if op == "put":
+                where = (table, key)
+                if where not in created:  # an update keeps the creating line
+                    created[where] = (line, call)
+            else:
+                created.pop((table, key), None)
+                removed.append((table, key, line, call))
+    return remember
 
 
 def _show(v) -> str:

@@ -61,10 +61,13 @@ class Table:
         self.journal: list | None = None
 
     def put(self, key, record: dict) -> None:
-        old = self.rows.get(key)
-        if self.journal is not None:
-            self.journal.append((self.name, key, "put", old))
-        if self.sized_by is not None:
+        rows = self.rows
+        old = rows.get(key)
+        journal = self.journal
+        if journal is not None:
+            journal.append((self.name, key, "put", old))
+        field = self.sized_by
+        if field is not None:
             if old is None:
                 keys = self.keys
                 if type(keys) is list:
@@ -74,26 +77,29 @@ class Table:
                 else:
                     keys.add(key)
             else:
-                self._forget_size(old[self.sized_by])
-            size = record[self.sized_by]
-            count = self._size_count.get(size, 0)
-            self._size_count[size] = count + 1
+                self._forget_size(old[field])
+            size = record[field]
+            counts = self._size_count
+            count = counts.get(size, 0)
+            counts[size] = count + 1
             if count == 0:
                 heap = self._size_heap
-                if len(heap) > 2 * len(self._size_count) + 16:  # mostly stale: rebuild, so memory stays bounded
-                    heap[:] = [-s for s in self._size_count]
+                if len(heap) > 2 * len(counts) + 16:  # mostly stale: rebuild, so memory stays bounded
+                    heap[:] = [-s for s in counts]
                     heapq.heapify(heap)
                 else:
                     heapq.heappush(heap, -size)
-        self.rows[key] = record
+        rows[key] = record
 
     def remove(self, key) -> None:
         old = self.rows.pop(key, None)
         if old is None:
             return
-        if self.journal is not None:
-            self.journal.append((self.name, key, "remove", old))
-        if self.sized_by is not None:
+        journal = self.journal
+        if journal is not None:
+            journal.append((self.name, key, "remove", old))
+        field = self.sized_by
+        if field is not None:
             keys = self.keys
             if type(keys) is list:
                 del keys[bisect_left(keys, key)]
@@ -101,7 +107,13 @@ class Table:
                 keys.remove(key)
                 if len(keys) < self.small // 2:
                     self.keys = list(keys)
-            self._forget_size(old[self.sized_by])
+            counts = self._size_count
+            size = old[field]
+            count = counts[size] - 1
+            if count:
+                counts[size] = count
+            else:
+                del counts[size]
 
     def _forget_size(self, size: int) -> None:
         count = self._size_count[size] - 1
@@ -189,25 +201,28 @@ class Table:
     # Whole `exists` tests for the fast path: the window of `overlapping` / `containing` and the
     # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
     # `contains_addr` below on (k, k + size)).
-    def any_overlapping(self, base: int, end: int) -> bool:
+    def any_overlapping(self, base: int, end: int, pred: Callable | None = None) -> bool:
         rows, field = self.rows, self.sized_by
         for k in self._window_keys(base, end, True):
-            size = rows[k][field]
-            if size > 0 and base < k + size:  # k < end: the window's bound
+            record = rows[k]
+            size = record[field]
+            if size > 0 and base < k + size and (pred is None or pred((k, record))):  # k < end: the window's bound
                 return True
         return False
 
-    def any_containing(self, base: int, end: int) -> bool:
+    def any_containing(self, base: int, end: int, pred: Callable | None = None) -> bool:
         rows, field = self.rows, self.sized_by
         for k in self._window_keys(base, end, False):
-            if k <= base and end <= k + rows[k][field]:
+            record = rows[k]
+            if k <= base and end <= k + record[field] and (pred is None or pred((k, record))):
                 return True
         return False
 
-    def any_containing_addr(self, x: int) -> bool:
+    def any_containing_addr(self, x: int, pred: Callable | None = None) -> bool:
         rows, field = self.rows, self.sized_by
         for k in self._window_keys(x, x + 1, False):
-            if k <= x < k + rows[k][field]:
+            record = rows[k]
+            if k <= x < k + record[field] and (pred is None or pred((k, record))):
                 return True
         return False
 
@@ -612,21 +627,44 @@ class _Emitter:
         return f"(_ex(w, {q.table!r}, {c}, {fn}) if ({c} := {source}) else False)"
 
     def _direct_probe(self, q: S.Quant) -> str | None:
-        """`exists v in T: v.range overlaps X` / `contains X` (X free of v) as one Table method
-        that walks the index window and tests each key itself: no candidate list, no predicate."""
-        body = q.body
-        if self.spec.tables[q.table].sized_by is None or not isinstance(body, S.Binary):
+        """`exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; REST optional)
+        as one Table method that walks the index window and tests each key itself, calling a
+        predicate for REST only on the keys that pass: no candidate list."""
+        if self.spec.tables[q.table].sized_by is None:
             return None
-        if body.op not in ("overlaps", "contains") or not _is_range_of(body.left, q.var):
+        conjuncts = list(_conjuncts(q.body))
+        for i, conj in enumerate(conjuncts):
+            if (isinstance(conj, S.Binary) and conj.op in ("overlaps", "contains") and _is_range_of(conj.left, q.var)
+                    and q.var not in _free_names(conj.right)):
+                break
+        else:
             return None
-        other = body.right
-        if q.var in _free_names(other):
+        rest = conjuncts[:i] + conjuncts[i + 1:]
+        if any(self._may_fail(c) for c in rest):  # the range test now runs first: REST must not raise
             return None
-        table = self.table(q.table)
+        pred = ""
+        if rest:
+            self.locals.add(q.var)
+            try:
+                body = " and ".join(self.expr(c) for c in rest)
+            finally:
+                self.locals.discard(q.var)
+            pred = f", (lambda L_{q.var}: {body})"
+        table, other = self.table(q.table), conj.right
         if self.t(other).kind != "range":
-            return f"{table}.any_containing_addr({self.expr(other)})"
-        method = "any_overlapping" if body.op == "overlaps" else "any_containing"
-        return f"{table}.{method}({self._range_args(other)})"
+            return f"{table}.any_containing_addr({self.expr(other)}{pred})"
+        method = "any_overlapping" if conj.op == "overlaps" else "any_containing"
+        return f"{table}.{method}({self._range_args(other)}{pred})"
+
+    def _may_fail(self, e: S.Expr) -> bool:
+        """Whether evaluating e can raise: a table lookup, a remainder or a power, in e or in a
+        definition it names."""
+        for x in S.subexpressions(e):
+            if isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**")):
+                return True
+            if isinstance(x, S.Name) and x.name in self.spec.defs and self._may_fail(self.spec.defs[x.name]):
+                return True
+        return False
 
     def index_probe(self, q: S.Quant) -> str | None:
         """For `exists v in T: ... v.range overlaps X ...` (X free of v), the interval index query."""
@@ -655,6 +693,10 @@ class _Emitter:
             base, size = self.expr(e.args[0]), self.expr(e.args[1])
             if _SIMPLE.fullmatch(base):
                 return f"{base}, {base} + {size}"
+        if self.bound_tables and isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Index):
+            t = e.obj.table
+            rows, size = self.rows(t), self.spec.tables[t].sized_by
+            return f"(_k := {self.expr(e.obj.key)}), _k + {rows}[_k][{size!r}]"
         return f"*{self.expr(e)}"
 
     # ---- statements
@@ -673,6 +715,11 @@ class _Emitter:
                 rec = ", ".join(f"{n!r}: {self.expr(x)}" for n, x in fs)
                 return [f"{ind}{self.table(t)}.put({self.expr(k)}, {{{rec}}})"]
             case S.Update(table=t, key=k, field=n, value=x):
+                if self.bound_tables:  # `_upd` inline: a missing entry raises KeyError here
+                    return [f"{ind}_k = {self.expr(k)}", f"{ind}_v = {self.expr(x)}",
+                            f"{ind}_o = {self.rows(t)}[_k].get({n!r}, _MISSING)",
+                            f"{ind}if _o != _v or type(_o) is not type(_v):",
+                            f"{ind}    {self.table(t)}.set_field(_k, {n!r}, _v)"]
                 return [f"{ind}_upd({self.table(t)}, {t!r}, {self.expr(k)}, {n!r}, {self.expr(x)})"]
             case S.Delete(table=t, key=k):
                 return [f"{ind}{self.table(t)}.remove({self.expr(k)})"]
@@ -824,7 +871,7 @@ _ov, _cr, _ca = overlaps, contains_range, contains_addr
 _RUNTIME = {
     "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
     "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
-    "_ca": contains_addr, "_exn": _exn, "frozenset": frozenset, "min": min, "max": max,
+    "_ca": contains_addr, "_exn": _exn, "_MISSING": _MISSING, "frozenset": frozenset, "min": min, "max": max,
 }
 
 

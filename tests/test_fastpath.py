@@ -40,7 +40,7 @@ def outcome(text: bytes, fast: bool, max_findings: int | None = None):
     except RegcheckError as exc:
         return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
     return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
-            r.state.snapshot(), dict(r.created), dict(r.removed))
+            r.state.snapshot(), dict(r.created), list(r.removed))
 
 
 def assert_same(text: bytes, max_findings: int | None = None):

@@ -53,6 +53,12 @@ def test_overlap_and_containment_probes_are_exact(case, qs):
         assert t.any_overlapping(*q) == any(overlaps((k, k + r["size"]), q) for k, r in t.rows.items())
         assert t.any_containing(*q) == any(contains_range((k, k + r["size"]), q) for k, r in t.rows.items())
         assert t.any_containing_addr(base) == any(contains_addr((k, k + r["size"]), base) for k, r in t.rows.items())
+        odd = lambda entry: entry[0] % 2 == 1  # noqa: E731 - a predicate on the rest of an entry
+        assert t.any_overlapping(*q, odd) == any(overlaps((k, k + r["size"]), q) and k % 2 for k, r in t.rows.items())
+        assert t.any_containing(*q, odd) == any(contains_range((k, k + r["size"]), q) and k % 2
+                                                for k, r in t.rows.items())
+        assert t.any_containing_addr(base, odd) == any(contains_addr((k, k + r["size"]), base) and k % 2
+                                                       for k, r in t.rows.items())
 
 
 @settings(max_examples=100, deadline=None)
