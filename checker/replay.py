@@ -406,23 +406,13 @@ def _replay_iter(r: Replayer, events: Iterable[TraceEvent], max_findings: int | 
     """`replay_events` over TraceEvents: every event through `Replayer.feed`."""
     if on_events is not None:
         events = _reporting(events, on_events)
-    findings: list[Finding] = []
-    truncated = False
+    findings = _Findings(max_findings)
     feed = r.feed
-    violations = 0
     for ev in events:
         found = feed(ev)
-        if found:
-            for f in found:
-                findings.append(f)
-                if f.kind != "unspecified":
-                    violations += 1
-                    if max_findings is not None and violations >= max_findings:
-                        truncated = True
-                        break
-            if truncated:
-                break
-    return ReplayReport(r.path, r.sem.spec.name, r.events, tuple(findings), truncated)
+        if found and findings.add(found):
+            break
+    return ReplayReport(r.path, r.sem.spec.name, r.events, tuple(findings.items), findings.truncated)
 
 
 def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
@@ -432,9 +422,7 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
     steps = fast_steps(r.sem, r.state, r._remember)
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     feed, event = r.feed, stream.event
-    findings: list[Finding] = []
-    truncated = False
-    violations = 0
+    findings = _Findings(max_findings)
     seen = 0  # events so far, both ways
     report_at = PROGRESS_EVERY if on_events is not None else -1
     lineno = stream.lineno
@@ -449,34 +437,45 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
             except (KeyError, TypeError):  # not an object, no "call", or a call that is not a string
                 step = None
             if step is not None and step(o, lineno):
-                seen += 1
-                if seen == report_at:
-                    on_events(PROGRESS_EVERY)  # type: ignore[misc]
-                    report_at += PROGRESS_EVERY
-                continue
-            ev = event(raw, o, lineno)
-            if ev is None:  # a blank line
-                continue
+                found = None
+            else:
+                ev = event(raw, o, lineno)
+                if ev is None:  # a blank line
+                    continue
+                found = feed(ev)
             seen += 1
             if seen == report_at:
                 on_events(PROGRESS_EVERY)  # type: ignore[misc]
                 report_at += PROGRESS_EVERY
-            found = feed(ev)
-            if found:
-                for f in found:
-                    findings.append(f)
-                    if f.kind != "unspecified":
-                        violations += 1
-                        if max_findings is not None and violations >= max_findings:
-                            truncated = True
-                            break
-                if truncated:
-                    break
+            if found and findings.add(found):
+                break
     except OSError as exc:
         raise stream.read_error(exc, lineno) from None
     if on_events is not None and seen % PROGRESS_EVERY:
         on_events(seen % PROGRESS_EVERY)
-    return ReplayReport(r.path, r.sem.spec.name, seen, tuple(findings), truncated)
+    return ReplayReport(r.path, r.sem.spec.name, seen, tuple(findings.items), findings.truncated)
+
+
+class _Findings:
+    """The findings of a replay in order; `add` says when `limit` usage/conformance findings are in."""
+
+    __slots__ = ("items", "limit", "violations", "truncated")
+
+    def __init__(self, limit: int | None):
+        self.items: list[Finding] = []
+        self.limit = limit
+        self.violations = 0
+        self.truncated = False
+
+    def add(self, found: list[Finding]) -> bool:
+        for f in found:
+            self.items.append(f)
+            if f.kind != "unspecified":
+                self.violations += 1
+                if self.limit is not None and self.violations >= self.limit:
+                    self.truncated = True
+                    return True
+        return False
 
 
 def replay_trace(path: str, spec_name: str | None = None, max_findings: int | None = None) -> ReplayReport:
