@@ -32,10 +32,17 @@ class Witness(Enum):
 
 @dataclass(frozen=True, slots=True)
 class SolverOptions:
-    """Per-query timeout (milliseconds) and the seed every solver starts from."""
+    """Per-query timeout (milliseconds), the seed every solver starts from, and how many more
+    times a query that timed out is asked, each time with the next seed.
+
+    Why retry: Z3's time on a few of our queries depends heavily on its random choices (and on the
+    order in which the terms were built): one that takes milliseconds can, rarely, run past the
+    timeout. Asking again with another seed is the usual cure for such heavy tails; the verdict
+    is UNKNOWN only when every attempt times out."""
 
     timeout_ms: int = 5000
     seed: int = 0
+    retries: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +62,9 @@ class Answer:
 _WITNESS = {Verdict.REFUTED: Witness.FOUND, Verdict.PROVED: Witness.NONE, Verdict.UNKNOWN: Witness.UNKNOWN}
 
 
+_TIMED_OUT = frozenset({"canceled", "timeout"})  # Z3's reasons when the timer stopped a query
+
+
 def _verdict(result: z3.CheckSatResult) -> Verdict:
     """The one place sat/unsat/unknown become verdicts (of "hypotheses and not goal")."""
     if result == z3.unsat:
@@ -70,8 +80,7 @@ class Session:
     def __init__(self, options: SolverOptions = SolverOptions(), hypotheses: Iterable = ()):
         self.options = options
         self._s = z3.Solver()
-        self._s.set("random_seed", options.seed)
-        self._s.set("smt.random_seed", options.seed)
+        self._seed(options.seed)
         self._s.set("timeout", max(1, int(options.timeout_ms)))
         for h in hypotheses:
             self._s.add(h)
@@ -89,6 +98,23 @@ class Session:
             self._s.pop()
 
     def _check(self, facts) -> Answer:
+        answer = self._check_once(facts)
+        attempt = 0
+        while answer.verdict is Verdict.UNKNOWN and answer.reason in _TIMED_OUT and attempt < self.options.retries:
+            attempt += 1
+            self._seed(self.options.seed + attempt)
+            try:
+                again = self._check_once(facts)
+            finally:
+                self._seed(self.options.seed)
+            answer = Answer(again.verdict, again.reason, again.model, answer.seconds + again.seconds)
+        return answer
+
+    def _seed(self, seed: int) -> None:
+        self._s.set("random_seed", seed)
+        self._s.set("smt.random_seed", seed)
+
+    def _check_once(self, facts) -> Answer:
         t0 = time.perf_counter()
         with self.frame():
             for f in facts:

@@ -202,6 +202,40 @@ def test_solver_verdicts_map_sat_unsat_unknown():
     assert answer.verdict is Verdict.UNKNOWN and answer.reason
 
 
+def test_a_query_that_timed_out_is_asked_again_with_the_next_seed(monkeypatch):
+    """Z3's time on a query can have a heavy tail: a timeout is retried with seed + 1, seed + 2."""
+    seeds, answers = [], iter([z3.unknown, z3.unknown, z3.unsat])
+    real_set = z3.Solver.set
+
+    def spy_set(self, *args, **kw):
+        if args and args[0] == "random_seed":
+            seeds.append(args[1])
+        return real_set(self, *args, **kw)
+    monkeypatch.setattr(z3.Solver, "set", spy_set)
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: next(answers))
+    monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "canceled")
+    x = z3.Int("x")
+    answer = Session(SolverOptions(timeout_ms=100, seed=7)).prove(z3.Implies(x > 1, x > 0))
+    assert answer.verdict is Verdict.PROVED
+    assert seeds == [7, 8, 7, 9, 7]  # the session's seed, each retry's, and back after each
+    answers = iter([z3.unknown] * 3)
+    gave_up = Session(SolverOptions(timeout_ms=100, seed=7)).prove(x > 0)
+    assert gave_up.verdict is Verdict.UNKNOWN and gave_up.reason == "canceled"  # all three attempts timed out
+    answers = iter([z3.unknown])
+    once = Session(SolverOptions(timeout_ms=100, seed=7, retries=0)).prove(x > 0)
+    assert once.verdict is Verdict.UNKNOWN
+    with pytest.raises(StopIteration):  # no retry was made
+        next(answers)
+
+
+def test_an_unknown_that_is_not_a_timeout_is_not_retried(monkeypatch):
+    calls = []
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: calls.append(1) or z3.unknown)
+    monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "incomplete quantifiers")
+    answer = Session(SolverOptions(timeout_ms=100)).prove(z3.Int("x") > 0)
+    assert answer.verdict is Verdict.UNKNOWN and answer.reason == "incomplete quantifiers" and calls == [1]
+
+
 def test_a_solver_that_never_decides_proves_nothing(monkeypatch):
     """With every query answered `unknown`, only the fast paths (frame, trivial) may say PROVED."""
     monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
@@ -220,7 +254,8 @@ def test_a_tiny_timeout_gives_unknown_never_proved():
     leave this process's Z3 in a doubtful state (see docs/prover.md, "Known Z3 problems")."""
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-m", "checker.cli", "prove", "acl", "--timeout", "1", "--no-consistency",
+    proc = subprocess.run([sys.executable, "-m", "checker.cli", "prove", "acl", "--timeout", "1", "--retries", "0",
+                           "--no-consistency",
                            "--no-guards", "--reach-depth", "0", "--format", "json"], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, timeout=600)
     if proc.returncode < 0:

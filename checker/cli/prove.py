@@ -76,6 +76,8 @@ def register(sub) -> None:
 def _solver_args(p) -> None:
     p.add_argument("--timeout", type=positive_int, default=5000, metavar="MS", help="per query, milliseconds (default 5000)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="solver random seed (default 0)")
+    p.add_argument("--retries", type=nonneg_int, default=2, metavar="N",
+                   help="ask a query that timed out again, up to N times, each with the next seed (default 2)")
 
 
 def parse_env(items: list[str]) -> dict:
@@ -94,7 +96,7 @@ def parse_env(items: list[str]) -> dict:
 
 def run_prove(args, out) -> int:
     spec = load_spec(args.spec)
-    options = ProveOptions(SolverOptions(args.timeout, args.seed), consistency=not args.no_consistency,
+    options = ProveOptions(SolverOptions(args.timeout, args.seed, args.retries), consistency=not args.no_consistency,
                            guards=not args.no_guards, witness_depth=args.witness_depth, cti_slots=args.cti_slots,
                            reach_depth=args.reach_depth)
     with progress_bar(out.stderr, None, f"proving {spec.name}") as bar:
@@ -183,7 +185,7 @@ def report_text(report: ProofReport, spec: CheckedSpec, verbose: bool, written: 
     itf = itf or {}
     opts = report.options
     lines = [f"regcheck prove {report.spec}: spec {spec.name}, {len(spec.invariants)} invariants, {len(spec.calls)} calls "
-             f"(timeout {opts.solver.timeout_ms} ms, seed {opts.solver.seed})", "",
+             f"(timeout {opts.solver.timeout_ms} ms, seed {opts.solver.seed}, {opts.solver.retries} retries)", "",
              "induction: init => P and (invariants and call branch) => P' for every property P "
              "(any number of entries, every configuration)"]
     width = max((len(o.property) for o in report.obligations), default=10)
@@ -349,6 +351,7 @@ def report_json(report: ProofReport, spec: CheckedSpec, written: dict[int, str],
         "consistent": report.consistent, "seconds": round(report.seconds, 4),
         "phase_seconds": {k: round(v, 4) for k, v in report.phase_seconds.items()},
         "options": {"timeout_ms": report.options.solver.timeout_ms, "seed": report.options.solver.seed,
+                    "retries": report.options.solver.retries,
                     "witness_depth": report.options.witness_depth, "cti_slots": report.options.cti_slots},
         "obligations": [{
             "property": o.property, "call": o.call, "branch": o.branch, "verdict": o.verdict.value, "how": o.how,
@@ -405,7 +408,7 @@ def run_bmc(args, out) -> int:
         unknown = [r for r in args.invariant if r not in {inv.rule for inv in spec.invariants}]
         if unknown:
             raise RegcheckError([error("E0201", f"spec {spec.name} has no invariant {unknown[0]}")])
-    result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed), env, args.invariant)
+    result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed, args.retries), env, args.invariant)
     path = itf = None
     if result.violation is not None:
         path = args.out or f"{spec.name}.bmc.jsonl"
