@@ -297,8 +297,11 @@ def header_for(draw, name):
     return orjson.dumps({"regcheck": 1, "spec": name, "env": env}) + b"\n"
 
 
+SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
 @pytest.mark.parametrize("name", ["acl", "cupva"])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(SLOW_OK, max_examples=120)
 @given(data=st.data())
 def test_random_traces_replay_the_same_both_ways(name, data):
     header = header_for(data.draw, name)
@@ -307,7 +310,7 @@ def test_random_traces_replay_the_same_both_ways(name, data):
 
 
 @pytest.mark.parametrize("name", ["acl", "cupva"])
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(SLOW_OK, max_examples=80)
 @given(data=st.data())
 def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
     """Only well-formed lines, so that traces run long and states grow."""
