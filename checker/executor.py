@@ -219,6 +219,22 @@ def _sized_entry_holding(table: SortedDict, address: int, size: int) -> int | No
     return entry[0]
 
 
+def _allocations(host: _HostMemory, other: SortedDict, kind: str) -> Iterator[Allocation]:
+    """A driver's memory: its host blocks, then the entries (base -> size) of its other space."""
+    yield from host.allocations()
+    for base, size in other.items():
+        yield Allocation(base, size, kind)
+
+
+def _allocation_of(host: _HostMemory, other: SortedDict, kind: str, address: int, size: int) -> Allocation | None:
+    """The host block, or else the entry of the driver's other space, holding the whole range."""
+    held = host.holding(address, size)
+    if held is not None:
+        return Allocation(held[0], held[1].size, held[1].kind)
+    base = _sized_entry_holding(other, address, size)
+    return None if base is None else Allocation(base, other[base], kind)
+
+
 def _overlaps_any(table: SortedDict, address: int, size: int, size_of: Callable[[Any], int]) -> bool:
     """Whether [address, address + size) overlaps an entry of a table of disjoint ranges.
 
@@ -544,16 +560,10 @@ class _AclDriver:
     # -- views
 
     def allocations(self) -> Iterator[Allocation]:
-        yield from self.host.allocations()
-        for device, size in self.aliases.items():
-            yield Allocation(device, size, "device-alias")
+        return _allocations(self.host, self.aliases, "device-alias")
 
     def allocation_of(self, address: int, size: int) -> Allocation | None:
-        held = self.host.holding(address, size)
-        if held is not None:
-            return Allocation(held[0], held[1].size, held[1].kind)
-        device = _sized_entry_holding(self.aliases, address, size)
-        return None if device is None else Allocation(device, self.aliases[device], "device-alias")
+        return _allocation_of(self.host, self.aliases, "device-alias", address, size)
 
     def expected_locked_pages(self) -> frozenset[int]:
         pages: set[int] = set()
@@ -713,16 +723,10 @@ class _PvaDriver:
     # -- views
 
     def allocations(self) -> Iterator[Allocation]:
-        yield from self.host.allocations()
-        for base, size in self.cuda.items():
-            yield Allocation(base, size, "cudaMalloc")
+        return _allocations(self.host, self.cuda, "cudaMalloc")
 
     def allocation_of(self, address: int, size: int) -> Allocation | None:
-        held = self.host.holding(address, size)
-        if held is not None:
-            return Allocation(held[0], held[1].size, held[1].kind)
-        base = _sized_entry_holding(self.cuda, address, size)
-        return None if base is None else Allocation(base, self.cuda[base], "cudaMalloc")
+        return _allocation_of(self.host, self.cuda, "cudaMalloc", address, size)
 
     def expected_locked_pages(self) -> frozenset[int]:
         return frozenset()  # cuPVA locks nothing: HOST registration is unsupported
