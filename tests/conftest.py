@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from checker.pinning import pinning_permitted
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,3 +31,11 @@ def repo_root(monkeypatch) -> Path:
     """Run the test from the repository root, so relative paths in output are stable."""
     monkeypatch.chdir(REPO_ROOT)
     return REPO_ROOT
+
+
+@pytest.fixture
+def real_pinning() -> None:
+    """Skip the test, saying why, where this process may not lock memory for real."""
+    ok, why = pinning_permitted()
+    if not ok:
+        pytest.skip(f"real pinning is not permitted here: {why}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -11,20 +10,15 @@ import orjson
 import pytest
 
 from checker.bmc import search_violation
-from checker.cli import main
 from checker.load import load_spec
 from checker.replay import replay_trace
 from checker.runs import failing_invariants, replay_prefix, semantics_for
 from checker.solver import Witness
 from checker.trace import read_trace
+from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"
 SCHEMA = json.loads((Path(__file__).parent.parent / "checker" / "schemas" / "trace-v1.schema.json").read_text())
-
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("name", ["acl", "cupva"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -12,28 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
 from checker.emit_pytest import render_pytest
 from checker.executor import ReferenceDriver, Result
 from checker.generate import Suite
-from checker.pinning import pinning_permitted, vmlck_bytes
+from checker.pinning import vmlck_bytes
 from checker.suite import format_test, write_suite
+from tests.helpers import run_cli
 from tests.mutants import bundled_suite
 
+pytestmark = pytest.mark.usefixtures("real_pinning")  # conftest.py: skips where pinning is not permitted
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def real_pinning():
-    ok, why = pinning_permitted()
-    if not ok:
-        pytest.skip(f"real pinning is not permitted here: {why}")
-
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
 
 
 def named(spec: str, name: str):

@@ -8,7 +8,7 @@ import pytest
 
 from checker.cli import main
 from checker.execute import Relocator, execute_trace
-from checker.pinning import pinning_permitted, vmlck_bytes
+from checker.pinning import vmlck_bytes
 from checker.replay import replay_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,13 +16,6 @@ CORPUS = sorted((ROOT / "traces").glob("*/*.jsonl"))
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 PINNED, MAPPED = 0x10000000, 0x2
 BASE = 0x7F3A_2C00_0000
-
-
-@pytest.fixture
-def real_pinning():
-    ok, why = pinning_permitted()
-    if not ok:
-        pytest.skip(f"real pinning is not permitted here: {why}")
 
 
 def write(tmp_path, events, header=ACL, name="t.jsonl"):

@@ -40,22 +40,15 @@ from checker.pinning import (
     PAGE_SIZE,
     LockCalls,
     libc_calls,
-    pinning_permitted,
     uninstall_signal_cleanup,
     vmlck_bytes,
 )
 from checker.semantics import Semantics
+from tests.helpers import MEMLOCK_LIMITED
 
 P = PAGE_SIZE
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED, IOMEMORY, READONLY, PINNED = 0x2, 0x4, 0x8, 0x10000000
-
-
-@pytest.fixture
-def real_pinning() -> None:
-    ok, why = pinning_permitted()
-    if not ok:
-        pytest.skip(f"real pinning is not permitted here: {why}")
 
 
 def started(spec: str, env: dict | None = None, **options) -> ReferenceDriver:
@@ -444,25 +437,8 @@ def test_the_cap_on_pinned_bytes(real_pinning):
         assert_locks_agree(driver, pages(host, 0, 1) | pages(buf, 0, 2))
 
 
-RLIMIT_CHILD = r"""
-import ctypes, json, resource
-from checker import executor as x, pinning as p
-
-class Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-class Data(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-# Root's CAP_IPC_LOCK would bypass RLIMIT_MEMLOCK: drop it from this process first.
-libc = ctypes.CDLL(None, use_errno=True)
-header, data = Header(0x20080522, 0), (Data * 2)()
-dropped = libc.capget(ctypes.byref(header), data) == 0
-if dropped:
-    data[0].effective &= ~(1 << 14)
-    data[0].permitted &= ~(1 << 14)
-    dropped = libc.capset(ctypes.byref(header), data) == 0
-resource.setrlimit(resource.RLIMIT_MEMLOCK, (4 * p.PAGE_SIZE, 4 * p.PAGE_SIZE))
+RLIMIT_CHILD = MEMLOCK_LIMITED + r"""
+from checker import executor as x
 baseline = p.vmlck_bytes()
 with x.ReferenceDriver(signal_cleanup=False) as d:
     d.start("acl", {})

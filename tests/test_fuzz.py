@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
-from checker.cli import main
 from checker.conform import run_test
 from checker.executor import ReferenceDriver, Result
 from checker.fuzz import FuzzOptions, from_spec, fuzz
-from checker.pinning import pinning_permitted
 from checker.replay import replay_trace
+from tests.helpers import run_cli
 
-
-@pytest.fixture(autouse=True)
-def real_pinning():
-    ok, why = pinning_permitted()
-    if not ok:
-        pytest.skip(f"real pinning is not permitted here: {why}")
-
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+pytestmark = pytest.mark.usefixtures("real_pinning")  # conftest.py: skips where pinning is not permitted
 
 
 @pytest.mark.parametrize("spec", ["acl", "cupva"])

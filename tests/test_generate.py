@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import ast
-import io
 import json
 
 import pytest
 
-from checker.cli import main
 from checker.emit_pytest import render_pytest
 from checker.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
                               GenerateOptions, configurations, expectation_of, generate_suite)
@@ -17,13 +15,9 @@ from checker.replay import replay_events, semantics_for
 from checker.suite import read_suite, parse_test, format_test, write_suite
 from checker.trace import TraceHeader
 from tests.mutants import bundled_suite
+from tests.helpers import run_cli
 
 SPECS = ("acl", "cupva")
-
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
 
 
 def covers(suite, rule: str, fragment: str) -> list[str]:

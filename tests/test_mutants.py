@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from checker.pinning import pinning_permitted
 from tests.mutants import MUTANTS, kill
+
+pytestmark = pytest.mark.usefixtures("real_pinning")  # conftest.py: skips where pinning is not permitted
 
 # Mutants whose bug lies deeper than any generated prefix: only the fuzzer can reach them.
 FUZZ_ONLY = {"tests.mutants.acl:RegistrationTableOfThree"}
 
 _results: dict[str, str | None] = {}
-
-
-@pytest.fixture(autouse=True)
-def real_pinning():
-    ok, why = pinning_permitted()
-    if not ok:
-        pytest.skip(f"real pinning is not permitted here: {why}")
 
 
 def test_there_are_at_least_twelve_mutants_each_documented():

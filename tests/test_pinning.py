@@ -31,16 +31,10 @@ from checker.pinning import (
     uninstall_signal_cleanup,
     vmlck_bytes,
 )
+from tests.helpers import MEMLOCK_LIMITED
 
 P = PAGE_SIZE
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def real_pinning() -> None:
-    ok, why = pinning_permitted()
-    if not ok:
-        pytest.skip(f"real pinning is not permitted here: {why}")
 
 
 @pytest.fixture
@@ -228,25 +222,7 @@ def test_failing_mlock_injected_through_the_constructor():
         assert arena.locked_pages() == {}
 
 
-RLIMIT_CHILD = r"""
-import ctypes, errno, json, resource
-from checker import pinning as p
-
-class Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-class Data(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-# Root's CAP_IPC_LOCK would bypass RLIMIT_MEMLOCK: drop it from this process first.
-libc = ctypes.CDLL(None, use_errno=True)
-header, data = Header(0x20080522, 0), (Data * 2)()
-dropped = libc.capget(ctypes.byref(header), data) == 0
-if dropped:
-    data[0].effective &= ~(1 << 14)
-    data[0].permitted &= ~(1 << 14)
-    dropped = libc.capset(ctypes.byref(header), data) == 0
-resource.setrlimit(resource.RLIMIT_MEMLOCK, (4 * p.PAGE_SIZE, 4 * p.PAGE_SIZE))
+RLIMIT_CHILD = MEMLOCK_LIMITED + r"""
 out = {"dropped": dropped}
 with p.PinnedArena() as arena:
     buf = arena.allocate(16 * p.PAGE_SIZE)

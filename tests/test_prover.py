@@ -3,20 +3,19 @@ counterexample naming the rule; UNKNOWN is never shown as PROVED; the CLI's exit
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 import z3
 
-from checker.cli import main
 from checker.load import load_spec
 from checker.prover import GROUP_FRAME, TYPES, ProveOptions, prove
 from checker.replay import replay_trace
 from checker.runs import replay_prefix, semantics_for
 from checker.solver import Session, SolverOptions, Verdict, Witness
 from checker.trace import read_trace
+from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"
 
@@ -35,12 +34,6 @@ SEEDED_BUGS = {
 @pytest.fixture(scope="module")
 def reports():
     return {n: prove(load_spec(n), n) for n in ("acl", "cupva")}
-
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 # ---------------------------------------------------------------- the bundled specs

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -10,18 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.load import load_spec
 from checker.replay import replay_trace
 from checker.runs import failing_invariants, replay_prefix, semantics_for
 from checker.simulate import SimulationOptions, simulate
+from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"
-
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
 
 
 def test_simulation_does_not_use_the_solver():
