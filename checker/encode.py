@@ -47,9 +47,8 @@ import z3
 
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .typecheck import ANY, INT_BOUNDS, CheckedSpec, Type, normalise_version
+from .typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 
-FLAGS_BOUNDS = (0, 2**32 - 1)  # checker.semantics.coerce_value accepts flags in [0, 2**32)
 
 
 class Rng(NamedTuple):

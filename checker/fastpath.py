@@ -27,12 +27,10 @@ from typing import Any, Callable
 
 from . import syntax as S
 from .semantics import _RUNTIME, EvalError, Semantics, State, _Emitter
-from .typecheck import INT_BOUNDS, Type
+from .trace import NUMERIC_START
+from .typecheck import Type, value_bounds
 
 Step = Callable[[dict, int], bool]  # step(decoded line, line number) -> handled
-_NUMERIC_START = frozenset("0123456789-")  # checker.trace reads such strings as integers
-_UNBOUNDED = (-(2**200), 2**200)  # the replayer's bound for `int` (checker.replay._field_reader)
-_FLAGS = (0, 2**32 - 1)  # checker.semantics.coerce_value's range for flags
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace
 
 _factories: "weakref.WeakKeyDictionary[Semantics, dict[str, Callable]]" = weakref.WeakKeyDictionary()
@@ -91,17 +89,16 @@ def _compile(sem: Semantics) -> dict[str, Callable]:
 
 def _value_check(em: _Emitter, var: str, t: Type) -> str | None:
     """A Python test that is true when `var` (a JSON value, None when absent) is NOT taken as it is."""
-    if t.kind == "int":
-        lo, hi = INT_BOUNDS.get(t.name) or _UNBOUNDED
-        return f"type({var}) is not int or not {lo} <= {var} <= {hi}"
-    if t.kind == "flags":
-        lo, hi = _FLAGS
-        return f"type({var}) is not int or not {lo} <= {var} <= {hi}"
+    if t.kind in ("int", "flags"):  # the values coerce_value takes as they are
+        bounds = value_bounds(t)
+        if bounds is None:
+            return f"type({var}) is not int"
+        return f"type({var}) is not int or not {bounds[0]} <= {var} <= {bounds[1]}"
     if t.kind == "bool":
         return f"type({var}) is not bool"
     if t.kind == "enum":
         members = frozenset(em.spec.enums[t.name])
-        if any(m[:1] in _NUMERIC_START for m in members):
+        if any(m[:1] in NUMERIC_START for m in members):
             return None
         return f"type({var}) is not str or {var} not in {em.k(members)}"
     return None  # versions and the rest: always the general path
@@ -154,7 +151,7 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
     if status_int:
         body.append(f"{indent}if type(status) is not int: return False")
     else:
-        body.append(f"{indent}if type(status) is not str or status[:1] in {em.k(_NUMERIC_START)}: return False")
+        body.append(f"{indent}if type(status) is not str or status[:1] in {em.k(NUMERIC_START)}: return False")
 
     # -- outputs: known names with plain values; all of them on success
     body += [f"{i1}c = 0", f"{i1}if 'out' in o:", f"{i2}ob = o['out']",

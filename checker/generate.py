@@ -56,7 +56,7 @@ from .pinning import PAGE_SIZE
 from .runs import Step, json_value, semantics_for
 from .semantics import Allowed, Semantics, State, normalise_version
 from .trace import TraceEvent, TraceHeader, parse_int
-from .typecheck import INT_BOUNDS, CheckedSpec, Type
+from .typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 
 PAGE = PAGE_SIZE
 ALLOC_STRIDE = 0x100000  # recorded allocation k (1-based) starts at k * ALLOC_STRIDE
@@ -1126,7 +1126,7 @@ def _sizes(node: Node, live: Sequence[tuple[int, int]], p: int, t: Type, full: b
                 size = rec[tbl.sized_by]
                 ends.update((k, k + 1, k + size - 1, k + size, k + size + 1))
         sizes += sorted(e - p for e in ends if e > p)
-    lo, hi = INT_BOUNDS.get(t.name) or (-(2**200), 2**200)
+    lo, hi = value_bounds(t) or UNBOUNDED
     return list(dict.fromkeys(s for s in sizes if lo <= s <= hi))
 
 

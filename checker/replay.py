@@ -31,7 +31,7 @@ from .load import load_spec
 from .semantics import Semantics, State, coerce_value
 from .source import Span
 from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
-from .typecheck import INT_BOUNDS, CheckedSpec, Type
+from .typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
 
 KINDS = ("usage", "conformance", "unspecified")
 _ABSENT = object()
@@ -80,9 +80,7 @@ class ReplayReport:
 def _field_reader(name: str, t: Type, spec: CheckedSpec) -> tuple[str, int, int, Callable[[Any], Any]]:
     """(name, lo, hi, convert): JSON ints within [lo, hi] are taken as they are (the fast path);
     anything else goes through `convert`, which raises ValueError when it is not a value of t."""
-    lo, hi = 1, 0  # an empty interval: no fast path
-    if t.kind == "int":
-        lo, hi = INT_BOUNDS.get(t.name) or (-(2**200), 2**200)
+    lo, hi = (value_bounds(t) or UNBOUNDED) if t.kind in ("int", "flags") else (1, 0)  # (1, 0): no fast path
     return name, lo, hi, lambda v: coerce_value(t, v, spec)
 
 

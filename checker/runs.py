@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .semantics import Allowed, EvalError, Semantics, State
 from .trace import TraceEvent, TraceHeader, write_trace
-from .typecheck import INT_BOUNDS, CheckedSpec, Type
+from .typecheck import CheckedSpec, Type, value_bounds
 
 # ---------------------------------------------------------------- runs
 
@@ -210,11 +210,9 @@ class Violation:
 def well_typed(spec: CheckedSpec, st: State) -> bool:
     """Every state value lies in its declared type's range (the prover's TYPES property)."""
     def ok(t, v) -> bool:
-        if t.kind == "int":
-            b = INT_BOUNDS.get(t.name)
+        if t.kind in ("int", "flags"):
+            b = value_bounds(t)
             return b is None or b[0] <= v <= b[1]
-        if t.kind == "flags":
-            return 0 <= v < 2**32
         if t.kind == "enum":
             return v in spec.enums[t.name]
         return True

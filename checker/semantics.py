@@ -23,7 +23,7 @@ from sortedcontainers import SortedList
 
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .typecheck import ANY, CallInfo, CheckedSpec, Type, normalise_version
+from .typecheck import ANY, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
 
 Fn = Callable[["State", dict], Any]
 
@@ -1241,13 +1241,9 @@ def coerce_value(t: Type, value, spec: CheckedSpec):
             raise ValueError("expected true or false")
         case "int" | "flags":
             v = coerce_int(value, spec.flags.get(t.name) if t.kind == "flags" else None)
-            if t.kind == "int":
-                from .typecheck import INT_BOUNDS
-                bounds = INT_BOUNDS.get(t.name)
-                if bounds and not bounds[0] <= v <= bounds[1]:
-                    raise ValueError(f"{v} is out of range for {t.name}")
-            elif not 0 <= v < 2**32:
-                raise ValueError(f"{v} is out of range for flags {t.name}")
+            bounds = value_bounds(t)
+            if bounds and not bounds[0] <= v <= bounds[1]:
+                raise ValueError(f"{v} is out of range for {'flags ' if t.kind == 'flags' else ''}{t.name}")
             return v
         case "version":
             v = parse_version(value)

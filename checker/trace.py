@@ -55,7 +55,7 @@ EXPECT_OUTCOMES = ("success", "failure")
 # checked separately (rare).
 _HEX_INT = re.compile(r"-?0[xX]0*[0-9a-fA-F]{1,16}").fullmatch
 _HEX_UINT = re.compile(r"0[xX]0*[0-9a-fA-F]{1,16}").fullmatch  # the fast path's non-negative case
-_NUMERIC_START = frozenset("0123456789-")
+NUMERIC_START = frozenset("0123456789-")  # a string starting so is read as an integer
 
 
 # ---------------------------------------------------------------- values
@@ -170,7 +170,7 @@ class _Bad(Exception):
 
 def _check_values(values: dict, where: str) -> None:
     """`args`/`out` values: integers, names, `0x` strings, booleans, flat lists of int/str."""
-    numeric = _NUMERIC_START
+    numeric = NUMERIC_START
     hex_int = _HEX_UINT
     for v in values.values():
         t = type(v)
@@ -193,7 +193,7 @@ def _explain_values(values: dict, where: str) -> None:
         if t is int or t is bool:
             continue
         if t is str:
-            if v and v[0] in _NUMERIC_START:
+            if v and v[0] in NUMERIC_START:
                 _check_int_string(v, f"{where}.{key}", key)
             continue
         if t is list:
@@ -202,7 +202,7 @@ def _explain_values(values: dict, where: str) -> None:
                 if tx is int:
                     continue
                 if tx is str:
-                    if x and x[0] in _NUMERIC_START:
+                    if x and x[0] in NUMERIC_START:
                         _check_int_string(x, f"{where}.{key}", key)
                     continue
                 raise _Bad("T0705", f"{where}.{key}: list elements must be integers or strings, not {_json_type(x)}", key)
@@ -265,7 +265,7 @@ def _to_event(obj: object, lineno: int) -> TraceEvent:
         n += 1
         t = type(ret)
         if t is str:
-            if ret[:1] in _NUMERIC_START:
+            if ret[:1] in NUMERIC_START:
                 _check_int_string(ret, "ret", "ret")
         elif t is not int:
             raise _Bad("T0705", f'"ret" must be an integer or a string, not {_json_type(ret)}', "ret")
@@ -333,7 +333,7 @@ def _check_expect(expect: object) -> None:
             raise _Bad("T0705", f'"expect.{key}" must be an array of statuses, not {_json_type(items)}', "expect")
         for x in items:
             tx = type(x)
-            if tx is str and x[:1] in _NUMERIC_START:
+            if tx is str and x[:1] in NUMERIC_START:
                 _check_int_string(x, f"expect.{key}", "expect")
             elif tx is not int and tx is not str:
                 raise _Bad("T0705", f'"expect.{key}" elements must be integers or names, not {_json_type(x)}', "expect")
@@ -598,7 +598,7 @@ def _canonical(value: Any) -> Any:
     """Hex strings become JSON integers, tuples become lists; everything else as given."""
     t = type(value)
     if t is str:
-        if value and value[0] in _NUMERIC_START and _HEX_INT(value):
+        if value and value[0] in NUMERIC_START and _HEX_INT(value):
             n = int(value, 16)
             return n if n >= INT_MIN else value
         return value

@@ -12,6 +12,7 @@ Error codes (stable):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Iterable, assert_never
 
@@ -28,6 +29,15 @@ INT_BOUNDS = {
     "i64": (-(2**63), 2**63 - 1),
 }
 BUILTIN_TYPES = {"bool", "version", "range", *INT_BOUNDS}
+FLAGS_BOUNDS = (0, 2**32 - 1)  # a flags value is an unsigned 32-bit integer
+UNBOUNDED = (-math.inf, math.inf)  # for `value_bounds(t) or UNBOUNDED`: compares with any int
+
+
+def value_bounds(t: "Type") -> tuple[int, int] | None:
+    """The range of an int or flags type; None for `int` (unbounded) and non-numeric types."""
+    if t.kind == "int":
+        return INT_BOUNDS.get(t.name)
+    return FLAGS_BOUNDS if t.kind == "flags" else None
 
 
 @dataclass(frozen=True, slots=True)
