@@ -180,6 +180,16 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:7.0f} ms"
 
 
+def _problem_lines(checks, spec: CheckedSpec, written: dict[int, str], verbose: bool) -> list[str]:
+    """The checks that failed (every check with -v), each with its witness run."""
+    lines: list[str] = []
+    for c in checks:
+        if not c.ok or verbose:
+            lines.append(f"    {c.status:<9} {c.subject}: {c.detail}")
+            lines += _run_lines(c.run, spec, written, verbose)
+    return lines
+
+
 def report_text(report: ProofReport, spec: CheckedSpec, verbose: bool, written: dict[int, str],
                 itf: dict[int, str] | None = None) -> list[str]:
     itf = itf or {}
@@ -283,16 +293,10 @@ def _consistency_lines(report: ProofReport, spec: CheckedSpec, verbose: bool, wr
     calls = by_kind.get("call", [])
     ok_calls = [c for c in calls if c.ok]
     lines.append(f"  calls: {len(ok_calls)} of {len(calls)} can succeed")
-    for c in calls:
-        if not c.ok or verbose:
-            lines.append(f"    {c.status:<9} {c.subject}: {c.detail}")
-            lines += _run_lines(c.run, spec, written, verbose)
+    lines += _problem_lines(calls, spec, written, verbose)
     invs = by_kind.get("invariant", [])
     lines.append(f"  invariants: {sum(c.ok for c in invs)} of {len(invs)} non-vacuous")
-    for c in invs:
-        if not c.ok or verbose:
-            lines.append(f"    {c.status:<9} {c.subject}: {c.detail}")
-            lines += _run_lines(c.run, spec, written, verbose)
+    lines += _problem_lines(invs, spec, written, verbose)
     overlaps = by_kind.get("overlap", [])
     lines.append(f"  overlapping error conditions: {len(overlaps)} ({report.disjoint_pairs} pairs disjoint)")
     for c in overlaps:
