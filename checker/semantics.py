@@ -172,31 +172,33 @@ class Table:
         return out
 
     def overlapping(self, base: int, end: int) -> list[tuple]:
-        """Candidates for `entry.range overlaps [base, end)`.
+        """Candidates for `entry.range overlaps [base, end)`."""
+        bounds = self._probe_bounds(base, end, True)
+        return self._window(*bounds) if bounds else []
 
-        Only non-empty ranges overlap, so an entry (k, s) qualifies only if s > 0, k < end and
-        k + s > base, hence k > base - max_size.
+    def containing(self, base: int, end: int) -> list[tuple]:
+        """Candidates for `entry.range contains [base, end)` (an address x is [x, x + 1))."""
+        bounds = self._probe_bounds(base, end, False)
+        return self._window(*bounds) if bounds else []
+
+    def _probe_bounds(self, base: int, end: int, overlap: bool) -> tuple[int, int] | None:
+        """[lo, hi): where the keys of the entries that may overlap (`overlap`) or contain
+        [base, end) lie; None when no entry can.
+
+        Overlap: only non-empty ranges overlap, so an entry (k, s) qualifies only if s > 0, k < end
+        and k + s > base, hence k > base - max_size. Containment: (k, s) contains [base, end) iff
+        k <= base and end <= k + s, hence k >= end - max_size; the lower bound
+        min(base, end) - max_size also covers inverted (negative-size) queries.
         """
-        if not self.rows or end <= base:
-            return []
+        if not self.rows or (overlap and end <= base):
+            return None
         heap, counts = self._size_heap, self._size_count
         while -heap[0] not in counts:  # max_size(), inline: a probe runs for most events
             heapq.heappop(heap)
         largest = -heap[0]
-        return self._window(base - largest + 1, end) if largest > 0 else []
-
-    def containing(self, base: int, end: int) -> list[tuple]:
-        """Candidates for `entry.range contains [base, end)` (an address x is [x, x + 1)).
-
-        (k, s) contains [base, end) iff k <= base and end <= k + s, hence k >= end - max_size;
-        the lower bound min(base, end) - max_size also covers inverted (negative-size) queries.
-        """
-        if not self.rows:
-            return []
-        heap, counts = self._size_heap, self._size_count
-        while -heap[0] not in counts:
-            heapq.heappop(heap)
-        return self._window((base if base < end else end) + heap[0], base + 1)
+        if overlap:
+            return (base - largest + 1, end) if largest > 0 else None
+        return (base if base < end else end) - largest, base + 1
 
     # Whole `exists` tests for the fast path: the window of `overlapping` / `containing` and the
     # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
@@ -228,22 +230,14 @@ class Table:
 
     def _window_keys(self, base: int, end: int, overlap: bool) -> list:
         """The keys `overlapping(base, end)` (overlap) or `containing(base, end)` would return."""
-        if not self.rows or (overlap and end <= base):
+        bounds = self._probe_bounds(base, end, overlap)
+        if bounds is None:
             return []
-        heap, counts = self._size_heap, self._size_count
-        while -heap[0] not in counts:
-            heapq.heappop(heap)
-        if overlap:
-            if heap[0] >= 0:  # the largest size is not positive: nothing overlaps
-                return []
-            lo, hi = base + heap[0] + 1, end
-        else:
-            lo, hi = (base if base < end else end) + heap[0], base + 1
         keys = self.keys
         if type(keys) is list:
-            i = bisect_left(keys, lo)
-            return keys[i:bisect_left(keys, hi, i)]
-        return [k for k, _ in self._window(lo, hi)]
+            i = bisect_left(keys, bounds[0])
+            return keys[i:bisect_left(keys, bounds[1], i)]
+        return [k for k, _ in self._window(*bounds)]
 
     def restore(self, key, old: dict | None) -> None:
         """Undo one journalled change (the journal itself is not touched)."""
@@ -1049,18 +1043,14 @@ class Semantics:
     # ---- asking
     def allowed(self, st: State, call: str, args: Mapping[str, Any]) -> Allowed:
         """Broken obligations and the outcome set of `call(args)` in `st`."""
-        cc = self.calls[call]
         try:
-            m = cc.mask(st, args)
+            m = self.calls[call].mask(st, args)
         except EvalError as exc:
             raise RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}")]) from None
-        allowed = cc.cache.get(m)
-        if allowed is None:
-            allowed = cc.cache[m] = _allowed_from_mask(cc, m)
-        return allowed
+        return self.allowed_for_mask(call, m)
 
     def allowed_for_mask(self, call: str, m: int) -> Allowed:
-        """The Allowed of a mask computed elsewhere (by code fused from `mask_tests`)."""
+        """The Allowed of a mask (cached per call): `allowed` and code fused from `mask_tests` ask it."""
         cc = self.calls[call]
         allowed = cc.cache.get(m)
         if allowed is None:
