@@ -1,50 +1,85 @@
-"""The replayer's fast path: one generated function per call that takes a decoded trace line,
-checks it and applies it, for the events that need no explanation.
+"""The replayer's fast path: a decoder for lines in the plain shape and one generated function per
+call that checks and applies such a line, for the events that need no explanation.
 
-Why: most events of a long trace are plain, conforming calls. The general path builds a TraceEvent,
-normalises its arguments into a dict, computes the mask, looks up the outcome set and applies the
-effect through several calls; that costs several times the parsing of the line. Here each call gets
-one straight-line function doing the same steps on local variables.
+Why: most events of a long trace are plain, conforming calls. The general path decodes a line into
+dicts, builds a TraceEvent, normalises its arguments, computes the mask, looks up the outcome set
+and applies the effect through several calls; that costs several times the parsing of the line.
 
-It is not a second semantics. The clause tests come from `Semantics.mask_tests` and the effect from
-the same emitter and statements as `checker.semantics`; outcome sets come from
-`Semantics.allowed_for_mask`. The line checks accept a strict subset of what `checker.trace` and the
-replayer's normalisation accept (JSON integers within the parameter's range, booleans, enum names;
-no hex strings, flag-name lists, `expect`, unknown fields or nulls).
+Decoding: msgspec reads each line straight into a struct per call (a tagged union on "call"),
+checking in C what the general path would check in Python: exactly the documented fields, each of
+its type and range. The shape it takes is a strict subset of what `checker.trace` and the
+replayer's normalisation accept, with the same values: JSON integers within int64 and within the
+parameter's range, booleans, enum and status names; no hex strings, flag-name lists, `expect`,
+unknown fields or nulls. msgspec is as strict a JSON reader as orjson (the general path's), and
+where orjson reads an integer beyond int64 as a float, the fast path does not take the line.
 
-It is conservative: a step returns False, having changed nothing, whenever the line is not in that
-shape, the call has a thread-safety rule (the replayer keeps a window of calls for it), any clause
-test fails to evaluate, a rule is broken, the documents are silent, or the recorded result is not
-allowed. The replayer then takes the general path for that line, which checks and explains it from
-the same state. tests/test_fastpath.py replays random and corpus traces both ways and compares
-reports and states.
+Steps: each call's step takes its struct and runs straight-line code on local variables. It is not
+a second semantics: the clause tests come from `Semantics.mask_tests` and the effect from the same
+emitter and statements as `checker.semantics`; outcome sets come from `Semantics.allowed_for_mask`.
+
+It is conservative: a line the decoder does not take, and a line its step returns False for (having
+changed nothing), goes to the general path, which checks and explains it from the same state. A
+step returns False when the call has a thread-safety rule (the replayer keeps a window of calls for
+it; such calls have no step), the fields do not fit together (outputs missing on success, t1
+before t0), any clause test fails to evaluate, a rule is broken, the documents are silent, or the
+recorded result is not allowed. tests/test_fastpath.py replays random and corpus traces both ways
+and compares reports and states.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from typing import Annotated, Any, Callable, Literal, NamedTuple, Union
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from . import syntax as S
 from .semantics import _RUNTIME, EvalError, Semantics, State, _Emitter
 from .trace import NUMERIC_START
 from .typecheck import Type, value_bounds
 
-Step = Callable[[dict, int], bool]  # step(decoded line, line number) -> handled
+Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace
+DecodeError = msgspec.DecodeError  # what `FastPath.decode` raises for a line not in the fast path's shape
 
-_factories: "weakref.WeakKeyDictionary[Semantics, dict[str, Callable]]" = weakref.WeakKeyDictionary()
+
+class FastPath(NamedTuple):
+    """The fast path of one replay: `decode(raw)` gives a line's event struct (or raises
+    DecodeError), and `steps[type(struct)]` is the step that takes it."""
+
+    decode: Callable[[bytes], Any]
+    steps: dict[type, Step]
 
 
-def fast_steps(sem: Semantics, st: State, remember: Callable[[int, str], None]) -> dict[str, Step]:
-    """The step functions of the calls that have one, bound to a replay's state.
+class _Compiled(NamedTuple):
+    decode: Callable[[bytes], Any]
+    makers: dict[type, tuple[str, Callable]]  # event struct -> (call, make)
+
+
+_compiled: "weakref.WeakKeyDictionary[Semantics, _Compiled | None]" = weakref.WeakKeyDictionary()
+
+
+def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None]) -> FastPath | None:
+    """The decoder and the step functions of the calls that have one, bound to a replay's state;
+    None when no call has a fast path.
 
     `remember(line, call)` is called after a success effect that changed a table or variable (the
     changes are in `st.journal`), as the replayer does on its general path."""
-    factories = _factories.get(sem)
-    if factories is None:
-        factories = _factories[sem] = _compile(sem)
-    return {call: make(st, remember, {}, {}, _decider(sem, call)) for call, make in factories.items()}
+    if sem in _compiled:
+        compiled = _compiled[sem]
+    else:
+        compiled = _compiled[sem] = _compile(sem)
+    if compiled is None:
+        return None
+    steps: dict[type, Step] = {_NoCall: _never}
+    for struct, (call, make) in compiled.makers.items():
+        steps[struct] = make(st, remember, {}, {}, _decider(sem, call))
+    return FastPath(compiled.decode, steps)
+
+
+def _never(o: Any, line: int) -> bool:
+    return False
 
 
 def _decider(sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]:
@@ -68,45 +103,101 @@ def _decider(sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]
     return decide
 
 
-def _compile(sem: Semantics) -> dict[str, Callable]:
+def _compile(sem: Semantics) -> _Compiled | None:
     em = _Emitter(sem.spec, sem.config)
     em.bound_tables = {t: (f"TB{k}", f"TR{k}") for k, t in enumerate(sem.spec.tables)}
     lines: list[str] = []
-    names: dict[str, str] = {}
-    for i, (call, cc) in enumerate(sem.calls.items()):
-        code = _step_source(sem, em, call, f"make{i}")
+    names: dict[type, tuple[str, str]] = {}
+    for i, call in enumerate(sem.calls):
+        struct = _event_struct(sem, em, call, i)
+        code = _step_source(sem, em, call, f"make{i}") if struct is not None else None
         if code is not None:
             lines += code
-            names[call] = f"make{i}"
+            names[struct] = (call, f"make{i}")
     if not names:
-        return {}
+        return None
     ns = dict(_RUNTIME)
     ns["EvalError"] = EvalError
     ns["K"] = tuple(em.consts)
+    ns["U"] = UNSET
     exec(compile("\n".join(lines), f"<regcheck fast path of {sem.spec.name}>", "exec"), ns)  # generated from the AST
-    return {call: ns[name] for call, name in names.items()}
+    decoder = msgspec.json.Decoder(Union[(_NoCall, *names)])  # type: ignore[valid-type]
+    return _Compiled(decoder.decode, {struct: (call, ns[name]) for struct, (call, name) in names.items()})
 
 
-def _value_check(em: _Emitter, var: str, t: Type) -> str | None:
-    """A Python test that is true when `var` (a JSON value, None when absent) is NOT taken as it is."""
-    if t.kind in ("int", "flags"):  # the values coerce_value takes as they are
-        bounds = value_bounds(t)
-        if bounds is None:
-            return f"type({var}) is not int"
-        return f"type({var}) is not int or not {bounds[0]} <= {var} <= {bounds[1]}"
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # msgspec's bounds must fit an int64; orjson reads larger ints as floats
+
+
+def _wire_type(em: _Emitter, t: Type) -> Any:
+    """The msgspec type of the JSON values the fast path takes as they are for a value of type `t`
+    (a strict subset of what `coerce_value` takes), or None when it takes none (that call then has
+    no fast step). Integers are kept within int64, which also keeps them where orjson, the general
+    path's decoder, reads them as integers."""
+    if t.kind in ("int", "flags"):
+        lo, hi = value_bounds(t) or (INT64_MIN, INT64_MAX)
+        lo, hi = max(lo, INT64_MIN), min(hi, INT64_MAX)
+        return Annotated[int, Meta(ge=lo, le=hi)] if lo <= hi else None
     if t.kind == "bool":
-        return f"type({var}) is not bool"
+        return bool
     if t.kind == "enum":
-        members = frozenset(em.spec.enums[t.name])
-        if any(m[:1] in NUMERIC_START for m in members):
+        members = em.spec.enums[t.name]
+        if not members or any(m[:1] in NUMERIC_START for m in members):
             return None
-        return f"type({var}) is not str or {var} not in {em.k(members)}"
+        return Literal[tuple(members)]
     return None  # versions and the rest: always the general path
 
 
+TIME = Annotated[int, Meta(ge=0, le=INT64_MAX)]
+TID = Annotated[int, Meta(ge=INT64_MIN, le=INT64_MAX)] | str
+
+
+def _fields_struct(name: str, fields: list[tuple[str, Any]]) -> type | None:
+    """A struct of required fields `f0, f1, ...` renamed to the given JSON names; unknown names are
+    an error. None when a field has no wire type."""
+    if any(t is None for _, t in fields):
+        return None
+    return msgspec.defstruct(name, [(f"f{i}", t) for i, (_, t) in enumerate(fields)],
+                             rename={f"f{i}": n for i, (n, _) in enumerate(fields)}, forbid_unknown_fields=True)
+
+
+def _optional_fields_struct(name: str, fields: list[tuple[str, Any]]) -> type | None:
+    """As `_fields_struct`, every field optional (UNSET when absent)."""
+    if any(t is None for _, t in fields):
+        return None
+    return msgspec.defstruct(name, [(f"f{i}", t | UnsetType, UNSET) for i, (_, t) in enumerate(fields)],
+                             rename={f"f{i}": n for i, (n, _) in enumerate(fields)}, forbid_unknown_fields=True)
+
+
+def _event_struct(sem: Semantics, em: _Emitter, call: str, index: int) -> type | None:
+    """The msgspec struct of one call's lines in the fast path's shape, tagged by "call"; None when
+    some field has no wire type."""
+    info = sem.calls[call].info
+    args = _fields_struct(f"Args{index}", [(p, _wire_type(em, t)) for p, t in info.params])
+    out = _optional_fields_struct(f"Out{index}", [(p, _wire_type(em, t)) for p, t in info.outputs])
+    status = _status_wire_type(sem, em)
+    if args is None or out is None or status is None:
+        return None
+    fields: list[tuple] = [("args", args) if info.params else ("args", args | UnsetType, UNSET)]
+    fields.append(("ret", status | UnsetType, UNSET) if info.decl.kind == "event" else ("ret", status))
+    fields += [("out", out | UnsetType, UNSET), ("tid", TID | UnsetType, UNSET),
+               ("t0", TIME | UnsetType, UNSET), ("t1", TIME | UnsetType, UNSET)]
+    return msgspec.defstruct(f"Event{index}", fields, tag_field="call", tag=call, forbid_unknown_fields=True,
+                             kw_only=True)  # kw_only: a required "ret" may follow the optional "args"
+
+
+def _status_wire_type(sem: Semantics, em: _Emitter) -> Any:
+    t = sem.spec.status_type
+    return _wire_type(em, t) if t.kind in ("int", "enum") else None
+
+
+class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_fields=True):
+    """A union member for a call name no spec has (NUL): with it the decoder always reads a tagged
+    union, which requires the "call" field, even when only one call has a fast step."""
+
+
 def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str] | None:
-    """`def name(st, remember, OKS, OKF, decide)` returning the step of `call`, or None when the
-    call has no fast path (a thread-safety rule, or a parameter type the fast path does not read).
+    """`def name(st, remember, OKS, OKF, decide)` returning the step of `call`: it takes the line
+    decoded into the call's event struct. None when the call has no fast path (a thread-safety rule).
     OKS caches the verdicts of successes by mask, OKF those of failures by (mask, status)."""
     cc = sem.calls[call]
     info = cc.info
@@ -114,67 +205,25 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
         return None
     params = [n for n, _ in info.params]
     outputs = [n for n, _ in info.outputs]
-    is_event = info.decl.kind == "event"
-    status_int = sem.spec.status_type.kind == "int"
     success = em._literal(sem.success)
     i1, i2, i3 = "        ", "            ", "                "
-    # Required fields are read by subscript (cheaper than .get here); a missing one raises
-    # KeyError, a list or string where an object belongs TypeError: both mean "not this shape".
-    checks: list[str] = []
-    reads: list[str] = []
+    # The decoder has checked every field's type, range and name; what is left are the relations
+    # between fields: all outputs on success, and t0 <= t1 (both or neither).
+    body: list[str] = []
     if params:
-        reads.append(f"{i2}a = o['args']")
-        checks.append(f"{i1}if type(a) is not dict or len(a) != {len(params)}: return False")
-        for p, t in info.params:
-            bad = _value_check(em, f"L_{p}", t)
-            if bad is None:
-                return None
-            reads.append(f"{i2}L_{p} = a[{p!r}]")
-            checks.append(f"{i1}if {bad}: return False")
-    if not is_event:
-        reads.append(f"{i2}status = o['ret']")
-    body: list[str] = [f"{i1}try:", *reads, f"{i1}except (KeyError, TypeError):", f"{i2}return False"] if reads else []
-    body += checks
-    n_fixed = 1 + bool(params) + (not is_event)  # call, args, ret
-    body.append(f"{i1}n = {n_fixed}")
-    if not params:
-        body += [f"{i1}if 'args' in o:", f"{i2}a = o['args']", f"{i2}if type(a) is not dict or a: return False",
-                 f"{i2}n += 1"]
-
-    # -- the recorded status
-    if is_event:
-        body += [f"{i1}if 'ret' in o:", f"{i2}status = o['ret']", f"{i2}n += 1", f"{i1}else:",
-                 f"{i2}status = {success}"]
-        indent = i2
-    else:
-        indent = i1
-    if status_int:
-        body.append(f"{indent}if type(status) is not int: return False")
-    else:
-        body.append(f"{indent}if type(status) is not str or status[:1] in {em.k(NUMERIC_START)}: return False")
-
-    # -- outputs: known names with plain values; all of them on success
-    body += [f"{i1}c = 0", f"{i1}if 'out' in o:", f"{i2}ob = o['out']",
-             f"{i2}if type(ob) is not dict: return False", f"{i2}n += 1"]
+        body.append(f"{i1}a = o.args")
+        body += [f"{i1}L_{p} = a.f{i}" for i, p in enumerate(params)]
+    body.append(f"{i1}status = o.ret")
+    if info.decl.kind == "event":
+        body += [f"{i1}if status is U:", f"{i2}status = {success}"]
     if outputs:
-        body.append(f"{i2}if ob:")
-        for p, t in info.outputs:
-            bad = _value_check(em, f"L_{p}", t)
-            if bad is None:
-                return None
-            body += [f"{i3}if {p!r} in ob:", f"{i3}    L_{p} = ob[{p!r}]",
-                     f"{i3}    if {bad}: return False", f"{i3}    c += 1"]
-        body.append(f"{i3}if c != len(ob): return False")
-        body.append(f"{i1}if c != {len(outputs)} and status == {success}: return False")
-    else:
-        body.append(f"{i2}if ob: return False")
-
-    # -- thread id and timestamps: checked as checker.trace does, otherwise unused here
-    body += [f"{i1}if 'tid' in o:", f"{i2}x = o['tid']",
-             f"{i2}if type(x) is not int and type(x) is not str: return False", f"{i2}n += 1",
-             f"{i1}if 't0' in o:", f"{i2}x = o['t0']", f"{i2}y = o.get('t1')",
-             f"{i2}if type(x) is not int or type(y) is not int or not 0 <= x <= y: return False", f"{i2}n += 2",
-             f"{i1}if len(o) != n: return False"]
+        body += [f"{i1}ob = o.out", f"{i1}if ob is U:", f"{i2}if status == {success}: return False",
+                 f"{i1}else:"]
+        body += [f"{i2}L_{p} = ob.f{i}" for i, p in enumerate(outputs)]
+        present = " or ".join(f"L_{p} is U" for p in outputs)
+        body.append(f"{i2}if ({present}) and status == {success}: return False")
+    body += [f"{i1}t0 = o.t0", f"{i1}t1 = o.t1", f"{i1}if t0 is U or t1 is U:", f"{i2}if t0 is not t1: return False",
+             f"{i1}elif t0 > t1: return False"]
 
     # -- the clauses: the call's mask, then its outcome set for this status
     em.locals = set(params)

@@ -22,11 +22,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-import orjson
-
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .fastpath import fast_steps
+from .fastpath import DecodeError, fast_path
 from .load import load_spec
 from .semantics import Semantics, State, coerce_value
 from .source import Span
@@ -417,8 +415,10 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
                    on_events: Callable[[int], None] | None) -> ReplayReport:
     """`replay_events` over raw lines: each decoded line first goes to its call's fast step; a line
     the step does not handle (it changed nothing then) is checked and fed as an event."""
-    steps = fast_steps(r.sem, r.state, r._remember)
-    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    fast = fast_path(r.sem, r.state, r._remember)
+    if fast is None:
+        return _replay_iter(r, stream, max_findings, on_events)
+    decode, steps = fast
     feed, event = r.feed, stream.event
     findings = _Findings(max_findings)
     seen = 0  # events so far, both ways
@@ -428,16 +428,13 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
         for raw in stream.raw_lines():
             lineno += 1
             try:
-                o = loads(raw)
-                step = steps.get(o["call"])
-            except decode_error:
-                o, step = UNDECODED, None
-            except (KeyError, TypeError):  # not an object, no "call", or a call that is not a string
-                step = None
-            if step is not None and step(o, lineno):
+                o = decode(raw)
+            except DecodeError:  # not JSON, or not in the shape of any fast step's line
+                o = None
+            if o is not None and steps[type(o)](o, lineno):
                 found = None
             else:
-                ev = event(raw, o, lineno)
+                ev = event(raw, UNDECODED, lineno)
                 if ev is None:  # a blank line
                     continue
                 found = feed(ev)

@@ -44,7 +44,7 @@ class Table:
     below SMALL // 2.
     """
 
-    __slots__ = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "journal")
+    __slots__ = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "_largest", "journal")
 
     SMALL = 2048
 
@@ -56,6 +56,7 @@ class Table:
         self.keys: list | SortedList | None = (SortedList() if self.small == 0 else []) if sized_by else None
         self._size_count: dict[int, int] = {}
         self._size_heap: list[int] = []  # negated sizes; stale entries are dropped lazily
+        self._largest: int | None = None  # the largest size while known; None: ask the heap
         # Every put/remove is appended as (table, key, "put"|"remove", previous record): `apply`
         # rolls a failed effect back with it, and the replayer learns which line made each entry.
         self.journal: list | None = None
@@ -82,6 +83,9 @@ class Table:
             counts = self._size_count
             count = counts.get(size, 0)
             counts[size] = count + 1
+            largest = self._largest
+            if largest is not None and size > largest:
+                self._largest = size
             if count == 0:
                 heap = self._size_heap
                 if len(heap) > 2 * len(counts) + 16:  # mostly stale: rebuild, so memory stays bounded
@@ -114,6 +118,8 @@ class Table:
                 counts[size] = count
             else:
                 del counts[size]
+                if size == self._largest:
+                    self._largest = None
 
     def _forget_size(self, size: int) -> None:
         count = self._size_count[size] - 1
@@ -121,12 +127,8 @@ class Table:
             self._size_count[size] = count
         else:
             del self._size_count[size]
-
-    def max_size(self) -> int:
-        heap, counts = self._size_heap, self._size_count
-        while heap and -heap[0] not in counts:
-            heapq.heappop(heap)
-        return -heap[0]
+            if size == self._largest:
+                self._largest = None
 
     def set_field(self, key, name: str, value) -> None:
         if name == self.sized_by:  # the index must follow a size change
@@ -192,20 +194,35 @@ class Table:
         """
         if not self.rows or (overlap and end <= base):
             return None
-        heap, counts = self._size_heap, self._size_count
-        while -heap[0] not in counts:  # max_size(), inline: a probe runs for most events
-            heapq.heappop(heap)
-        largest = -heap[0]
+        largest = self.max_size()
         if overlap:
             return (base - largest + 1, end) if largest > 0 else None
         return (base if base < end else end) - largest, base + 1
 
-    # Whole `exists` tests for the fast path: the window of `overlapping` / `containing` and the
+    # Whole `exists` tests for the fast path: an exact hit on the key first (the usual case: the
+    # range asked about is an entry's own), then the window of `overlapping` / `containing` and the
     # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
-    # `contains_addr` below on (k, k + size)).
+    # `contains_addr` below on (k, k + size)). Written out in each, because they run for most events.
     def any_overlapping(self, base: int, end: int, pred: Callable | None = None) -> bool:
-        rows, field = self.rows, self.sized_by
-        for k in self._window_keys(base, end, True):
+        rows = self.rows
+        if not rows or end <= base:
+            return False
+        field = self.sized_by
+        record = rows.get(base)
+        if record is not None and record[field] > 0 and (pred is None or pred((base, record))):
+            return True
+        largest = self._largest
+        if largest is None:
+            largest = self.max_size()
+        if largest <= 0:
+            return False
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, base - largest + 1)
+            candidates = keys[i:bisect_left(keys, end, i)]
+        else:
+            candidates = self._keys_between(base - largest + 1, end)
+        for k in candidates:
             record = rows[k]
             size = record[field]
             if size > 0 and base < k + size and (pred is None or pred((k, record))):  # k < end: the window's bound
@@ -213,31 +230,69 @@ class Table:
         return False
 
     def any_containing(self, base: int, end: int, pred: Callable | None = None) -> bool:
-        rows, field = self.rows, self.sized_by
-        for k in self._window_keys(base, end, False):
+        rows = self.rows
+        if not rows:
+            return False
+        field = self.sized_by
+        record = rows.get(base)
+        if record is not None and end <= base + record[field] and (pred is None or pred((base, record))):
+            return True
+        largest = self._largest
+        if largest is None:
+            largest = self.max_size()
+        lo = (base if base < end else end) - largest
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            candidates = keys[i:bisect_left(keys, base + 1, i)]
+        else:
+            candidates = self._keys_between(lo, base + 1)
+        for k in candidates:
             record = rows[k]
             if k <= base and end <= k + record[field] and (pred is None or pred((k, record))):
                 return True
         return False
 
     def any_containing_addr(self, x: int, pred: Callable | None = None) -> bool:
-        rows, field = self.rows, self.sized_by
-        for k in self._window_keys(x, x + 1, False):
+        rows = self.rows
+        if not rows:
+            return False
+        field = self.sized_by
+        record = rows.get(x)
+        if record is not None and record[field] > 0 and (pred is None or pred((x, record))):
+            return True
+        largest = self._largest
+        if largest is None:
+            largest = self.max_size()
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, x - largest)
+            candidates = keys[i:bisect_left(keys, x + 1, i)]
+        else:
+            candidates = self._keys_between(x - largest, x + 1)
+        for k in candidates:
             record = rows[k]
             if k <= x < k + record[field] and (pred is None or pred((k, record))):
                 return True
         return False
 
-    def _window_keys(self, base: int, end: int, overlap: bool) -> list:
-        """The keys `overlapping(base, end)` (overlap) or `containing(base, end)` would return."""
-        bounds = self._probe_bounds(base, end, overlap)
-        if bounds is None:
-            return []
+    def max_size(self) -> int:
+        """The largest size of any entry (the table must not be empty)."""
+        largest = self._largest
+        if largest is None:
+            heap, counts = self._size_heap, self._size_count
+            while -heap[0] not in counts:
+                heapq.heappop(heap)
+            largest = self._largest = -heap[0]
+        return largest
+
+    def _keys_between(self, lo: int, hi: int) -> list:
+        """The keys in [lo, hi)."""
         keys = self.keys
         if type(keys) is list:
-            i = bisect_left(keys, bounds[0])
-            return keys[i:bisect_left(keys, bounds[1], i)]
-        return [k for k, _ in self._window(*bounds)]
+            i = bisect_left(keys, lo)
+            return keys[i:bisect_left(keys, hi, i)]
+        return [k for k, _ in self._window(lo, hi)]
 
     def restore(self, key, old: dict | None) -> None:
         """Undo one journalled change (the journal itself is not touched)."""
@@ -257,6 +312,7 @@ class Table:
             t.keys = self.keys.copy()
             t._size_count = dict(self._size_count)
             t._size_heap = list(self._size_heap)
+            t._largest = self._largest
         return t
 
 

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 import checker.replay as replay_mod
 from checker.diagnostics import RegcheckError
-from checker.fastpath import VERDICT_CACHE_LIMIT, fast_steps
+from checker.fastpath import VERDICT_CACHE_LIMIT, DecodeError, FastPath, fast_path
 from checker.load import load_spec
 from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
 from checker.trace import read_trace_text
@@ -61,17 +62,17 @@ def test_corpus_traces_replay_the_same_both_ways(path):
 
 
 def counting_steps(counter: dict):
-    """A stand-in for replay.fast_steps that counts the events each step handles."""
+    """A stand-in for replay.fast_path whose steps count the events they handle."""
     def make(sem, state, remember):
-        steps = fast_steps(sem, state, remember)
+        decode, steps = fast_path(sem, state, remember)
 
-        def wrap(call, step):
+        def wrap(step):
             def counted(o, line):
                 took = step(o, line)
                 counter[took] = counter.get(took, 0) + 1
                 return took
             return counted
-        return {call: wrap(call, step) for call, step in steps.items()}
+        return FastPath(decode, {struct: wrap(step) for struct, step in steps.items()})
     return make
 
 
@@ -80,7 +81,7 @@ def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeyp
     generate(str(path), 20_000, live=200, seed=3)
     text = path.read_bytes()
     counter: dict = {}
-    monkeypatch.setattr(replay_mod, "fast_steps", counting_steps(counter))
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
     result = assert_same(text)
     assert result[0] == "report" and result[1]["verdict"] == "conforms" and result[1]["events"] == 20_000
     # Lookups that fail because the range is only PINNED, frees, unregistrations: all fast.
@@ -110,9 +111,10 @@ def test_findings_midway_are_the_same_both_ways(tmp_path):
 def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
     from checker.semantics import Semantics
     sem = Semantics(load_spec("cupva"), {})
-    steps = fast_steps(sem, sem.initial_state(), lambda line, call: None)
-    assert "cupva::mem::Register" not in steps and "cupva::mem::Unregister" not in steps
-    assert "cudaMalloc" in steps and "vm_state" in steps
+    _, steps = fast_path(sem, sem.initial_state(), lambda line, call: None)
+    calls = {getattr(struct, "__struct_config__").tag for struct in steps}
+    assert "cupva::mem::Register" not in calls and "cupva::mem::Unregister" not in calls
+    assert "cudaMalloc" in calls and "vm_state" in calls
 
 
 def test_the_verdict_cache_is_bounded():
@@ -157,6 +159,8 @@ EDGES = [
     ("hex pointer", {"args": {"ptr": "0x10000", "size": 8192, "flag": 2}}, False),
     ("flag names", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPED"]}}, False),
     ("flag too big", {"args": {"ptr": 65536, "size": 8192, "flag": 2**32}}, False),
+    ("pointer beyond int64", {"args": {"ptr": 2**63, "size": 8192, "flag": 2}}, False),  # valid; general path
+    ("timestamp beyond int64", {"t0": 1, "t1": 2**63}, False),
     ("negative size", {"args": {"ptr": 65536, "size": -1, "flag": 2}}, False),
     ("bool size", {"args": {"ptr": 65536, "size": True, "flag": 2}}, False),
     ("missing argument", {"args": {"ptr": 65536, "size": 8192}}, False),
@@ -178,7 +182,7 @@ def test_one_line_at_the_edge(name, change, fast, monkeypatch):
     ev = {k: v for k, v in ev.items() if k not in drop and not (name == "no timestamps" and k in ("t0", "t1"))}
     line = json.dumps(ev, separators=(",", ":")).encode() + b"\n"
     counter: dict = {}
-    monkeypatch.setattr(replay_mod, "fast_steps", counting_steps(counter))
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
     assert_same(ACL + MALLOC + line)
     assert counter.get(True, 0) == 1 + fast, counter  # the malloc, and the registration when fast
 
@@ -193,6 +197,7 @@ OUTPUT_EDGES = [
     ("hex output", {"ptr": "0x20000"}, False),
     ("output out of range", {"ptr": 2**64}, False),
     ("out not an object", [131072], False),
+    ("output beyond int64", {"ptr": 2**63}, False),
 ]
 
 
@@ -203,9 +208,20 @@ def test_outputs_at_the_edge(name, out, fast, monkeypatch):
         ev["out"] = out
     line = json.dumps(ev, separators=(",", ":")).encode() + b"\n"
     counter: dict = {}
-    monkeypatch.setattr(replay_mod, "fast_steps", counting_steps(counter))
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
     assert_same(ACL + MALLOC + line)
     assert counter.get(True, 0) == 1 + fast, counter
+
+
+@pytest.mark.parametrize("line", [
+    b'{"args":{"size":4096},"out":{"ptr":131072}}\n',  # no call
+    b'{"call":"malloc","call":"free","args":{"size":4096},"out":{"ptr":131072}}\n',  # the last call counts
+    b'{"call":"\\u0000","args":{"size":4096}}\n',  # the decoder's placeholder member
+    b'{"call":"malloc","args":{"size":4096},"out":{"ptr":131072},"args":{"size":1}}\n',  # the last args count
+    b'{"call":"malloc","args":{"size":4096},"out":{"ptr":131072}} {}\n',
+], ids=["no call", "call twice", "NUL call", "args twice", "two objects"])
+def test_lines_the_decoder_must_not_misread(line):
+    assert_same(ACL + MALLOC + line)
 
 
 # ---------------------------------------------------------------- random traces near the edges of the fast path
@@ -324,3 +340,49 @@ def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
                 kept.append(line)
         text = b"".join(kept)
     assert_same(text)
+
+
+# ---------------------------------------------------------------- the decoder reads nothing differently from orjson
+
+
+def _decoder(name):
+    from checker.semantics import Semantics
+    sem = Semantics(load_spec(name), {})
+    return fast_path(sem, sem.initial_state(), lambda line, call: None).decode
+
+
+DECODERS = {name: _decoder(name) for name in ("acl", "cupva")}
+NOISE = list(b' \t\r\n\x0b\x0c{}[]",:0123456789-+.eEtrufalsn\\/\x00\xff\xc3')
+
+
+@st.composite
+def mutated(draw, name):
+    """An event line (see events_of) with up to three bytes inserted, replaced or deleted."""
+    line = bytearray(draw(events_of(name)))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(line)))
+        how = draw(st.sampled_from(["insert", "replace", "delete"]))
+        byte = draw(st.sampled_from(NOISE))
+        if how == "insert":
+            line.insert(at, byte)
+        elif at < len(line):
+            if how == "replace":
+                line[at] = byte
+            else:
+                del line[at]
+    return bytes(line)
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva"])
+@settings(SLOW_OK, max_examples=400)
+@given(data=st.data())
+def test_a_line_the_decoder_takes_is_the_same_json_to_orjson(name, data):
+    """Whatever the fast path's decoder takes, orjson (the general path's reader) takes too, with the
+    same keys and values of the same JSON types (compared as canonical JSON: true is not 1)."""
+    raw = data.draw(mutated(name))
+    try:
+        o = DECODERS[name](raw)
+    except DecodeError:
+        return
+    canonical = orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS)
+    assert orjson.dumps(msgspec.to_builtins(o), option=orjson.OPT_SORT_KEYS) == canonical

@@ -61,6 +61,22 @@ def test_overlap_and_containment_probes_are_exact(case, qs):
                                                        for k, r in t.rows.items())
 
 
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_the_cached_largest_size_follows_every_change(operations):
+    """Probes remember the largest size; puts (new keys and updates), removals and copies keep it
+    right, asked after every single change."""
+    t = Table("size", "t")
+    for remove, key, size in operations:
+        if remove and t.rows:
+            t.remove(sorted(t.rows)[key % len(t.rows)])
+        else:
+            t.put(key % 40, {"size": size})  # few keys: many updates of an entry's size
+        if t.rows:
+            assert t.max_size() == max(r["size"] for r in t.rows.values())
+            assert t.copy().max_size() == t.max_size()
+
+
 @settings(max_examples=100, deadline=None)
 @given(ops)
 def test_journal_rollback_restores_the_table(operations):
