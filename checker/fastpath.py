@@ -41,12 +41,14 @@ from .typecheck import Type, value_bounds
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace
-DecodeError = msgspec.DecodeError  # what `FastPath.decode` raises for a line not in the fast path's shape
+# What `FastPath.decode` raises for a line not in the fast path's shape. Older msgspec releases
+# (0.18) let invalid UTF-8 in a tag through as a UnicodeDecodeError, a ValueError.
+DECODE_ERRORS = (msgspec.DecodeError, ValueError)
 
 
 class FastPath(NamedTuple):
-    """The fast path of one replay: `decode(raw)` gives a line's event struct (or raises
-    DecodeError), and `steps[type(struct)]` is the step that takes it."""
+    """The fast path of one replay: `decode(raw)` gives a line's event struct (or raises one of
+    DECODE_ERRORS), and `steps[type(struct)]` is the step that takes it."""
 
     decode: Callable[[bytes], Any]
     steps: dict[type, Step]

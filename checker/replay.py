@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .fastpath import DecodeError, fast_path
+from .fastpath import DECODE_ERRORS, fast_path
 from .load import load_spec
 from .semantics import Semantics, State, coerce_value
 from .source import Span
@@ -429,7 +429,7 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
             lineno += 1
             try:
                 o = decode(raw)
-            except DecodeError:  # not JSON, or not in the shape of any fast step's line
+            except DECODE_ERRORS:  # not JSON, or not in the shape of any fast step's line
                 o = None
             if o is not None and steps[type(o)](o, lineno):
                 found = None
