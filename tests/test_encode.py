@@ -181,18 +181,23 @@ class Harness:
 
         def holds(f):
             return z3.is_true(m.eval(f, model_completion=True))
-        return {
-            "broken": {r for r, c in cc.usage if not holds(c)} | {r for r, _, c in cc.requires if not holds(c)},
-            "undefined": {r for r, u, c in cc.requires if u and not holds(c)},
-            "unspecified": {r for r, c in cc.unspecified if holds(c)},
-            "errors": {(r, codes) for r, codes, c in cc.errors if holds(c)},
-            "env": {(r, codes) for r, codes, c in cc.env_errors if holds(c)},
-            "success": not holds(cc.any_error),
-            "ensures": {r for r, c in cc.ensures if not holds(c)},
-            "invariants": {r for r, f in self.invariants if not holds(f)},
-            "groups": {g for g, f in self.groups if holds(f)},
-            "post": self.enc.read_state(m, post),
-        }
+        return {**call_outcome(cc, holds),
+                "invariants": {r for r, f in self.invariants if not holds(f)},
+                "groups": {g for g, f in self.groups if holds(f)},
+                "post": self.enc.read_state(m, post)}
+
+
+def call_outcome(cc, holds) -> dict:
+    """A call's rule verdicts from its encoded conditions `cc`, each formula decided by `holds`."""
+    return {
+        "broken": {r for r, c in cc.usage if not holds(c)} | {r for r, _, c in cc.requires if not holds(c)},
+        "undefined": {r for r, u, c in cc.requires if u and not holds(c)},
+        "unspecified": {r for r, c in cc.unspecified if holds(c)},
+        "errors": {(r, codes) for r, codes, c in cc.errors if holds(c)},
+        "env": {(r, codes) for r, codes, c in cc.env_errors if holds(c)},
+        "success": not holds(cc.any_error),
+        "ensures": {r for r, c in cc.ensures if not holds(c)},
+    }
 
 
 class _Values:
@@ -220,17 +225,9 @@ def quantified_outcome(spec, sem, state, call, inputs, outputs):
     sst = enc.concrete_state(state, bounded=False)
     env = enc.io_const(call, {**inputs, **outputs})
     cc = enc.conditions(call, sst, env)
-    return {
-        "broken": {r for r, c in cc.usage if not truth(c)} | {r for r, _, c in cc.requires if not truth(c)},
-        "undefined": {r for r, u, c in cc.requires if u and not truth(c)},
-        "unspecified": {r for r, c in cc.unspecified if truth(c)},
-        "errors": {(r, codes) for r, codes, c in cc.errors if truth(c)},
-        "env": {(r, codes) for r, codes, c in cc.env_errors if truth(c)},
-        "success": not truth(cc.any_error),
-        "ensures": {r for r, c in cc.ensures if not truth(c)},
-        "invariants": {inv.rule for inv in spec.invariants if not truth(enc.invariant(inv, sst))},
-        "groups": {g for g in spec.groups if truth(enc.group_active(g, sst))},
-    }
+    return {**call_outcome(cc, truth),
+            "invariants": {inv.rule for inv in spec.invariants if not truth(enc.invariant(inv, sst))},
+            "groups": {g for g in spec.groups if truth(enc.group_active(g, sst))}}
 
 
 def concrete_outcome(spec, sem, state, call, inputs, outputs):
