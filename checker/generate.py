@@ -471,20 +471,12 @@ class ArgumentPool:
         reps = [dict(zip([n for n, _ in other], c))
                 for c in itertools.product(*(self._representatives(facts, n, v) for n, v in other))]
         seen = set()
-        for g in geos:
-            for o in reps:
-                args = {**g, **o}
-                key = tuple(sorted(args.items()))
-                if key not in seen:
-                    seen.add(key)
-                    yield args
-        for g in plain:
-            for o in others_all:
-                args = {**g, **o}
-                key = tuple(sorted(args.items()))
-                if key not in seen:
-                    seen.add(key)
-                    yield args
+        for g, o in itertools.chain(itertools.product(geos, reps), itertools.product(plain, others_all)):
+            args = {**g, **o}
+            key = tuple(sorted(args.items()))
+            if key not in seen:
+                seen.add(key)
+                yield args
 
     def _representatives(self, facts: _Facts, name: str, values: list) -> list:
         t = dict(facts.params)[name]
