@@ -153,21 +153,14 @@ TIME = Annotated[int, Meta(ge=0, le=INT64_MAX)]
 TID = Annotated[int, Meta(ge=INT64_MIN, le=INT64_MAX)] | str
 
 
-def _fields_struct(name: str, fields: list[tuple[str, Any]]) -> type | None:
-    """A struct of required fields `f0, f1, ...` renamed to the given JSON names; unknown names are
-    an error. None when a field has no wire type."""
+def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = False) -> type | None:
+    """A struct of fields `f0, f1, ...` renamed to the given JSON names, each required, or with
+    `optional` each UNSET when absent; unknown names are an error. None when a field has no wire type."""
     if any(t is None for _, t in fields):
         return None
-    return msgspec.defstruct(name, [(f"f{i}", t) for i, (_, t) in enumerate(fields)],
-                             rename={f"f{i}": n for i, (n, _) in enumerate(fields)}, forbid_unknown_fields=True)
-
-
-def _optional_fields_struct(name: str, fields: list[tuple[str, Any]]) -> type | None:
-    """As `_fields_struct`, every field optional (UNSET when absent)."""
-    if any(t is None for _, t in fields):
-        return None
-    return msgspec.defstruct(name, [(f"f{i}", t | UnsetType, UNSET) for i, (_, t) in enumerate(fields)],
-                             rename={f"f{i}": n for i, (n, _) in enumerate(fields)}, forbid_unknown_fields=True)
+    slots = [(f"f{i}", t | UnsetType, UNSET) if optional else (f"f{i}", t) for i, (_, t) in enumerate(fields)]
+    return msgspec.defstruct(name, slots, rename={f"f{i}": n for i, (n, _) in enumerate(fields)},
+                             forbid_unknown_fields=True)
 
 
 def _event_struct(sem: Semantics, em: _Emitter, call: str, index: int) -> type | None:
@@ -175,7 +168,7 @@ def _event_struct(sem: Semantics, em: _Emitter, call: str, index: int) -> type |
     some field has no wire type."""
     info = sem.calls[call].info
     args = _fields_struct(f"Args{index}", [(p, _wire_type(em, t)) for p, t in info.params])
-    out = _optional_fields_struct(f"Out{index}", [(p, _wire_type(em, t)) for p, t in info.outputs])
+    out = _fields_struct(f"Out{index}", [(p, _wire_type(em, t)) for p, t in info.outputs], optional=True)
     status = _status_wire_type(sem, em)
     if args is None or out is None or status is None:
         return None
