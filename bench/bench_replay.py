@@ -12,8 +12,9 @@ mean three things here:
 - orjson.loads of every event line alone (the JSON decoding under that reader), no checks;
 - msgspec decoding of every event line into the fast path's structs alone (the JSON decoding the
   replayer's fast path does), no further checks.
-Then the peak RSS of a replay of the small and the large trace, each in a fresh process (target:
-within 10%).
+Then the same replay without the optional C module (a child process with REGCHECK_PURE_PYTHON=1),
+for the pure-Python figure; then the peak RSS of a replay of the small and the large trace, each in
+a fresh process (target: within 10%).
 """
 
 from __future__ import annotations
@@ -76,6 +77,18 @@ def replay_only(path: str) -> tuple[int, float, str]:
     return report.events, time.process_time() - t, report.verdict
 
 
+def pure_python_replay(path: str, repeat: int) -> tuple[int, float]:
+    """(events, best CPU seconds) of a replay in a child process without checker._native."""
+    code = ("import sys, time; from checker.replay import replay_trace; from checker.semantics import NATIVE\n"
+            "assert NATIVE is None\nbest = None\nfor _ in range(int(sys.argv[2])):\n"
+            "    t = time.process_time(); r = replay_trace(sys.argv[1]); t = time.process_time() - t\n"
+            "    best = t if best is None else min(best, t)\nprint(r.events, best)")
+    env = dict(os.environ, REGCHECK_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code, path, str(repeat)], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(HERE), env=env).stdout.split()
+    return int(out[0]), float(out[1])
+
+
 def peak_rss_kib(path: str) -> int:
     code = ("import resource, sys; from checker.replay import replay_trace; r = replay_trace(sys.argv[1]); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.events, r.verdict)")
@@ -109,8 +122,11 @@ def main() -> None:
     n1, t_orjson = best_of(decode_only, small, a.repeat)
     n2, t_msgspec = best_of(fast_decode_only, small, a.repeat)
     n3, t_replay, verdict = best_of(replay_only, small, a.repeat)
-    assert n == n1 == n2 == n3, (n, n1, n2, n3)
-    print(f"trace: {n:,} events ({os.path.getsize(small) / 1e6:.0f} MB), verdict {verdict}")
+    n4, t_pure = pure_python_replay(small, a.repeat)
+    assert n == n1 == n2 == n3 == n4, (n, n1, n2, n3, n4)
+    from checker.semantics import NATIVE
+    print(f"trace: {n:,} events ({os.path.getsize(small) / 1e6:.0f} MB), verdict {verdict};"
+          f" C module checker._native: {'in use' if NATIVE is not None else 'NOT built (pure Python)'}")
     print(f"replay (parse + check):             {t_replay:.3f} s  {n / t_replay:,.0f} events/s"
           f"   [target >= 300,000 events/s: {'met' if n / t_replay >= 300_000 else 'NOT met'}]")
     for what, t in (("trace reader (checker.trace)", t_parse), ("orjson.loads alone", t_orjson),
@@ -118,6 +134,8 @@ def main() -> None:
         ratio = t_replay / t
         print(f"parse only, {what + ':':29s} {t:.3f} s  {n / t:,.0f} events/s;  replay / parse {ratio:.2f}x"
               f"   [target <= 3x: {'met' if ratio <= 3 else 'NOT met'}]")
+    print(f"replay without the C module:        {t_pure:.3f} s  {n / t_pure:,.0f} events/s;"
+          f"  with it {t_pure / t_replay:.2f}x as fast")
 
     rss_small, rss_big = peak_rss_kib(small), peak_rss_kib(big)
     growth = rss_big / rss_small - 1

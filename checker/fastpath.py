@@ -201,7 +201,7 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
     params = [n for n, _ in info.params]
     outputs = [n for n, _ in info.outputs]
     success = em._literal(sem.success)
-    i1, i2, i3 = "        ", "            ", "                "
+    i1, i2 = "        ", "            "
     # The decoder has checked every field's type, range and name; what is left are the relations
     # between fields: all outputs on success, and t0 <= t1 (both or neither).
     body: list[str] = []
@@ -233,10 +233,9 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
 
     # -- a failure: allowed or not; a success: allowed, its promises on outputs, then the effect
     # (rolled back if it cannot be evaluated)
-    body += [f"{i1}if status != {success}:", f"{i2}ok = OKF.get((m, status))", f"{i2}if ok is None:",
-             f"{i3}ok = decide(OKF, (m, status), m, status)", f"{i2}return ok",
-             f"{i1}ok = OKS.get(m)", f"{i1}if ok is None:", f"{i2}ok = decide(OKS, m, m, status)",
-             f"{i1}if not ok: return False", f"{i1}J.clear()"]
+    # (a verdict cached as False is decided again: such a line leaves for the general path anyway)
+    body += [f"{i1}if status != {success}:", f"{i2}return OKF.get((m, status)) or decide(OKF, (m, status), m, status)",
+             f"{i1}if OKS.get(m) is not True and not decide(OKS, m, m, status): return False", f"{i1}J.clear()"]
     em.locals = set(params) | set(outputs)
     ensures = info.clauses(S.Ensures)
     if ensures:

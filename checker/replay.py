@@ -19,6 +19,7 @@ Input error codes (in addition to checker/trace.py's T0701-T0712):
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -26,7 +27,7 @@ from . import syntax as S
 from .diagnostics import RegcheckError, error
 from .fastpath import DECODE_ERRORS, fast_path
 from .load import load_spec
-from .semantics import Semantics, State, coerce_value
+from .semantics import NATIVE, Semantics, State, coerce_value
 from .source import Span
 from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
 from .typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
@@ -327,6 +328,12 @@ class Replayer:
 
 
 def _remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
+    if NATIVE is not None:  # the same function in C (checker/native/_native.c)
+        return partial(NATIVE.remember, created, removed.append, journal)
+    return _python_remembering(created, removed, journal)
+
+
+def _python_remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
     def remember(line: int, call: str) -> None:
         for table, key, op, _ in journal:
             if table is None:

@@ -14,6 +14,7 @@ Values: bool, int (exact, unbounded: `ptr + size` may pass 2**64 and is never wr
 from __future__ import annotations
 
 import heapq
+import os
 import re
 from bisect import bisect_left, insort
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ Fn = Callable[["State", dict], Any]
 # ---------------------------------------------------------------- state
 
 
-class Table:
+class _TableOps:
     """A keyed collection of records; sized tables keep an interval index for range queries.
 
     The index of a sized table is its sorted keys plus the largest size of any entry (a max-heap
@@ -42,9 +43,14 @@ class Table:
     most SMALL pointers, several times cheaper than a SortedList's bookkeeping at a few hundred
     live entries) and a SortedList (O(log n)) once it grows past SMALL; it goes back to a list
     below SMALL // 2.
+
+    These methods are the reference. `Table` is `PyTable` (them alone) or, when the C module
+    `checker._native` is built, a subclass of its `TableCore` whose put, remove and the three
+    `any_*` probes run in C for the common case and hand every other case to the `_slow_*`
+    aliases below (see checker/native/_native.c).
     """
 
-    __slots__ = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "_largest", "journal")
+    __slots__ = ()
 
     SMALL = 2048
 
@@ -306,7 +312,7 @@ class Table:
             self.journal = journal
 
     def copy(self) -> "Table":
-        t = Table(self.sized_by, self.name, self.small)
+        t = type(self)(self.sized_by, self.name, self.small)
         t.rows = dict(self.rows)
         if self.sized_by is not None:
             t.keys = self.keys.copy()
@@ -314,6 +320,49 @@ class Table:
             t._size_heap = list(self._size_heap)
             t._largest = self._largest
         return t
+
+
+    # What the C methods fall back to (the methods above, even where C overrides them).
+    _slow_put = put
+    _slow_remove = remove
+    _slow_any_overlapping = any_overlapping
+    _slow_any_containing = any_containing
+    _slow_any_containing_addr = any_containing_addr
+
+
+_FIELDS = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "_largest", "journal")
+
+
+class PyTable(_TableOps):
+    """A table in pure Python."""
+
+    __slots__ = _FIELDS
+
+
+NATIVE_INTERFACE = 1  # what checker/native/_native.c must say it implements
+
+
+def _native_module():
+    """The C module, unless it is not built (or an old build), or REGCHECK_PURE_PYTHON is set."""
+    if os.environ.get("REGCHECK_PURE_PYTHON"):
+        return None
+    try:
+        from . import _native as module
+    except ImportError:
+        return None
+    return module if getattr(module, "INTERFACE", None) == NATIVE_INTERFACE else None
+
+
+NATIVE = _native_module()  # also read by checker.replay
+
+if NATIVE is not None:
+    class Table(NATIVE.TableCore, _TableOps):
+        """A table whose hot operations run in C (checker/native/_native.c)."""
+
+        __slots__ = ()
+else:
+    Table = PyTable  # type: ignore[misc]
+
 
 
 class State:

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import io
 import json
+from collections import deque
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checker.cli import main
+from checker.replay import _python_remembering, _remembering
+from checker.semantics import NATIVE
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 CUPVA = {"regcheck": 1, "spec": "cupva", "env": {"driver_version": 2005, "qnx_safety": False}}
@@ -383,3 +388,28 @@ def test_bundled_spec_name_is_not_shadowed_by_the_current_directory(tmp_path, mo
         assert run("acl/run.jsonl")[0] == 0
     finally:
         load_spec.cache_clear()
+
+
+# ---- which line made each entry: the C `remember` is the Python one
+
+journals = st.lists(st.lists(st.tuples(st.sampled_from(["regs", "allocs", None]), st.integers(0, 5),
+                                       st.sampled_from(["put", "remove"])), max_size=6), max_size=30)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+@settings(max_examples=300, deadline=None)
+@given(journals)
+def test_the_c_remember_is_the_python_remember(events):
+    """Event after event (each a journal of changes), both note the same creating lines, keep an
+    update's creating line, and list the same removals."""
+    ways = []
+    for make in (_remembering, _python_remembering):
+        created: dict = {}
+        removed: deque = deque(maxlen=4)
+        journal: list = []
+        remember = make(created, removed, journal)
+        for line, changes in enumerate(events, 2):
+            journal[:] = [(table, key, op, None) for table, key, op in changes]
+            remember(line, f"call{line}")
+        ways.append((created, list(removed)))
+    assert ways[0] == ways[1]

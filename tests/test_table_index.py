@@ -1,19 +1,39 @@
-"""The interval index of sized tables is exact: its candidates contain every true answer."""
+"""The interval index of sized tables is exact: its candidates contain every true answer.
 
+Every test runs on both tables: `PyTable` (pure Python, the reference) and, where the C module
+checker._native is built, `Table` with its C put/remove/probes; `test_the_c_table_is_the_python_table`
+also compares the two field by field after every operation."""
+
+import gc
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.semantics import Table, contains_addr, contains_range, overlaps
+from checker.semantics import NATIVE, PyTable, Table, contains_addr, contains_range, overlaps
 
-ops = st.lists(st.tuples(st.booleans(), st.integers(0, 300), st.integers(-5, 40)), max_size=120)
-queries = st.lists(st.tuples(st.integers(-50, 350), st.integers(-30, 60)), min_size=1, max_size=20)
+# Keys and sizes are small (dense windows); in some examples a few are beyond 64 bits, which the
+# C code hands to Python, and must still answer the same.
+HUGE = 2**64
+wide_keys = st.tuples(st.integers(0, 9), st.integers(0, 300)).map(
+    lambda t: t[1] + (0 if t[0] < 8 else HUGE - 150 if t[0] == 8 else 2**63 - 150))
+wide_sizes = st.tuples(st.integers(0, 19), st.integers(-5, 40)).map(
+    lambda t: t[1] if t[0] < 18 else HUGE if t[0] == 18 else 2**63 - 20 + t[1])
+keys = st.integers(0, 300)
+ops = st.one_of(st.lists(st.tuples(st.booleans(), keys, st.integers(-5, 40)), max_size=120),
+                st.lists(st.tuples(st.booleans(), wide_keys, wide_sizes), max_size=120))
+queries = st.lists(st.tuples(st.one_of(st.integers(-50, 350), wide_keys), st.one_of(st.integers(-30, 60), wide_sizes)),
+                   min_size=1, max_size=20)
+
+CLASSES = [pytest.param(PyTable, id="python"),
+           pytest.param(Table, id="c", marks=pytest.mark.skipif(NATIVE is None, reason="checker._native is not built"))]
 
 
-def build(operations, load: int | None = None, small: int | None = None) -> Table:
+def build(operations, load: int | None = None, small: int | None = None, cls=PyTable):
     """A table after the operations. `load`: a SortedList index with small sublists, so that a
     window spans several of them; `small`: the size at which the index moves from a plain list to
     a SortedList (and back below half of it)."""
-    t = Table("size", "t", small=0 if load is not None else small)
+    t = cls("size", "t", small=0 if load is not None else small)
     if load is not None:
         t.keys._reset(load)
     for remove, key, size in operations:
@@ -24,7 +44,7 @@ def build(operations, load: int | None = None, small: int | None = None) -> Tabl
     return t
 
 
-def answers(t: Table, pred, candidates):
+def answers(t, pred, candidates):
     want = {k for k, r in t.rows.items() if pred((k, k + r["size"]))}
     got = {k for k, r in candidates if pred((k, k + r["size"]))}
     return want, got
@@ -34,12 +54,13 @@ many_puts = st.lists(st.tuples(st.integers(0, 4).map(lambda x: x == 0), st.integ
                     min_size=30, max_size=150)
 
 
+@pytest.mark.parametrize("cls", CLASSES)
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.tuples(ops, st.just(None), st.sampled_from([None, 6])),
                  st.tuples(many_puts, st.sampled_from([4, 8]), st.just(None))), queries)
-def test_overlap_and_containment_probes_are_exact(case, qs):
+def test_overlap_and_containment_probes_are_exact(cls, case, qs):
     operations, load, small = case
-    t = build(operations, load, small)
+    t = build(operations, load, small, cls)
     assert load is None or len(t.rows) <= 2 * load or len(t.keys._lists) > 1  # windows span sublists
     for base, size in qs:
         q = (base, base + size)
@@ -61,12 +82,13 @@ def test_overlap_and_containment_probes_are_exact(case, qs):
                                                        for k, r in t.rows.items())
 
 
+@pytest.mark.parametrize("cls", CLASSES)
 @settings(max_examples=200, deadline=None)
 @given(ops)
-def test_the_cached_largest_size_follows_every_change(operations):
+def test_the_cached_largest_size_follows_every_change(cls, operations):
     """Probes remember the largest size; puts (new keys and updates), removals and copies keep it
     right, asked after every single change."""
-    t = Table("size", "t")
+    t = cls("size", "t")
     for remove, key, size in operations:
         if remove and t.rows:
             t.remove(sorted(t.rows)[key % len(t.rows)])
@@ -77,10 +99,11 @@ def test_the_cached_largest_size_follows_every_change(operations):
             assert t.copy().max_size() == t.max_size()
 
 
+@pytest.mark.parametrize("cls", CLASSES)
 @settings(max_examples=100, deadline=None)
 @given(ops)
-def test_journal_rollback_restores_the_table(operations):
-    t = build(operations)
+def test_journal_rollback_restores_the_table(cls, operations):
+    t = build(operations, cls=cls)
     before = (dict(t.rows), list(t.keys), t.max_size() if t.rows else None)
     t.journal = []
     for remove, key, size in operations[:20]:
@@ -93,8 +116,9 @@ def test_journal_rollback_restores_the_table(operations):
     assert (dict(t.rows), list(t.keys), t.max_size() if t.rows else None) == before
 
 
-def test_the_index_moves_between_a_list_and_a_sortedlist():
-    t = Table("size", "t", small=8)
+@pytest.mark.parametrize("cls", CLASSES)
+def test_the_index_moves_between_a_list_and_a_sortedlist(cls):
+    t = cls("size", "t", small=8)
     for k in range(0, 200, 10):
         t.put(k, {"size": 5})
     assert type(t.keys).__name__ == "SortedList" and list(t.keys) == sorted(t.rows)
@@ -105,3 +129,68 @@ def test_the_index_moves_between_a_list_and_a_sortedlist():
     c = t.copy()
     c.put(1, {"size": 1})
     assert t.keys == [170, 180, 190] and c.keys == [1, 170, 180, 190] and c.small == 8
+
+
+def fields(t) -> tuple:
+    return (t.name, t.rows, t.sized_by, list(t.keys) if t.keys is not None else None, type(t.keys), t.small,
+            t._size_count, t._size_heap, t._largest, t.journal)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+@settings(max_examples=300, deadline=None)
+@given(ops, queries, st.sampled_from([None, 6]), st.booleans())
+def test_the_c_table_is_the_python_table(operations, qs, small, journal):
+    """The same puts, removals, updates and probes give the same answers and the same fields
+    (sorted keys, size counts, the heap, the cached largest size, the journal) after every step."""
+    py, c = PyTable("size", "t", small=small), Table("size", "t", small=small)
+    if journal:
+        py.journal, c.journal = [], []
+    for (remove, key, size), (base, length) in zip(operations, qs * len(operations)):
+        for t in (py, c):
+            if remove:
+                t.remove(key if key in t.rows or not t.rows else sorted(t.rows)[key % len(t.rows)])
+            else:
+                t.put(key, {"size": size})
+        assert fields(c) == fields(py)
+        edges = [base]
+        if py.rows:  # also probe at the edges of an entry, where an off-by-one shows
+            k = sorted(py.rows)[base % len(py.rows)]
+            end = k + py.rows[k]["size"]
+            edges += [k - 1, k, k + 1, end - 1, end, end + 1]
+        for x in edges:
+            for probe in ("any_overlapping", "any_containing"):
+                assert getattr(c, probe)(x, x + length) == getattr(py, probe)(x, x + length), (probe, x, length)
+            assert c.any_containing_addr(x) == py.any_containing_addr(x), x
+        assert fields(c) == fields(py)  # probes may fill the cached largest size, in both alike
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+def test_the_c_table_raises_what_python_raises():
+    """Odd records go to the Python methods, which raise; a predicate's error comes through."""
+    tables = PyTable("size", "t"), Table("size", "t")
+    for t in tables:
+        with pytest.raises(KeyError):
+            t.put(1, {"length": 5})  # no size field
+    assert fields(tables[0]) == fields(tables[1])
+    for t in tables:
+        t.put(10, {"size": 5})
+        with pytest.raises(ZeroDivisionError):
+            t.any_overlapping(10, 12, lambda entry: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            t.any_containing_addr(12, lambda entry: 1 / 0)
+        with pytest.raises(TypeError):
+            t.any_overlapping(10)
+        unsized = type(t)(None, "u")
+        unsized.journal = []
+        unsized.put("a", {"x": 1})
+        unsized.remove("a")
+        unsized.remove("a")  # absent: nothing
+        assert unsized.rows == {} and unsized.journal == [("u", "a", "put", None), ("u", "a", "remove", {"x": 1})]
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+def test_the_c_table_shows_its_fields_to_the_garbage_collector():
+    t = Table("size", "t")
+    t.put(1, {"size": 2, "table": t})  # a cycle through the C fields
+    assert t.rows in gc.get_referents(t) and t.keys in gc.get_referents(t)
+    assert gc.is_tracked(t)

@@ -33,9 +33,11 @@ class _UsageError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
+    from ..semantics import NATIVE
 
+    speedups = "on" if NATIVE is not None else "off"  # off: not built, or REGCHECK_PURE_PYTHON set
     parser = _Parser(prog="regcheck", description="Executable, provable specs of host-memory registration APIs.")
-    parser.add_argument("--version", action="version", version=f"regcheck {__version__}")
+    parser.add_argument("--version", action="version", version=f"regcheck {__version__} (C speedups: {speedups})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:

@@ -1,0 +1,81 @@
+"""checker._native, the optional C module: whole replays give the same results with and without it.
+
+tests/test_table_index.py compares its tables with the pure-Python ones operation by operation,
+tests/test_replay.py its `remember`; here whole traces (the corpus, benchmark mixes small enough
+for the tables' plain-list index and large enough for their SortedList one) are replayed in two
+processes, one with REGCHECK_PURE_PYTHON=1, and everything the replay leaves must be equal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.cli import main
+from checker.semantics import NATIVE
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from gen_trace import generate  # noqa: E402
+
+needs_native = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built (no C compiler or Python headers at install)")
+
+REPLAY_ALL = """
+import json, sys
+from checker.diagnostics import RegcheckError
+from checker.replay import Replayer, _replay_stream, semantics_for
+from checker.semantics import NATIVE
+from checker.trace import read_trace_text
+runs = []
+for path in sys.argv[1:]:
+    text = open(path, "rb").read()
+    try:
+        header, events = read_trace_text(text, path)
+        r = Replayer(semantics_for(header, None, path), path)
+        report = _replay_stream(r, events, None, None)
+        runs.append(repr((report.to_json(), [f.notes for f in report.findings], r.state.snapshot(),
+                          sorted(r.created.items(), key=repr), list(r.removed))))
+    except RegcheckError as exc:
+        runs.append(repr([(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics]))
+print(json.dumps({"native": NATIVE is not None, "runs": runs}))
+"""
+
+
+def replay_all(paths: list[str], pure: bool) -> dict:
+    env = dict(os.environ)
+    env.pop("REGCHECK_PURE_PYTHON", None)
+    if pure:
+        env["REGCHECK_PURE_PYTHON"] = "1"
+    done = subprocess.run([sys.executable, "-c", REPLAY_ALL, *paths], env=env, capture_output=True, text=True,
+                          timeout=600, check=True)
+    return json.loads(done.stdout)
+
+
+@needs_native
+def test_whole_replays_are_the_same_with_and_without_the_c_module(tmp_path):
+    small, large = tmp_path / "mix.jsonl", tmp_path / "many-live.jsonl"
+    generate(str(small), 20_000, live=200, seed=3)
+    generate(str(large), 12_000, live=3_000, seed=4)  # past 2,048 live entries: the SortedList index
+    lines = small.read_bytes().splitlines(keepends=True)
+    lines.insert(500, b'{"call":"aclrtHostUnregister","args":{"ptr":4096},"ret":0}\n')  # a finding midway
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b"".join(lines))
+    paths = [str(p) for p in sorted((REPO / "traces").rglob("*.jsonl"))] + [str(small), str(large), str(broken)]
+    c, python = replay_all(paths, pure=False), replay_all(paths, pure=True)
+    assert c["native"] and not python["native"]
+    assert len(c["runs"]) == len(paths)
+    for path, a, b in zip(paths, c["runs"], python["runs"]):
+        assert a == b, path
+
+
+def test_version_says_whether_the_c_module_is_in_use(capsys):
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("regcheck ")
+    assert ("C speedups: on" in out) == (NATIVE is not None)
+    assert ("C speedups: off" in out) == (NATIVE is None)
