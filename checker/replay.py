@@ -372,6 +372,7 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
 
 
 PROGRESS_EVERY = 65536
+_PYTHON_LOOP = False  # tests set it: the fast path's Python loop even where the C one is built
 
 
 def _reporting(events: Iterable[TraceEvent], on_events: Callable[[int], None]) -> Iterator[TraceEvent]:
@@ -432,25 +433,48 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
     report_at = PROGRESS_EVERY if on_events is not None else -1
     lineno = stream.lineno
     try:
-        for raw in stream.raw_lines():
-            lineno += 1
-            try:
-                o = decode(raw)
-            except DECODE_ERRORS:  # not JSON, or not in the shape of any fast step's line
-                o = None
-            if o is not None and steps[type(o)](o, lineno):
-                found = None
-            else:
-                ev = event(raw, UNDECODED, lineno)
-                if ev is None:  # a blank line
-                    continue
-                found = feed(ev)
-            seen += 1
-            if seen == report_at:
-                on_events(PROGRESS_EVERY)  # type: ignore[misc]
-                report_at += PROGRESS_EVERY
-            if found and findings.add(found):
-                break
+        if NATIVE is not None and not _PYTHON_LOOP:
+            # The same loop in C: it runs the fast steps and hands back each line they do not take.
+            lines = iter(stream.raw_lines())
+            while True:
+                budget = report_at - seen if report_at > 0 else -1
+                lineno, handled, raw, done = NATIVE.drive(lines, decode, steps, DECODE_ERRORS, lineno, budget)
+                seen += handled
+                if isinstance(done, BaseException):  # reading failed after line `lineno`
+                    raise done
+                if raw is not None:
+                    ev = event(raw, UNDECODED, lineno)
+                    if ev is None:  # a blank line
+                        continue
+                    found = feed(ev)
+                    seen += 1
+                else:
+                    found = None
+                if seen == report_at:
+                    on_events(PROGRESS_EVERY)  # type: ignore[misc]
+                    report_at += PROGRESS_EVERY
+                if found and findings.add(found) or done:
+                    break
+        else:
+            for raw in stream.raw_lines():
+                lineno += 1
+                try:
+                    o = decode(raw)
+                except DECODE_ERRORS:  # not JSON, or not in the shape of any fast step's line
+                    o = None
+                if o is not None and steps[type(o)](o, lineno):
+                    found = None
+                else:
+                    ev = event(raw, UNDECODED, lineno)
+                    if ev is None:  # a blank line
+                        continue
+                    found = feed(ev)
+                seen += 1
+                if seen == report_at:
+                    on_events(PROGRESS_EVERY)  # type: ignore[misc]
+                    report_at += PROGRESS_EVERY
+                if found and findings.add(found):
+                    break
     except OSError as exc:
         raise stream.read_error(exc, lineno) from None
     if on_events is not None and seen % PROGRESS_EVERY:

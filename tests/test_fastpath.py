@@ -23,15 +23,18 @@ from checker.diagnostics import RegcheckError
 from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.load import load_spec
 from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
-from checker.trace import read_trace_text
+from checker.semantics import NATIVE
+from checker.trace import EventStream, read_trace_text
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from gen_trace import generate  # noqa: E402
 
 
-def outcome(text: bytes, fast: bool, max_findings: int | None = None):
-    """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory)."""
+def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loop: bool = False):
+    """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory).
+    `python_loop`: the fast path's Python loop, even where checker._native has the C one."""
+    saved, replay_mod._PYTHON_LOOP = replay_mod._PYTHON_LOOP, python_loop
     try:
         header, events = read_trace_text(text, "t.jsonl")
         sem = semantics_for(header, None, "t.jsonl")
@@ -40,14 +43,21 @@ def outcome(text: bytes, fast: bool, max_findings: int | None = None):
         report = run(r, events, max_findings, None)
     except RegcheckError as exc:
         return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
+    finally:
+        replay_mod._PYTHON_LOOP = saved
     return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
             r.state.snapshot(), dict(r.created), list(r.removed))
 
 
-def assert_same(text: bytes, max_findings: int | None = None):
-    fast, slow = outcome(text, True, max_findings), outcome(text, False, max_findings)
+def assert_same(text: bytes, max_findings: int | None = None, python_loop: bool = False):
+    fast, slow = outcome(text, True, max_findings, python_loop), outcome(text, False, max_findings)
     assert fast == slow
     return fast
+
+
+# The fast path's two loops: in C (checker._native, where built) and in Python.
+LOOPS = [pytest.param(False, id="c-loop", marks=pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")),
+         pytest.param(True, id="python-loop")]
 
 
 # ---------------------------------------------------------------- the bundled corpus and the benchmark mix
@@ -56,9 +66,10 @@ def assert_same(text: bytes, max_findings: int | None = None):
 CORPUS = sorted((REPO / "traces").rglob("*.jsonl"))
 
 
+@pytest.mark.parametrize("python_loop", LOOPS)
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_corpus_traces_replay_the_same_both_ways(path):
-    assert_same(path.read_bytes())
+def test_corpus_traces_replay_the_same_both_ways(path, python_loop):
+    assert_same(path.read_bytes(), python_loop=python_loop)
 
 
 def counting_steps(counter: dict):
@@ -76,19 +87,21 @@ def counting_steps(counter: dict):
     return make
 
 
-def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeypatch):
+@pytest.mark.parametrize("python_loop", LOOPS)
+def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeypatch, python_loop):
     path = tmp_path / "mix.jsonl"
     generate(str(path), 20_000, live=200, seed=3)
     text = path.read_bytes()
     counter: dict = {}
     monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
-    result = assert_same(text)
+    result = assert_same(text, python_loop=python_loop)
     assert result[0] == "report" and result[1]["verdict"] == "conforms" and result[1]["events"] == 20_000
     # Lookups that fail because the range is only PINNED, frees, unregistrations: all fast.
     assert counter.get(True, 0) == 20_000 and not counter.get(False)
 
 
-def test_findings_midway_are_the_same_both_ways(tmp_path):
+@pytest.mark.parametrize("python_loop", LOOPS)
+def test_findings_midway_are_the_same_both_ways(tmp_path, python_loop):
     path = tmp_path / "mix.jsonl"
     generate(str(path), 3_000, live=50, seed=5)
     lines = path.read_bytes().splitlines(keepends=True)
@@ -103,9 +116,9 @@ def test_findings_midway_are_the_same_both_ways(tmp_path):
     for i, line in enumerate(bad):
         lines.insert(200 + 600 * i, line)
     text = b"".join(lines)
-    result = assert_same(text)
+    result = assert_same(text, python_loop=python_loop)
     assert result[0] == "report" and result[1]["verdict"] == "violates" and len(result[1]["findings"]) >= 3
-    assert assert_same(text, max_findings=2)[3] is True  # truncated the same way
+    assert assert_same(text, max_findings=2, python_loop=python_loop)[3] is True  # truncated the same way
 
 
 def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
@@ -213,6 +226,7 @@ def test_outputs_at_the_edge(name, out, fast, monkeypatch):
     assert counter.get(True, 0) == 1 + fast, counter
 
 
+@pytest.mark.parametrize("python_loop", LOOPS)
 @pytest.mark.parametrize("line", [
     b'{"args":{"size":4096},"out":{"ptr":131072}}\n',  # no call
     b'{"call":"malloc","call":"free","args":{"size":4096},"out":{"ptr":131072}}\n',  # the last call counts
@@ -220,8 +234,8 @@ def test_outputs_at_the_edge(name, out, fast, monkeypatch):
     b'{"call":"malloc","args":{"size":4096},"out":{"ptr":131072},"args":{"size":1}}\n',  # the last args count
     b'{"call":"malloc","args":{"size":4096},"out":{"ptr":131072}} {}\n',
 ], ids=["no call", "call twice", "NUL call", "args twice", "two objects"])
-def test_lines_the_decoder_must_not_misread(line):
-    assert_same(ACL + MALLOC + line)
+def test_lines_the_decoder_must_not_misread(line, python_loop):
+    assert_same(ACL + MALLOC + line, python_loop=python_loop)
 
 
 # ---------------------------------------------------------------- random traces near the edges of the fast path
@@ -337,13 +351,14 @@ def header_for(draw, name):
 SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("python_loop", LOOPS)
 @pytest.mark.parametrize("name", ["acl", "cupva"])
 @settings(SLOW_OK, max_examples=120)
 @given(data=st.data())
-def test_random_traces_replay_the_same_both_ways(name, data):
+def test_random_traces_replay_the_same_both_ways(name, python_loop, data):
     header = header_for(data.draw, name)
     lines = data.draw(st.lists(st.one_of(events_of(name), mutated(name)), min_size=1, max_size=40))
-    assert_same(header + b"".join(lines))
+    assert_same(header + b"".join(lines), python_loop=python_loop)
 
 
 @pytest.mark.parametrize("name", ["acl", "cupva"])
@@ -388,3 +403,24 @@ def test_a_line_the_decoder_takes_is_the_same_json_to_orjson(name, data):
         return
     canonical = orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS)
     assert orjson.dumps(msgspec.to_builtins(o), option=orjson.OPT_SORT_KEYS) == canonical
+
+
+@pytest.mark.parametrize("python_loop", LOOPS)
+def test_a_read_error_midway_names_the_last_line_read(tmp_path, monkeypatch, python_loop):
+    """Reading fails after 300 event lines (some of them for the general path): the input error
+    names line 301, the last one read, whichever loop ran."""
+    monkeypatch.setattr(replay_mod, "_PYTHON_LOOP", python_loop)
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 300, live=20, seed=9)
+    header_line, *lines = path.read_bytes().splitlines(keepends=True)
+    lines[100] = b'{"call":"aclrtHostUnregister","args":{"ptr":"0x1000"},"ret":0}\n'  # hex: general path
+
+    def failing():
+        yield from lines
+        raise OSError("disk on fire")
+    header, _ = read_trace_text(header_line, "t.jsonl")
+    r = Replayer(semantics_for(header, None, "t.jsonl"), "t.jsonl")
+    with pytest.raises(RegcheckError) as exc:
+        _replay_stream(r, EventStream(failing(), "t.jsonl", 1, False, None), None, None)
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.span.line) == ("T0712", 301) and "disk on fire" in d.message

@@ -14,6 +14,7 @@ from checker.load import load_spec
 from checker.progress import QuietBar, progress_bar
 from checker.prover import ProveOptions, prove
 from checker.replay import replay_events, replay_trace, semantics_for
+from checker.semantics import NATIVE
 from checker.trace import read_trace
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
@@ -26,10 +27,12 @@ class Terminal(io.StringIO):
 
 
 def long_trace(tmp_path, rounds: int, bad: bool = False) -> str:
-    """malloc/free pairs (2 events per round); with bad, the last free is a double free."""
+    """malloc/free pairs (2 events per round); with bad, the last free is a double free. Every
+    third round writes its pointers in hex, which the replayer's general path reads: the rest
+    take the fast path."""
     lines = [json.dumps(ACL)]
     for i in range(rounds):
-        ptr = hex(BASE + i * 0x10000)
+        ptr = BASE + i * 0x10000 if i % 3 else hex(BASE + i * 0x10000)
         lines += [json.dumps({"call": "malloc", "args": {"size": 4096}, "out": {"ptr": ptr}}),
                   json.dumps({"call": "free", "args": {"ptr": ptr}})]
     if bad:
@@ -52,9 +55,15 @@ def test_the_hook_fires_once_per_65536_events():
     assert replay_module.PROGRESS_EVERY == 65536
 
 
+LOOPS = [pytest.param(True, id="python-loop"),
+         pytest.param(False, id="c-loop", marks=pytest.mark.skipif(NATIVE is None, reason="checker._native is not built"))]
+
+
+@pytest.mark.parametrize("python_loop", LOOPS)
 @pytest.mark.parametrize("rounds", [5, 8, 9])  # 10, 16 (a multiple of the step) and 18 events
-def test_the_hook_counts_every_event_in_steps(tmp_path, monkeypatch, rounds):
+def test_the_hook_counts_every_event_in_steps(tmp_path, monkeypatch, rounds, python_loop):
     monkeypatch.setattr(replay_module, "PROGRESS_EVERY", 4)
+    monkeypatch.setattr(replay_module, "_PYTHON_LOOP", python_loop)
     path = long_trace(tmp_path, rounds)
     header, events = read_trace(path)
     calls: list[int] = []
@@ -65,8 +74,10 @@ def test_the_hook_counts_every_event_in_steps(tmp_path, monkeypatch, rounds):
     assert report == replay_trace(path)  # the hook changes nothing in the report
 
 
-def test_the_hook_stops_with_max_findings(tmp_path, monkeypatch):
+@pytest.mark.parametrize("python_loop", LOOPS)
+def test_the_hook_stops_with_max_findings(tmp_path, monkeypatch, python_loop):
     monkeypatch.setattr(replay_module, "PROGRESS_EVERY", 4)
+    monkeypatch.setattr(replay_module, "_PYTHON_LOOP", python_loop)
     path = long_trace(tmp_path, 6, bad=True)
     header, events = read_trace(path)
     calls: list[int] = []

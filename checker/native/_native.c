@@ -597,7 +597,85 @@ static PyObject *remember(PyObject *Py_UNUSED(module), PyObject *const *args, Py
     Py_RETURN_NONE;
 }
 
+/* The exception being raised, taken out of the error indicator (a new reference). */
+static PyObject *raised_exception(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value != NULL && tb != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+/* drive(lines, decode, steps, errors, lineno, budget) -> (lineno, handled, raw, done): the fast
+ * path's loop of checker.replay._replay_stream. Takes lines from the iterator `lines` (line
+ * `lineno + 1` first), decodes each (an exception in `errors` means "not a fast line") and gives
+ * the struct and its line number to steps[type(struct)]. It returns when a line is not handled
+ * (raw: that line, for the general path), after `budget` handled lines (raw None; the caller
+ * reports progress), at the end (done True), or when reading a line fails (done: the exception,
+ * which the caller raises). `lineno` is the number of the last line taken. */
+static PyObject *drive(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "drive expects 6 arguments");
+        return NULL;
+    }
+    PyObject *lines = args[0], *decode = args[1], *steps = args[2], *errors = args[3];
+    Py_ssize_t lineno = PyLong_AsSsize_t(args[4]), budget = PyLong_AsSsize_t(args[5]), handled = 0;
+    if ((lineno == -1 || budget == -1) && PyErr_Occurred())
+        return NULL;
+    if (!PyDict_Check(steps) || !PyIter_Check(lines)) {
+        PyErr_SetString(PyExc_TypeError, "drive expects a dict of steps and an iterator of lines");
+        return NULL;
+    }
+    PyObject *raw;
+    while ((raw = PyIter_Next(lines)) != NULL) {
+        lineno++;
+        PyObject *o = PyObject_CallOneArg(decode, raw);
+        int took = 0;
+        if (o == NULL) {
+            if (!PyErr_ExceptionMatches(errors)) {
+                Py_DECREF(raw);
+                return NULL;
+            }
+            PyErr_Clear();
+        } else {
+            PyObject *step = PyDict_GetItemWithError(steps, (PyObject *)Py_TYPE(o));
+            PyObject *line = step == NULL ? NULL : PyLong_FromSsize_t(lineno);
+            PyObject *r = line == NULL ? NULL : PyObject_CallFunctionObjArgs(step, o, line, NULL);
+            Py_XDECREF(line);
+            Py_DECREF(o);
+            took = r == NULL ? -1 : PyObject_IsTrue(r);
+            Py_XDECREF(r);
+            if (took < 0 && (step != NULL || PyErr_Occurred())) {
+                Py_DECREF(raw);
+                return NULL;
+            }
+            took = took > 0;
+        }
+        if (!took)
+            return Py_BuildValue("(nnNO)", lineno, handled, raw, Py_False);
+        Py_DECREF(raw);
+        if (++handled == budget)
+            return Py_BuildValue("(nnOO)", lineno, handled, Py_None, Py_False);
+    }
+    if (PyErr_Occurred()) { /* reading failed: give the error back with the line it was at */
+        PyObject *exc = raised_exception();
+        return exc == NULL ? NULL : Py_BuildValue("(nnON)", lineno, handled, Py_None, exc);
+    }
+    return Py_BuildValue("(nnOO)", lineno, handled, Py_None, Py_True);
+}
+
 static PyMethodDef functions[] = {
+    {"drive", (PyCFunction)(void (*)(void))drive, METH_FASTCALL,
+     "drive(lines, decode, steps, errors, lineno, budget): run the fast steps until a line needs the general path"},
     {"remember", (PyCFunction)(void (*)(void))remember, METH_FASTCALL,
      "remember(created, removed_append, journal, line, call): note which line made or removed each entry"},
     {NULL},
