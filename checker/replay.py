@@ -19,8 +19,8 @@ Input error codes (in addition to checker/trace.py's T0701-T0712):
 from __future__ import annotations
 
 from collections import deque
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import syntax as S

@@ -321,7 +321,6 @@ class _TableOps:
             t._largest = self._largest
         return t
 
-
     # What the C methods fall back to (the methods above, even where C overrides them).
     _slow_put = put
     _slow_remove = remove
@@ -362,7 +361,6 @@ if NATIVE is not None:
         __slots__ = ()
 else:
     Table = PyTable  # type: ignore[misc]
-
 
 
 class State:

@@ -79,7 +79,7 @@ def test_each_fails_branch_is_isolated_in_every_configuration_where_it_can_be(na
         note = next(c.note for c in suite.coverage if c.rule == rule)
         for env in suite.configs:
             label = ", ".join(f"{k}={'true' if v is True else 'false' if v is False else v}" for k, v in env.items())
-            tested = covers(suite, rule, f"fails [{label}]") or covers(suite, rule, f"fails together with")
+            tested = covers(suite, rule, f"fails [{label}]") or covers(suite, rule, "fails together with")
             assert tested or (f"fails [{label}]" in note and "no run of at most 5 calls shows it" in note), (rule, label)
 
 

@@ -1,5 +1,9 @@
-/* checker._native: the hot operations of a sized table's interval index, and the replayer's
- * note of which line made each entry, in C.
+/* checker._native: optional C versions of the replay's hottest Python code. Three parts, each
+ * with its Python original kept as the reference and the fallback (the module is built only where
+ * pip finds a C compiler, the Python headers and a compiler with __int128, i.e. GCC or Clang):
+ * - TableCore: a sized table's put, remove and interval-index probes (below);
+ * - remember: checker.replay's note of which line made or removed each entry;
+ * - drive: the per-line loop of the replayer's fast path (checker.replay._replay_stream).
  *
  * `TableCore` is the base of `checker.semantics.Table` when this module is built. It holds the
  * table's fields (the Python subclass reads and writes them as ordinary attributes) and
@@ -25,9 +29,15 @@ typedef __int128 wide;
  * after an interface change is ignored, not half used. Raise it with every such change. */
 #define NATIVE_INTERFACE 1
 
+/* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
+#define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
+#define DECLARE_FIELD(f) PyObject *f;
+#define VISIT_FIELD(f) Py_VISIT(self->f);
+#define CLEAR_FIELD(f) Py_CLEAR(self->f);
+
 typedef struct {
     PyObject_HEAD
-    PyObject *name, *rows, *sized_by, *keys, *small, *size_count, *size_heap, *largest, *journal;
+    TABLE_FIELDS(DECLARE_FIELD)
 } TableCore;
 
 static PyObject *s_put, *s_remove, *s_slow_put, *s_slow_remove, *s_slow_overlapping, *s_slow_containing,
@@ -480,29 +490,13 @@ slow_path:
 
 static int traverse(TableCore *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->name);
-    Py_VISIT(self->rows);
-    Py_VISIT(self->sized_by);
-    Py_VISIT(self->keys);
-    Py_VISIT(self->small);
-    Py_VISIT(self->size_count);
-    Py_VISIT(self->size_heap);
-    Py_VISIT(self->largest);
-    Py_VISIT(self->journal);
+    TABLE_FIELDS(VISIT_FIELD)
     return 0;
 }
 
 static int clear(TableCore *self)
 {
-    Py_CLEAR(self->name);
-    Py_CLEAR(self->rows);
-    Py_CLEAR(self->sized_by);
-    Py_CLEAR(self->keys);
-    Py_CLEAR(self->small);
-    Py_CLEAR(self->size_count);
-    Py_CLEAR(self->size_heap);
-    Py_CLEAR(self->largest);
-    Py_CLEAR(self->journal);
+    TABLE_FIELDS(CLEAR_FIELD)
     return 0;
 }
 
