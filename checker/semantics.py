@@ -321,6 +321,14 @@ class _TableOps:
             t._largest = self._largest
         return t
 
+    # Pickling and copy.copy/deepcopy, the same for both classes (the C base has no default for it).
+    def __reduce__(self):
+        return type(self), (self.sized_by, self.name, self.small), {f: getattr(self, f) for f in _FIELDS}
+
+    def __setstate__(self, state: dict) -> None:
+        for field, value in state.items():
+            setattr(self, field, value)
+
     # What the C methods fall back to (the methods above, even where C overrides them).
     _slow_put = put
     _slow_remove = remove

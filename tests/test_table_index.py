@@ -4,7 +4,9 @@ Every test runs on both tables: `PyTable` (pure Python, the reference) and, wher
 checker._native is built, `Table` with its C put/remove/probes; `test_the_c_table_is_the_python_table`
 also compares the two field by field after every operation."""
 
+import copy
 import gc
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -194,3 +196,14 @@ def test_the_c_table_shows_its_fields_to_the_garbage_collector():
     t.put(1, {"size": 2, "table": t})  # a cycle through the C fields
     assert t.rows in gc.get_referents(t) and t.keys in gc.get_referents(t)
     assert gc.is_tracked(t)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_tables_pickle_and_copy(cls):
+    t = build([(False, k, 10) for k in range(0, 300, 7)] + [(True, 3, 0)], cls=cls)
+    t.max_size()
+    t.journal = [("t", 1, "put", None)]
+    for twin in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert type(twin) is cls and fields(twin) == fields(t)
+        twin.put(1000, {"size": 50})
+        assert 1000 not in t.rows and twin.any_overlapping(1040, 1041) and not t.any_overlapping(1040, 1041)
