@@ -372,7 +372,7 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
 
 
 PROGRESS_EVERY = 65536
-_PYTHON_LOOP = False  # tests set it: the fast path's Python loop even where the C one is built
+_PYTHON_LOOP = False  # tests set it: the fast path's Python loop (`_drive`) even where the C one is built
 
 
 def _reporting(events: Iterable[TraceEvent], on_events: Callable[[int], None]) -> Iterator[TraceEvent]:
@@ -432,54 +432,58 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
     seen = 0  # events so far, both ways
     report_at = PROGRESS_EVERY if on_events is not None else -1
     lineno = stream.lineno
+    drive = _drive if NATIVE is None or _PYTHON_LOOP else NATIVE.drive
+    lines = iter(stream.raw_lines())
     try:
-        if NATIVE is not None and not _PYTHON_LOOP:
-            # The same loop in C: it runs the fast steps and hands back each line they do not take.
-            lines = iter(stream.raw_lines())
-            while True:
-                budget = report_at - seen if report_at > 0 else -1
-                lineno, handled, raw, done = NATIVE.drive(lines, decode, steps, DECODE_ERRORS, lineno, budget)
-                seen += handled
-                if isinstance(done, BaseException):  # reading failed after line `lineno`
-                    raise done
-                if raw is not None:
-                    ev = event(raw, UNDECODED, lineno)
-                    if ev is None:  # a blank line
-                        continue
-                    found = feed(ev)
-                    seen += 1
-                else:
-                    found = None
-                if seen == report_at:
-                    on_events(PROGRESS_EVERY)  # type: ignore[misc]
-                    report_at += PROGRESS_EVERY
-                if found and findings.add(found) or done:
-                    break
-        else:
-            for raw in stream.raw_lines():
-                lineno += 1
-                try:
-                    o = decode(raw)
-                except DECODE_ERRORS:  # not JSON, or not in the shape of any fast step's line
-                    o = None
-                if o is not None and steps[type(o)](o, lineno):
-                    found = None
-                else:
-                    ev = event(raw, UNDECODED, lineno)
-                    if ev is None:  # a blank line
-                        continue
-                    found = feed(ev)
+        while True:
+            budget = report_at - seen if report_at > 0 else -1
+            lineno, handled, raw, done = drive(lines, decode, steps, DECODE_ERRORS, lineno, budget)
+            seen += handled
+            if isinstance(done, BaseException):  # reading failed after line `lineno`
+                raise done
+            if raw is not None:  # a line the fast steps did not take
+                ev = event(raw, UNDECODED, lineno)
+                if ev is None:  # a blank line
+                    continue
+                found = feed(ev)
                 seen += 1
-                if seen == report_at:
-                    on_events(PROGRESS_EVERY)  # type: ignore[misc]
-                    report_at += PROGRESS_EVERY
-                if found and findings.add(found):
-                    break
+            else:
+                found = None
+            if seen == report_at:
+                on_events(PROGRESS_EVERY)  # type: ignore[misc]
+                report_at += PROGRESS_EVERY
+            if found and findings.add(found) or done:
+                break
     except OSError as exc:
         raise stream.read_error(exc, lineno) from None
     if on_events is not None and seen % PROGRESS_EVERY:
         on_events(seen % PROGRESS_EVERY)
     return ReplayReport(r.path, r.sem.spec.name, seen, tuple(findings.items), findings.truncated)
+
+
+def _drive(lines: Iterator[bytes], decode: Callable, steps: dict, errors: tuple, lineno: int,
+           budget: int) -> tuple[int, int, bytes | None, bool | BaseException]:
+    """The fast path's loop, in Python: `checker._native.drive` (see checker/native/_native.c)
+    where that is built. It takes lines (line `lineno + 1` first) and gives each decoded line to its
+    call's step, until a line the steps do not take (returned as raw, for the general path),
+    `budget` lines taken (for progress), the end (done True), or a failed read (done: the error).
+    Returns (the number of the last line taken, lines the steps took, raw, done)."""
+    handled = 0
+    try:
+        for raw in lines:
+            lineno += 1
+            try:
+                o = decode(raw)
+            except errors:  # not JSON, or not in the shape of any fast step's line
+                return lineno, handled, raw, False
+            if not steps[type(o)](o, lineno):
+                return lineno, handled, raw, False
+            handled += 1
+            if handled == budget:
+                return lineno, handled, None, False
+    except OSError as exc:
+        return lineno, handled, None, exc
+    return lineno, handled, None, True
 
 
 class _Findings:
