@@ -117,15 +117,7 @@ class _TableOps:
                 keys.remove(key)
                 if len(keys) < self.small // 2:
                     self.keys = list(keys)
-            counts = self._size_count
-            size = old[field]
-            count = counts[size] - 1
-            if count:
-                counts[size] = count
-            else:
-                del counts[size]
-                if size == self._largest:
-                    self._largest = None
+            self._forget_size(old[field])
 
     def _forget_size(self, size: int) -> None:
         count = self._size_count[size] - 1
