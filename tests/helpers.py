@@ -4,13 +4,37 @@ from __future__ import annotations
 
 import io
 
+import checker.replay as replay_mod
 from checker.cli import main
+from checker.diagnostics import RegcheckError
+from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
+from checker.trace import read_trace_text
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     """`regcheck ARGV...` in this process: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+
+def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loop: bool = False):
+    """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory).
+    `fast`: the replayer's fast path (else the general path only); `python_loop`: the fast path's
+    Python loop, even where checker._native has the C one."""
+    saved, replay_mod._PYTHON_LOOP = replay_mod._PYTHON_LOOP, python_loop
+    try:
+        header, events = read_trace_text(text, "t.jsonl")
+        sem = semantics_for(header, None, "t.jsonl")
+        r = Replayer(sem, "t.jsonl")
+        run = _replay_stream if fast else _replay_iter
+        report = run(r, events, max_findings, None)
+    except RegcheckError as exc:
+        return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
+    finally:
+        replay_mod._PYTHON_LOOP = saved
+    return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
+            r.state.snapshot(), dict(r.created), list(r.removed))
 
 
 # The start of a child process that locks memory under a small RLIMIT_MEMLOCK. Root's

@@ -22,31 +22,14 @@ import checker.replay as replay_mod
 from checker.diagnostics import RegcheckError
 from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.load import load_spec
-from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
+from checker.replay import Replayer, _replay_stream, semantics_for
 from checker.semantics import NATIVE
 from checker.trace import EventStream, read_trace_text
+from tests.helpers import outcome
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from gen_trace import generate  # noqa: E402
-
-
-def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loop: bool = False):
-    """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory).
-    `python_loop`: the fast path's Python loop, even where checker._native has the C one."""
-    saved, replay_mod._PYTHON_LOOP = replay_mod._PYTHON_LOOP, python_loop
-    try:
-        header, events = read_trace_text(text, "t.jsonl")
-        sem = semantics_for(header, None, "t.jsonl")
-        r = Replayer(sem, "t.jsonl")
-        run = _replay_stream if fast else _replay_iter
-        report = run(r, events, max_findings, None)
-    except RegcheckError as exc:
-        return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
-    finally:
-        replay_mod._PYTHON_LOOP = saved
-    return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
-            r.state.snapshot(), dict(r.created), list(r.removed))
 
 
 def assert_same(text: bytes, max_findings: int | None = None, python_loop: bool = False):

@@ -25,23 +25,13 @@ from gen_trace import generate  # noqa: E402
 
 needs_native = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built (no C compiler or Python headers at install)")
 
+# Each trace through the fast path (tests.helpers.outcome: the report, notes, state and
+# related-line memory), in a child process that imports checker afresh.
 REPLAY_ALL = """
 import json, sys
-from checker.diagnostics import RegcheckError
-from checker.replay import Replayer, _replay_stream, semantics_for
 from checker.semantics import NATIVE
-from checker.trace import read_trace_text
-runs = []
-for path in sys.argv[1:]:
-    text = open(path, "rb").read()
-    try:
-        header, events = read_trace_text(text, path)
-        r = Replayer(semantics_for(header, None, path), path)
-        report = _replay_stream(r, events, None, None)
-        runs.append(repr((report.to_json(), [f.notes for f in report.findings], r.state.snapshot(),
-                          sorted(r.created.items(), key=repr), list(r.removed))))
-    except RegcheckError as exc:
-        runs.append(repr([(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics]))
+from tests.helpers import outcome
+runs = [repr(outcome(open(path, "rb").read(), True)) for path in sys.argv[1:]]
 print(json.dumps({"native": NATIVE is not None, "runs": runs}))
 """
 
@@ -52,7 +42,7 @@ def replay_all(paths: list[str], pure: bool) -> dict:
     if pure:
         env["REGCHECK_PURE_PYTHON"] = "1"
     done = subprocess.run([sys.executable, "-c", REPLAY_ALL, *paths], env=env, capture_output=True, text=True,
-                          timeout=600, check=True)
+                          timeout=600, check=True, cwd=REPO)
     return json.loads(done.stdout)
 
 
