@@ -7,25 +7,21 @@ then stdout). `pytest --update-golden` rewrites the .expect files from the curre
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.load import load_spec
+from tests.helpers import run_cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "diagnostics"
 SNIPPETS = sorted(GOLDEN.glob("*.spec"))
 DIAG_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning)\[(?P<code>[EW]\d{4})\]: ")
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+run = run_cli  # `regcheck ARGV...` in this process: (exit code, stdout, stderr)
 
 
 # ---------------------------------------------------------------- golden diagnostics

@@ -16,7 +16,6 @@ declarations (checked by `regcheck execute`) must be exercised by the corpus, as
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections import defaultdict
@@ -24,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.load import load_spec
 from checker.semantics import Semantics, coerce_value
 from checker.trace import read_trace
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE_DIR = REPO / "traces"
@@ -45,9 +44,7 @@ def _at_repo_root(monkeypatch):
 
 
 def replay(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["replay", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("replay", *argv)
 
 
 def golden_path(trace: str) -> Path:

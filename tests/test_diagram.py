@@ -3,7 +3,6 @@ and DOT (DOT checked by Graphviz where `dot` is installed)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -14,18 +13,16 @@ from pathlib import Path
 import pytest
 
 from checker import syntax as S
-from checker.cli import main
 from checker.diagram import calls_graph, spec_diagram, states_graph, to_dot, to_markdown, to_mermaid
 from checker.load import load_spec
+from tests.helpers import run_cli
 
 SPECS = ("acl", "cupva")
 DOT = shutil.which("dot")
 
 
 def diagram(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["diagram", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("diagram", *argv)
 
 
 def mermaid_structure(text: str) -> tuple[set[str], list[tuple[str, str, str]]]:

@@ -1,15 +1,14 @@
 """`regcheck execute`: the recording, the spec and a real driver, three ways."""
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.execute import Relocator, execute_trace
 from checker.pinning import vmlck_bytes
 from checker.replay import replay_trace
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "traces").glob("*/*.jsonl"))
@@ -35,9 +34,8 @@ def pinned_roundtrip(size=3 * 4096, offset=0):
     ]
 
 
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    return main(["execute", *argv], stdout=out, stderr=err), out.getvalue(), err.getvalue()
+def run(*argv: str) -> tuple[int, str, str]:
+    return run_cli("execute", *argv)
 
 
 def violations(report):

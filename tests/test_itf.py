@@ -3,17 +3,16 @@ states along a trace."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.itf import SAFE_INT, counterexample_to_itf, encode_value, run_to_itf, trace_to_itf
 from checker.load import load_spec
 from checker.runs import Run, Step
 from checker.semantics import Semantics
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
@@ -39,9 +38,7 @@ def acl_trace(tmp_path) -> str:
 
 
 def itf_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["itf", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("itf", *argv)
 
 
 def bare_ints(x, path="$") -> list[str]:
@@ -269,10 +266,7 @@ def test_corpus_traces_all_export(tmp_path):
 SEEDED = REPO / "tests" / "seeded_bugs"
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+cli = run_cli  # `regcheck ARGV...` in this process: (exit code, stdout, stderr)
 
 
 def test_bmc_itf_is_the_violating_run(tmp_path):

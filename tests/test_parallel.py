@@ -15,14 +15,13 @@ from checker import parallel
 from checker.cli import main
 from checker.parallel import CorpusReport, replay_corpus, replay_one
 from checker.progress import QuietBar, progress_bar
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def replay(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["replay", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("replay", *argv)
 
 
 @pytest.fixture

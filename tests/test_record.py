@@ -10,7 +10,6 @@ everywhere.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -21,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
 from checker.record import build_interposer, find_compiler
 from checker.trace import read_trace
+from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "record"
 COMPILER, WHY_NONE = find_compiler(os.environ)
@@ -54,10 +53,7 @@ def guarded(*argv) -> list[str]:
     return prefix + [str(a) for a in argv]
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+run = run_cli  # `regcheck ARGV...` in this process: (exit code, stdout, stderr)
 
 
 @pytest.fixture(scope="module")

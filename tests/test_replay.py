@@ -6,7 +6,6 @@ side by side. The corpus under traces/ is tested in tests/test_corpus.py.
 
 from __future__ import annotations
 
-import io
 import json
 from collections import deque
 
@@ -14,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.cli import main
 from checker.replay import _python_remembering, _remembering
 from checker.semantics import NATIVE
+from tests.helpers import run_cli
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 CUPVA = {"regcheck": 1, "spec": "cupva", "env": {"driver_version": 2005, "qnx_safety": False}}
@@ -73,9 +72,7 @@ def trace(tmp_path):
 
 
 def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["replay", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("replay", *argv)
 
 
 def run_json(*argv: str) -> tuple[int, dict]:

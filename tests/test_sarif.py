@@ -8,7 +8,6 @@ SchemaStore publishes it), vendored unchanged from the npm package @microsoft/je
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
@@ -18,9 +17,9 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
-from checker.cli import main
 from checker.load import load_spec
 from checker.sarif import SARIF_VERSION, SarifResult, artifact_uri, sarif_log
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -51,9 +50,7 @@ def uri_problems(doc) -> list[str]:
 
 
 def replay(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["replay", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("replay", *argv)
 
 
 @pytest.fixture(scope="module")
@@ -251,9 +248,7 @@ def fake_driver_trace(tmp_path):
 
 
 def execute(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["execute", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("execute", *argv)
 
 
 def check_rules_explain_themselves(run: dict) -> None:
@@ -350,9 +345,7 @@ SEEDED = REPO / "tests" / "seeded_bugs"
 
 
 def prove_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["prove", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("prove", *argv)
 
 
 @pytest.mark.parametrize("bug", ["acl_free_forgets_registrations", "cupva_cudafree_drops_registration"])
@@ -444,9 +437,7 @@ def test_prove_sarif_consistency_problems_and_notes(tmp_path):
 
 
 def conform(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["conform", *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("conform", *argv)
 
 
 @pytest.fixture(scope="module")
