@@ -35,7 +35,8 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from . import syntax as S
-from .semantics import _RUNTIME, EvalError, Semantics, State, _Emitter
+from . import stepcode
+from .semantics import _RUNTIME, NATIVE, EvalError, Semantics, State, _Emitter
 from .trace import NUMERIC_START
 from .typecheck import Type, value_bounds
 
@@ -57,6 +58,11 @@ class FastPath(NamedTuple):
 class _Compiled(NamedTuple):
     decode: Callable[[bytes], Any]
     makers: dict[type, tuple[str, Callable]]  # event struct -> (call, make)
+    machines: dict[type, tuple[stepcode.Program, tuple]]  # event struct -> (program, (event, args, out) structs)
+
+
+# Tests set it False: the generated Python steps even where the C step machine is built.
+MACHINE_STEPS = True
 
 
 _compiled: "weakref.WeakKeyDictionary[Semantics, _Compiled | None]" = weakref.WeakKeyDictionary()
@@ -75,8 +81,18 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None]) -
     if compiled is None:
         return None
     steps: dict[type, Step] = {_NoCall: _never}
+    tables = tuple(st.tables[t] for t in sem.spec.tables)
+    machine = MACHINE_STEPS and NATIVE is not None and all(isinstance(t, NATIVE.TableCore) for t in tables)
     for struct, (call, make) in compiled.makers.items():
-        steps[struct] = make(st, remember, {}, {}, _decider(sem, call))
+        decide = _decider(sem, call)
+        if machine and struct in compiled.machines:
+            program, structs = compiled.machines[struct]
+            binding = (tables, st.vars, st.journal, st, remember, decide, {}, {}, call, UNSET, (EvalError, KeyError))
+            steps[struct] = NATIVE.Step(program.code, program.consts, program.sets, program.names, program.entries,
+                                        program.param_kinds, program.output_kinds, structs, program.enums,
+                                        program.success, binding)
+        else:
+            steps[struct] = make(st, remember, {}, {}, decide)
     return FastPath(compiled.decode, steps)
 
 
@@ -110,12 +126,16 @@ def _compile(sem: Semantics) -> _Compiled | None:
     em.bound_tables = {t: (f"TB{k}", f"TR{k}") for k, t in enumerate(sem.spec.tables)}
     lines: list[str] = []
     names: dict[type, tuple[str, str]] = {}
+    machines: dict[type, tuple[stepcode.Program, tuple]] = {}
     for i, call in enumerate(sem.calls):
-        struct = _event_struct(sem, em, call, i)
-        code = _step_source(sem, em, call, f"make{i}") if struct is not None else None
+        structs = _event_structs(sem, em, call, i)
+        code = _step_source(sem, em, call, f"make{i}") if structs is not None else None
         if code is not None:
             lines += code
-            names[struct] = (call, f"make{i}")
+            names[structs[0]] = (call, f"make{i}")
+            program = _program(sem, call)
+            if program is not None:
+                machines[structs[0]] = (program, structs)
     if not names:
         return None
     ns = dict(_RUNTIME)
@@ -124,7 +144,14 @@ def _compile(sem: Semantics) -> _Compiled | None:
     ns["U"] = UNSET
     exec(compile("\n".join(lines), f"<regcheck fast path of {sem.spec.name}>", "exec"), ns)  # generated from the AST
     decoder = msgspec.json.Decoder(Union[(_NoCall, *names)])  # type: ignore[valid-type]
-    return _Compiled(decoder.decode, {struct: (call, ns[name]) for struct, (call, name) in names.items()})
+    return _Compiled(decoder.decode, {struct: (call, ns[name]) for struct, (call, name) in names.items()}, machines)
+
+
+def _program(sem: Semantics, call: str) -> stepcode.Program | None:
+    """The step-machine code of a call's step, where the C module is built."""
+    if NATIVE is None:
+        return None
+    return stepcode.compile_step(sem, call, NATIVE.OPCODES, NATIVE.MAX_REGS, NATIVE.MAX_MASK_BITS)
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # msgspec's bounds must fit an int64; orjson reads larger ints as floats
@@ -163,9 +190,9 @@ def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = Fa
                              forbid_unknown_fields=True)
 
 
-def _event_struct(sem: Semantics, em: _Emitter, call: str, index: int) -> type | None:
-    """The msgspec struct of one call's lines in the fast path's shape, tagged by "call"; None when
-    some field has no wire type."""
+def _event_structs(sem: Semantics, em: _Emitter, call: str, index: int) -> tuple[type, type, type] | None:
+    """The msgspec structs of one call's lines in the fast path's shape (the event, tagged by
+    "call", and its args and out); None when some field has no wire type."""
     info = sem.calls[call].info
     args = _fields_struct(f"Args{index}", [(p, _wire_type(em, t)) for p, t in info.params])
     out = _fields_struct(f"Out{index}", [(p, _wire_type(em, t)) for p, t in info.outputs], optional=True)
@@ -176,8 +203,9 @@ def _event_struct(sem: Semantics, em: _Emitter, call: str, index: int) -> type |
     fields.append(("ret", status | UnsetType, UNSET) if info.decl.kind == "event" else ("ret", status))
     fields += [("out", out | UnsetType, UNSET), ("tid", TID | UnsetType, UNSET),
                ("t0", TIME | UnsetType, UNSET), ("t1", TIME | UnsetType, UNSET)]
-    return msgspec.defstruct(f"Event{index}", fields, tag_field="call", tag=call, forbid_unknown_fields=True,
-                             kw_only=True)  # kw_only: a required "ret" may follow the optional "args"
+    event = msgspec.defstruct(f"Event{index}", fields, tag_field="call", tag=call, forbid_unknown_fields=True,
+                              kw_only=True)  # kw_only: a required "ret" may follow the optional "args"
+    return event, args, out
 
 
 def _status_wire_type(sem: Semantics, em: _Emitter) -> Any:

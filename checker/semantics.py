@@ -338,7 +338,7 @@ class PyTable(_TableOps):
     __slots__ = _FIELDS
 
 
-NATIVE_INTERFACE = 1  # what checker/native/_native.c must say it implements
+NATIVE_INTERFACE = 2  # what checker/native/_native.c must say it implements
 
 
 def _native_module():

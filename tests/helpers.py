@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import checker.fastpath as fastpath_mod
 import checker.replay as replay_mod
 from checker.cli import main
 from checker.diagnostics import RegcheckError
@@ -18,11 +19,14 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 
 
 
-def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loop: bool = False):
+def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loop: bool = False,
+            machine: bool = True):
     """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory).
     `fast`: the replayer's fast path (else the general path only); `python_loop`: the fast path's
-    Python loop, even where checker._native has the C one."""
+    Python loop, even where checker._native has the C one; `machine`: False for the generated
+    Python steps even where the C step machine is built."""
     saved, replay_mod._PYTHON_LOOP = replay_mod._PYTHON_LOOP, python_loop
+    saved_machine, fastpath_mod.MACHINE_STEPS = fastpath_mod.MACHINE_STEPS, machine
     try:
         header, events = read_trace_text(text, "t.jsonl")
         sem = semantics_for(header, None, "t.jsonl")
@@ -33,6 +37,7 @@ def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loo
         return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
     finally:
         replay_mod._PYTHON_LOOP = saved
+        fastpath_mod.MACHINE_STEPS = saved_machine
     return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
             r.state.snapshot(), dict(r.created), list(r.removed))
 

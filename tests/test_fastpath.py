@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import checker.fastpath as fastpath_mod
 import checker.replay as replay_mod
 from checker.diagnostics import RegcheckError
 from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
@@ -32,15 +33,19 @@ sys.path.insert(0, str(REPO / "bench"))
 from gen_trace import generate  # noqa: E402
 
 
-def assert_same(text: bytes, max_findings: int | None = None, python_loop: bool = False):
-    fast, slow = outcome(text, True, max_findings, python_loop), outcome(text, False, max_findings)
+def assert_same(text: bytes, max_findings: int | None = None, mode: tuple[bool, bool] = (False, True)):
+    fast, slow = outcome(text, True, max_findings, *mode), outcome(text, False, max_findings)
     assert fast == slow
     return fast
 
 
-# The fast path's two loops: in C (checker._native, where built) and in Python.
-LOOPS = [pytest.param(False, id="c-loop", marks=pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")),
-         pytest.param(True, id="python-loop")]
+# The fast path's loops and steps, as (python_loop, machine): the C loop with the step machine's
+# steps (checker.stepcode), the C loop with the generated Python steps, and the Python loop (with
+# the Python steps: the step machine needs the C module, which has the C loop).
+_NEEDS_C = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+LOOPS = [pytest.param((False, True), id="c-loop", marks=_NEEDS_C),
+         pytest.param((False, False), id="c-loop-python-steps", marks=_NEEDS_C),
+         pytest.param((True, False), id="python-loop")]
 
 
 # ---------------------------------------------------------------- the bundled corpus and the benchmark mix
@@ -49,10 +54,10 @@ LOOPS = [pytest.param(False, id="c-loop", marks=pytest.mark.skipif(NATIVE is Non
 CORPUS = sorted((REPO / "traces").rglob("*.jsonl"))
 
 
-@pytest.mark.parametrize("python_loop", LOOPS)
+@pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_corpus_traces_replay_the_same_both_ways(path, python_loop):
-    assert_same(path.read_bytes(), python_loop=python_loop)
+def test_corpus_traces_replay_the_same_both_ways(path, mode):
+    assert_same(path.read_bytes(), mode=mode)
 
 
 def counting_steps(counter: dict):
@@ -70,21 +75,21 @@ def counting_steps(counter: dict):
     return make
 
 
-@pytest.mark.parametrize("python_loop", LOOPS)
-def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeypatch, python_loop):
+@pytest.mark.parametrize("mode", LOOPS)
+def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeypatch, mode):
     path = tmp_path / "mix.jsonl"
     generate(str(path), 20_000, live=200, seed=3)
     text = path.read_bytes()
     counter: dict = {}
     monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
-    result = assert_same(text, python_loop=python_loop)
+    result = assert_same(text, mode=mode)
     assert result[0] == "report" and result[1]["verdict"] == "conforms" and result[1]["events"] == 20_000
     # Lookups that fail because the range is only PINNED, frees, unregistrations: all fast.
     assert counter.get(True, 0) == 20_000 and not counter.get(False)
 
 
-@pytest.mark.parametrize("python_loop", LOOPS)
-def test_findings_midway_are_the_same_both_ways(tmp_path, python_loop):
+@pytest.mark.parametrize("mode", LOOPS)
+def test_findings_midway_are_the_same_both_ways(tmp_path, mode):
     path = tmp_path / "mix.jsonl"
     generate(str(path), 3_000, live=50, seed=5)
     lines = path.read_bytes().splitlines(keepends=True)
@@ -99,9 +104,9 @@ def test_findings_midway_are_the_same_both_ways(tmp_path, python_loop):
     for i, line in enumerate(bad):
         lines.insert(200 + 600 * i, line)
     text = b"".join(lines)
-    result = assert_same(text, python_loop=python_loop)
+    result = assert_same(text, mode=mode)
     assert result[0] == "report" and result[1]["verdict"] == "violates" and len(result[1]["findings"]) >= 3
-    assert assert_same(text, max_findings=2, python_loop=python_loop)[3] is True  # truncated the same way
+    assert assert_same(text, max_findings=2, mode=mode)[3] is True  # truncated the same way
 
 
 def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
@@ -209,7 +214,7 @@ def test_outputs_at_the_edge(name, out, fast, monkeypatch):
     assert counter.get(True, 0) == 1 + fast, counter
 
 
-@pytest.mark.parametrize("python_loop", LOOPS)
+@pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("line", [
     b'{"args":{"size":4096},"out":{"ptr":131072}}\n',  # no call
     b'{"call":"malloc","call":"free","args":{"size":4096},"out":{"ptr":131072}}\n',  # the last call counts
@@ -217,8 +222,8 @@ def test_outputs_at_the_edge(name, out, fast, monkeypatch):
     b'{"call":"malloc","args":{"size":4096},"out":{"ptr":131072},"args":{"size":1}}\n',  # the last args count
     b'{"call":"malloc","args":{"size":4096},"out":{"ptr":131072}} {}\n',
 ], ids=["no call", "call twice", "NUL call", "args twice", "two objects"])
-def test_lines_the_decoder_must_not_misread(line, python_loop):
-    assert_same(ACL + MALLOC + line, python_loop=python_loop)
+def test_lines_the_decoder_must_not_misread(line, mode):
+    assert_same(ACL + MALLOC + line, mode=mode)
 
 
 # ---------------------------------------------------------------- random traces near the edges of the fast path
@@ -334,14 +339,14 @@ def header_for(draw, name):
 SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("python_loop", LOOPS)
+@pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("name", ["acl", "cupva"])
 @settings(SLOW_OK, max_examples=120)
 @given(data=st.data())
-def test_random_traces_replay_the_same_both_ways(name, python_loop, data):
+def test_random_traces_replay_the_same_both_ways(name, mode, data):
     header = header_for(data.draw, name)
     lines = data.draw(st.lists(st.one_of(events_of(name), mutated(name)), min_size=1, max_size=40))
-    assert_same(header + b"".join(lines), python_loop=python_loop)
+    assert_same(header + b"".join(lines), mode=mode)
 
 
 @pytest.mark.parametrize("name", ["acl", "cupva"])
@@ -388,11 +393,12 @@ def test_a_line_the_decoder_takes_is_the_same_json_to_orjson(name, data):
     assert orjson.dumps(msgspec.to_builtins(o), option=orjson.OPT_SORT_KEYS) == canonical
 
 
-@pytest.mark.parametrize("python_loop", LOOPS)
-def test_a_read_error_midway_names_the_last_line_read(tmp_path, monkeypatch, python_loop):
+@pytest.mark.parametrize("mode", LOOPS)
+def test_a_read_error_midway_names_the_last_line_read(tmp_path, monkeypatch, mode):
     """Reading fails after 300 event lines (some of them for the general path): the input error
     names line 301, the last one read, whichever loop ran."""
-    monkeypatch.setattr(replay_mod, "_PYTHON_LOOP", python_loop)
+    monkeypatch.setattr(replay_mod, "_PYTHON_LOOP", mode[0])
+    monkeypatch.setattr(fastpath_mod, "MACHINE_STEPS", mode[1])
     path = tmp_path / "mix.jsonl"
     generate(str(path), 300, live=20, seed=9)
     header_line, *lines = path.read_bytes().splitlines(keepends=True)

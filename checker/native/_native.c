@@ -1,9 +1,11 @@
-/* checker._native: optional C versions of the replay's hottest Python code. Three parts, each
+/* checker._native: optional C versions of the replay's hottest Python code. Four parts, each
  * with its Python original kept as the reference and the fallback (the module is built only where
  * pip finds a C compiler, the Python headers and a compiler with __int128, i.e. GCC or Clang):
  * - TableCore: a sized table's put, remove and interval-index probes (below);
  * - remember: checker.replay's note of which line made or removed each entry;
- * - drive: the per-line loop of the replayer's fast path (checker.replay._replay_stream).
+ * - drive: the per-line loop of the replayer's fast path (checker.replay._replay_stream);
+ * - Step: a register machine that runs a call's fast step compiled from the spec
+ *   (checker.stepcode; the Python original is the step checker.fastpath generates).
  *
  * `TableCore` is the base of `checker.semantics.Table` when this module is built. It holds the
  * table's fields (the Python subclass reads and writes them as ordinary attributes) and
@@ -27,7 +29,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 1
+#define NATIVE_INTERFACE 2
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -92,15 +94,25 @@ static Py_ssize_t bisect(PyObject *keys, wide x, Py_ssize_t lo, int right)
     return lo;
 }
 
+/* A probe's predicate on the (key, record) of a candidate: a Python callable (None: always true),
+ * or C code of the step machine (`fn`, below). */
+typedef struct Pred {
+    PyObject *py;
+    int (*fn)(struct Pred *pred, PyObject *key, PyObject *record);
+    void *ctx;
+} Pred;
+
 /* pred((key, record)) as 1/0, or -1 with an exception set. */
-static int holds(PyObject *pred, PyObject *key, PyObject *record)
+static int holds(Pred *pred, PyObject *key, PyObject *record)
 {
-    if (pred == Py_None)
+    if (pred->fn != NULL)
+        return pred->fn(pred, key, record);
+    if (pred->py == Py_None)
         return 1;
     PyObject *entry = PyTuple_Pack(2, key, record);
     if (entry == NULL)
         return -1;
-    PyObject *r = PyObject_CallOneArg(pred, entry);
+    PyObject *r = PyObject_CallOneArg(pred->py, entry);
     Py_DECREF(entry);
     if (r == NULL)
         return -1;
@@ -154,7 +166,7 @@ static PyObject slow_marker;
 
 /* The exact-key test that comes first in every probe (the usual case: the range asked about is
  * an entry's own). 1 true, 0 not this way, -1 error, 2 hand to Python. */
-static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long k, wide end, int mode, PyObject *pred)
+static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long k, wide end, int mode, Pred *pred)
 {
     PyObject *record = PyDict_GetItemWithError(rows, kobj);
     if (record == NULL) {
@@ -184,19 +196,17 @@ static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long 
             Py_RETURN_TRUE;                                                                                      \
     } while (0)
 
-/* The bodies of the probes, on a non-empty table's rows, sorted keys (a list) and size field. */
+/* The bodies of the probes, on a non-empty table's rows, sorted keys (a list) and size field;
+ * `kobj` is the int object of `base` (the key the exact-key test looks up). */
 typedef PyObject *(*probe_body)(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
-                                PyObject *const *args, PyObject *pred);
+                                PyObject *kobj, long long base, long long end, Pred *pred);
 
 static PyObject *overlapping_body(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
-                                  PyObject *const *args, PyObject *pred)
+                                  PyObject *kobj, long long base, long long end, Pred *pred)
 {
-    long long base, end;
-    if (!as_i64(args[0], &base) || !as_i64(args[1], &end))
-        return SLOW;
     if (end <= base)
         Py_RETURN_FALSE;
-    EXACT_HIT(args[0], base, end, 0);
+    EXACT_HIT(kobj, base, end, 0);
     if (largest <= 0)
         Py_RETURN_FALSE;
     WINDOW_LOOP((wide)base - largest + 1, (wide)end, size > 0 && (wide)base < (wide)k + size);
@@ -204,68 +214,82 @@ static PyObject *overlapping_body(PyObject *rows, PyObject *keys, PyObject *fiel
 }
 
 static PyObject *containing_body(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
-                                 PyObject *const *args, PyObject *pred)
+                                 PyObject *kobj, long long base, long long end, Pred *pred)
 {
-    long long base, end;
-    if (!as_i64(args[0], &base) || !as_i64(args[1], &end))
-        return SLOW;
-    EXACT_HIT(args[0], base, end, 1);
+    EXACT_HIT(kobj, base, end, 1);
     wide lo = (wide)(base < end ? base : end) - largest;
     WINDOW_LOOP(lo, (wide)base + 1, k <= base && (wide)end <= (wide)k + size);
     Py_RETURN_FALSE;
 }
 
 static PyObject *containing_addr_body(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
-                                      PyObject *const *args, PyObject *pred)
+                                      PyObject *kobj, long long x, long long Py_UNUSED(end), Pred *pred)
 {
-    long long x;
-    if (!as_i64(args[0], &x))
-        return SLOW;
-    EXACT_HIT(args[0], x, 0, 0);
+    EXACT_HIT(kobj, x, 0, 0);
     WINDOW_LOOP((wide)x - largest, (wide)x + 1, k <= x && (wide)x < (wide)k + size);
     Py_RETURN_FALSE;
 }
 
-/* A probe: check the arguments, answer an empty table, run the body on references of its own to
- * the table's fields (a predicate runs Python code), hand what it cannot answer to Python. */
-static PyObject *probe(TableCore *self, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *name,
-                       PyObject *slow_name, probe_body body)
+static probe_body probe_bodies[3] = {overlapping_body, containing_body, containing_addr_body};
+enum { PROBE_OVERLAPPING, PROBE_CONTAINING, PROBE_CONTAINING_ADDR };
+
+/* A probe's answer (a new reference to True or False), NULL on error, or SLOW when it is the
+ * Python method's to answer. `kobj` is the int object of `base`; `end` is unused by
+ * PROBE_CONTAINING_ADDR. The body runs on references of its own to the table's fields (a
+ * predicate may run Python code). */
+static PyObject *probe_core(TableCore *self, int mode, PyObject *kobj, wide base, wide end, Pred *pred)
 {
     long long largest;
-    if (nargs != want && nargs != want + 1) {
-        PyErr_Format(PyExc_TypeError, "%s expects %zd or %zd arguments", name, want, want + 1);
-        return NULL;
-    }
-    PyObject *pred = nargs > want ? args[want] : Py_None;
     PyObject *rows = self->rows, *keys = self->keys, *field = self->sized_by;
     if (rows != NULL && PyDict_CheckExact(rows) && PyDict_GET_SIZE(rows) == 0)
         Py_RETURN_FALSE; /* as the Python method: an empty table has nothing, whatever is asked */
     if (rows == NULL || !PyDict_CheckExact(rows) || keys == NULL || !PyList_CheckExact(keys) || field == NULL
         || field == Py_None || !as_i64(self->largest, &largest))
-        return slow(self, slow_name, args, nargs);
+        return SLOW;
+    if (base < LLONG_MIN || base > LLONG_MAX || end < LLONG_MIN || end > LLONG_MAX)
+        return SLOW;
     Py_INCREF(rows);
     Py_INCREF(keys);
     Py_INCREF(field);
-    PyObject *r = body(rows, keys, field, largest, args, pred);
+    PyObject *r = probe_bodies[mode](rows, keys, field, largest, kobj, (long long)base, (long long)end, pred);
     Py_DECREF(rows);
     Py_DECREF(keys);
     Py_DECREF(field);
+    return r;
+}
+
+/* The Python entry of a probe: (base, end[, pred]) or (x[, pred]). */
+static PyObject *probe(TableCore *self, PyObject *const *args, Py_ssize_t nargs, int mode, const char *name,
+                       PyObject *slow_name)
+{
+    Py_ssize_t want = mode == PROBE_CONTAINING_ADDR ? 1 : 2;
+    if (nargs != want && nargs != want + 1) {
+        PyErr_Format(PyExc_TypeError, "%s expects %zd or %zd arguments", name, want, want + 1);
+        return NULL;
+    }
+    Pred pred = {nargs > want ? args[want] : Py_None, NULL, NULL};
+    long long base, end = 0;
+    PyObject *r = SLOW;
+    if (as_i64(args[0], &base) && (want == 1 || as_i64(args[1], &end)))
+        r = probe_core(self, mode, args[0], base, end, &pred);
+    else if (self->rows != NULL && PyDict_CheckExact(self->rows) && PyDict_GET_SIZE(self->rows) == 0)
+        Py_RETURN_FALSE;
     return r == SLOW ? slow(self, slow_name, args, nargs) : r;
 }
 
 static PyObject *any_overlapping(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return probe(self, args, nargs, 2, "any_overlapping", s_slow_overlapping, overlapping_body);
+    return probe(self, args, nargs, PROBE_OVERLAPPING, "any_overlapping", s_slow_overlapping);
 }
 
 static PyObject *any_containing(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return probe(self, args, nargs, 2, "any_containing", s_slow_containing, containing_body);
+    return probe(self, args, nargs, PROBE_CONTAINING, "any_containing", s_slow_containing);
 }
 
 static PyObject *any_containing_addr(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return probe(self, args, nargs, 1, "any_containing_addr", s_slow_containing_addr, containing_addr_body);
+    return probe(self, args, nargs, PROBE_CONTAINING_ADDR, "any_containing_addr", s_slow_containing_addr);
 }
 
 static int journal_append(TableCore *self, PyObject *key, const char *op, PyObject *old)
@@ -541,6 +565,1167 @@ static PyTypeObject TableCoreType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* ---------------------------------------------------------------- the step machine
+ *
+ * Step: one call's fast step (checker.fastpath) as code for a small register machine, compiled
+ * from the spec by checker.stepcode. The generated Python step stays the reference and the
+ * fallback: this one runs the same clauses in the same order on the same state, and gives up
+ * (returns False, having changed nothing, so that the general path takes the line) wherever the
+ * Python step would return False or raise EvalError / KeyError, and also wherever a value leaves
+ * the range it computes in (128 bits) or a case is not worth C code (a probe that needs the
+ * Python index). tests/test_fastpath.py replays traces with both steps against the general path.
+ *
+ * Registers hold integers (booleans 0/1, enum members by code); each may also hold the Python
+ * object of its value (a strong reference), so that a value read from the trace or a table goes
+ * back into a table as the same object. The parameters come first, then the outputs, then the
+ * constants (copied in at the start of each run), then the temporaries. */
+
+enum { K_INT, K_BOOL, K_ENUM };
+#define OPS(X)                                                                                                   \
+    X(END, 0) X(GIVEUP, 0) X(MOV, 2) X(ADD, 3) X(SUB, 3) X(MUL, 3) X(AND, 3) X(OR, 3) X(MOD, 3)           \
+    X(NEG, 2) X(INV, 2) X(NOT, 2) X(EQ, 3) X(NE, 3) X(LT, 3) X(LE, 3) X(GT, 3) X(GE, 3) X(MIN, 3) X(MAX, 3)   \
+    X(JZ, 2) X(JNZ, 2) X(JMP, 1) X(JEQ, 3) X(JNE, 3) X(JLT, 3) X(JLE, 3) X(JGT, 3) X(JGE, 3) X(INTAB, 3)      \
+    X(HASKEY, 2) X(ROWF, 5) X(VAR, 3) X(INSET, 3) X(PROBE, 6) X(EKEY, 1) X(EROWF, 3) X(RET, 1) X(MASK, 1)      \
+    X(PUT, 3) X(DEL, 2) X(UPD, 5) X(SET, 3)
+#define OP_ENUM(NAME, N) OP_##NAME,
+#define OP_ARITY(NAME, N) N,
+#define OP_ARITY_NAME(NAME, N) ARITY_##NAME = N,
+#define OP_NAME(NAME, N) #NAME,
+#define OP_LABEL(NAME, N) &&do_##NAME,
+enum { OPS(OP_ENUM) NOPS };
+enum { OPS(OP_ARITY_NAME) };
+static const int op_arity[] = {OPS(OP_ARITY)};
+static const char *op_names[] = {OPS(OP_NAME)};
+#define MAX_REGS 250
+#define MAX_MASK_BITS 16
+#define FAIL_SLOTS 8192 /* the failures' verdict cache: at most half full, as VERDICT_CACHE_LIMIT */
+
+typedef struct {
+    PyObject_HEAD
+    int *code;
+    Py_ssize_t ncode;
+    wide *consts;
+    Py_ssize_t nconsts;
+    wide **sets;
+    Py_ssize_t *set_sizes, nsets;
+    vectorcallfunc vectorcall;
+    int nregs, mask_pc, ensures_pc, effect_pc, nparams, noutputs, status_kind, is_event, mask0, mask_bits;
+    int *param_kinds, *output_kinds;
+    Py_ssize_t *param_offs, *output_offs, off_args, off_ret, off_out, off_t0, off_t1;
+    PyTypeObject *event_type, *args_type, *out_type;
+    wide success_code;
+    unsigned char *oks; /* 1: the success verdict of this mask is "no finding" */
+    struct { long long m; wide s; unsigned char used; } *fails;
+    Py_ssize_t nfails;
+    /* objects (strong references) */
+    PyObject *names, *tables, *vars, *journal, *state, *remember, *decide, *oks_dict, *fails_dict, *call, *success,
+        *unset, *enum_codes, *enum_names, *structs, *errors;
+} Step;
+
+static PyObject *s_rollback, *s_set_field, *s_set, *s_max_size, *s_slow_probe[3];
+
+/* The state of one run of a step. */
+typedef struct {
+    Step *st;
+    wide *r;
+    PyObject **ob;
+    PyObject *ekey, *erecord; /* the candidate entry, in a predicate */
+    int mask;
+    int gave_up; /* set by a predicate that gave up (it answers false; the step then gives up) */
+    /* The entries looked up so far in this run, by table and key object (a clause and the next
+     * often ask for the same one); emptied by every change to a table. */
+    struct { int table; PyObject *key, *record; } seen[4];
+    int nseen;
+    int mask_only; /* Step.mask_of: stop after the mask */
+} Run;
+
+#define FIELD(O, OFF) (*(PyObject **)((char *)(O) + (OFF)))
+
+static inline void set_reg(Run *x, int d, wide v)
+{
+    Py_CLEAR(x->ob[d]);
+    x->r[d] = v;
+}
+
+/* The value of `o` for a register of kind `kind`: 1 and *out, or 0 when the machine cannot hold it
+ * (no error left set). */
+static int unbox(Step *st, PyObject *o, int kind, wide *out)
+{
+    long long v;
+    if (kind == K_BOOL) {
+        if (o != Py_True && o != Py_False)
+            return 0;
+        *out = o == Py_True;
+        return 1;
+    }
+    if (kind == K_ENUM) {
+        if (!PyUnicode_CheckExact(o))
+            return 0;
+        o = PyDict_GetItemWithError(st->enum_codes, o);
+        if (o == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    if (!as_i64(o, &v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static inline int load(Run *x, int d, PyObject *o, int kind)
+{
+    wide v;
+    if (!unbox(x->st, o, kind, &v))
+        return 0;
+    set_reg(x, d, v);
+    Py_INCREF(o);
+    x->ob[d] = o;
+    return 1;
+}
+
+static PyObject *wide_to_int(wide v)
+{
+    if (v >= LLONG_MIN && v <= LLONG_MAX)
+        return PyLong_FromLongLong((long long)v);
+    PyObject *hi = PyLong_FromLongLong((long long)(v >> 64)), *lo = PyLong_FromUnsignedLongLong((unsigned long long)v);
+    PyObject *sixty_four = PyLong_FromLong(64), *shifted = NULL, *r = NULL;
+    if (hi != NULL && lo != NULL && sixty_four != NULL && (shifted = PyNumber_Lshift(hi, sixty_four)) != NULL)
+        r = PyNumber_Add(shifted, lo);
+    Py_XDECREF(hi);
+    Py_XDECREF(lo);
+    Py_XDECREF(sixty_four);
+    Py_XDECREF(shifted);
+    return r;
+}
+
+/* The object of register d (borrowed; it stays in the register), NULL on error. */
+static PyObject *box(Run *x, int d, int kind)
+{
+    if (x->ob[d] != NULL)
+        return x->ob[d];
+    PyObject *o;
+    wide v = x->r[d];
+    if (kind == K_BOOL)
+        o = Py_NewRef(v ? Py_True : Py_False);
+    else if (kind == K_ENUM) {
+        if (v < 0 || v >= PyTuple_GET_SIZE(x->st->enum_names)) {
+            PyErr_SetString(PyExc_SystemError, "step machine: enum code out of range");
+            return NULL;
+        }
+        o = Py_NewRef(PyTuple_GET_ITEM(x->st->enum_names, (Py_ssize_t)v));
+    } else
+        o = wide_to_int(v);
+    x->ob[d] = o;
+    return o;
+}
+
+static void forget_seen(Run *x)
+{
+    for (int i = 0; i < x->nseen; i++)
+        Py_DECREF(x->seen[i].key);
+    x->nseen = 0;
+}
+
+static inline PyObject *table_rows(Step *st, int t)
+{
+    return ((TableCore *)PyTuple_GET_ITEM(st->tables, t))->rows;
+}
+
+/* The record of `key` in table t (borrowed), NULL with no error set when there is none, NULL
+ * with an error set on failure. */
+static PyObject *lookup(Run *x, int t, PyObject *key)
+{
+    for (int i = 0; i < x->nseen; i++)
+        if (x->seen[i].table == t && x->seen[i].key == key)
+            return x->seen[i].record;
+    PyObject *record = PyDict_GetItemWithError(table_rows(x->st, t), key);
+    if (record == NULL && PyErr_Occurred())
+        return NULL;
+    if (x->nseen < 4) {
+        x->seen[x->nseen].table = t;
+        x->seen[x->nseen].key = Py_NewRef(key); /* held: a later key object must not reuse its address */
+        x->seen[x->nseen].record = record;
+        x->nseen++;
+    }
+    return record;
+}
+
+/* Python's floor remainder. */
+static inline wide floor_mod(wide a, wide b)
+{
+    wide m = a % b;
+    return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+}
+
+static int run_code(Run *x, int pc, wide *ret);
+
+static int predicate_fn(Pred *pred, PyObject *key, PyObject *record)
+{
+    Run *x = (Run *)pred->ctx;
+    PyObject *k = x->ekey, *rec = x->erecord;
+    x->ekey = key;
+    x->erecord = record;
+    wide v = 0;
+    int r = run_code(x, (int)(Py_ssize_t)pred->py, &v);
+    x->ekey = k;
+    x->erecord = rec;
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        x->gave_up = 1;
+        return 0;
+    }
+    return v != 0;
+}
+
+/* A predicate of the step machine as a Python callable on (key, record), for a probe that the
+ * Python table answers (a SortedList index, bounds beyond 64 bits). It lives only during that
+ * probe: afterwards `run` is NULL and a call raises. */
+typedef struct {
+    PyObject_HEAD
+    Run *run;
+    int pc;
+} PredObject;
+
+static PyObject *pred_call(PredObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *entry;
+    if (self->run == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a step-machine predicate used after its probe");
+        return NULL;
+    }
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs)) || !PyArg_ParseTuple(args, "O!", &PyTuple_Type, &entry)
+        || PyTuple_GET_SIZE(entry) != 2) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a predicate takes one (key, record) entry");
+        return NULL;
+    }
+    Pred pred = {(PyObject *)(Py_ssize_t)self->pc, predicate_fn, self->run};
+    int h = predicate_fn(&pred, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1));
+    if (h < 0)
+        return NULL;
+    return Py_NewRef(h ? Py_True : Py_False);
+}
+
+static PyTypeObject PredType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._native.Predicate",
+    .tp_basicsize = sizeof(PredObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A step-machine predicate, for the duration of one probe.",
+    .tp_call = (ternaryfunc)pred_call,
+};
+
+/* A probe of table t; 1 and *out, 0 to give up, -1 on error. */
+static int run_probe(Run *x, int t, int mode, int a, int b, int pred_pc, wide *out)
+{
+    TableCore *table = (TableCore *)PyTuple_GET_ITEM(x->st->tables, t);
+    PyObject *kobj = box(x, a, K_INT);
+    if (kobj == NULL)
+        return -1;
+    wide end = mode == PROBE_CONTAINING_ADDR ? 0 : x->r[b];
+    Pred pred = {pred_pc < 0 ? Py_None : (PyObject *)(Py_ssize_t)pred_pc, pred_pc < 0 ? NULL : predicate_fn, x};
+    PyObject *r = probe_core(table, mode, kobj, x->r[a], end, &pred);
+    if (r == SLOW && table->largest == Py_None) { /* ask the Python table for its largest size, once */
+        PyObject *largest = PyObject_CallMethodNoArgs((PyObject *)table, s_max_size);
+        if (largest == NULL)
+            return -1;
+        Py_DECREF(largest);
+        r = probe_core(table, mode, kobj, x->r[a], end, &pred);
+    }
+    if (r == SLOW) { /* the Python table's method, with the predicate as a callable */
+        PyObject *eobj = mode == PROBE_CONTAINING_ADDR ? NULL : box(x, b, K_INT);
+        if (mode != PROBE_CONTAINING_ADDR && eobj == NULL)
+            return -1;
+        PredObject *py_pred = NULL;
+        if (pred_pc >= 0) {
+            if ((py_pred = PyObject_New(PredObject, &PredType)) == NULL)
+                return -1;
+            py_pred->run = x;
+            py_pred->pc = pred_pc;
+        }
+        PyObject *args[4] = {(PyObject *)table, kobj, NULL, NULL};
+        size_t nargs = 2;
+        if (mode != PROBE_CONTAINING_ADDR)
+            args[nargs++] = eobj;
+        if (py_pred != NULL)
+            args[nargs++] = (PyObject *)py_pred;
+        r = PyObject_VectorcallMethod(s_slow_probe[mode], args, nargs, NULL);
+        if (py_pred != NULL) {
+            py_pred->run = NULL;
+            Py_DECREF(py_pred);
+        }
+    }
+    if (r == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (truth < 0)
+        return -1;
+    if (x->gave_up)
+        return 0;
+    *out = truth;
+    return 1;
+}
+
+static int run_update(Run *x, int t, int k, int f, int v, int kind)
+{
+    PyObject *key = box(x, k, K_INT), *value = box(x, v, kind);
+    if (key == NULL || value == NULL)
+        return -1;
+    PyObject *record = PyDict_GetItemWithError(table_rows(x->st, t), key);
+    if (record == NULL || !PyDict_CheckExact(record))
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *name = PyTuple_GET_ITEM(x->st->names, f);
+    PyObject *old = PyDict_GetItemWithError(record, name);
+    if (old == NULL && PyErr_Occurred())
+        return -1;
+    if (old != NULL && Py_TYPE(old) == Py_TYPE(value)) {
+        int same = PyObject_RichCompareBool(old, value, Py_EQ);
+        if (same < 0)
+            return -1;
+        if (same)
+            return 1;
+    }
+    PyObject *args[4] = {PyTuple_GET_ITEM(x->st->tables, t), key, name, value};
+    PyObject *r = PyObject_VectorcallMethod(s_set_field, args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 1;
+}
+
+static int run_put(Run *x, const int *c)
+{
+    int t = c[0], k = c[1], n = c[2];
+    PyObject *key = box(x, k, K_INT), *record = key == NULL ? NULL : PyDict_New();
+    if (record == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const int *f = c + 3 + 3 * i;
+        PyObject *v = box(x, f[1], f[2]);
+        if (v == NULL || PyDict_SetItem(record, PyTuple_GET_ITEM(x->st->names, f[0]), v) < 0) {
+            Py_DECREF(record);
+            return -1;
+        }
+    }
+    PyObject *args[2] = {key, record};
+    PyObject *r = put((TableCore *)PyTuple_GET_ITEM(x->st->tables, t), args, 2);
+    Py_DECREF(record);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 1;
+}
+
+static int run_set(Run *x, int name_index, int v, int kind)
+{
+    PyObject *name = PyTuple_GET_ITEM(x->st->names, name_index), *value = box(x, v, kind);
+    if (value == NULL)
+        return -1;
+    PyObject *old = PyDict_GetItemWithError(x->st->vars, name);
+    if (old == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *entry = PyTuple_Pack(4, Py_None, name, s_set, old);
+    int failed = entry == NULL || PyList_Append(x->st->journal, entry) < 0
+                 || PyDict_SetItem(x->st->vars, name, value) < 0;
+    Py_XDECREF(entry);
+    return failed ? -1 : 1;
+}
+
+/* Run the code from pc to END (1) or RET (1, *ret set); 0 to give up; -1 on error. Dispatch is
+ * threaded (a computed goto after each instruction: GCC and Clang, which the module needs anyway). */
+static int run_code(Run *x, int pc, wide *ret)
+{
+    static void *targets[] = {OPS(OP_LABEL)};
+    Step *st = x->st;
+    const int *code = st->code, *c;
+    wide *r = x->r;
+    int got;
+#define NEXT goto *targets[code[pc]]
+#define OP(NAME)                                                                                                 \
+    do_##NAME:                                                                                                   \
+    c = code + pc + 1;                                                                                           \
+    pc += 1 + ARITY_##NAME;
+#define PURE(NAME, EXPR)                                                                                         \
+    OP(NAME)                                                                                                     \
+    {                                                                                                            \
+        wide a = r[c[1]], b = ARITY_##NAME > 2 ? r[c[ARITY_##NAME - 1]] : 0;                                     \
+        (void)b;                                                                                                 \
+        set_reg(x, c[0], (EXPR));                                                                                \
+    }                                                                                                            \
+    NEXT;
+#define ARITH(NAME, BUILTIN)                                                                                     \
+    OP(NAME)                                                                                                     \
+    {                                                                                                            \
+        wide v;                                                                                                  \
+        if (BUILTIN(r[c[1]], r[c[2]], &v))                                                                       \
+            return 0; /* beyond 128 bits: the general path computes it exactly */                               \
+        set_reg(x, c[0], v);                                                                                     \
+    }                                                                                                            \
+    NEXT;
+#define BRANCH(NAME, REL)                                                                                        \
+    OP(NAME)                                                                                                     \
+    if (r[c[0]] REL r[c[1]])                                                                                     \
+        pc = c[2];                                                                                               \
+    NEXT;
+    NEXT;
+    OP(END)
+    return 1;
+    OP(GIVEUP)
+    return 0;
+    OP(RET)
+    *ret = r[c[0]];
+    return 1;
+    OP(MOV)
+    if (c[0] != c[1]) {
+        set_reg(x, c[0], r[c[1]]);
+        x->ob[c[0]] = Py_XNewRef(x->ob[c[1]]);
+    }
+    NEXT;
+    ARITH(ADD, __builtin_add_overflow)
+    ARITH(SUB, __builtin_sub_overflow)
+    ARITH(MUL, __builtin_mul_overflow)
+    PURE(AND, a & b)
+    PURE(OR, a | b)
+    PURE(NOT, !a)
+    PURE(INV, ~a)
+    PURE(EQ, a == b)
+    PURE(NE, a != b)
+    PURE(LT, a < b)
+    PURE(LE, a <= b)
+    PURE(GT, a > b)
+    PURE(GE, a >= b)
+    PURE(MIN, a < b ? a : b)
+    PURE(MAX, a > b ? a : b)
+    OP(NEG)
+    {
+        wide v;
+        if (__builtin_sub_overflow((wide)0, r[c[1]], &v))
+            return 0;
+        set_reg(x, c[0], v);
+    }
+    NEXT;
+    OP(MOD)
+    if (r[c[2]] == 0)
+        return 0; /* EvalError in Python */
+    set_reg(x, c[0], r[c[2]] == -1 ? 0 : floor_mod(r[c[1]], r[c[2]]));
+    NEXT;
+    OP(JZ)
+    if (!r[c[0]])
+        pc = c[1];
+    NEXT;
+    OP(JNZ)
+    if (r[c[0]])
+        pc = c[1];
+    NEXT;
+    OP(JMP)
+    pc = c[0];
+    NEXT;
+    BRANCH(JEQ, ==)
+    BRANCH(JNE, !=)
+    BRANCH(JLT, <)
+    BRANCH(JLE, <=)
+    BRANCH(JGT, >)
+    BRANCH(JGE, >=)
+    OP(INTAB)
+    {
+        PyObject *key = box(x, c[1], K_INT);
+        if (key == NULL)
+            return -1;
+        PyObject *record = lookup(x, c[2], key);
+        if (record == NULL && PyErr_Occurred())
+            return -1;
+        set_reg(x, c[0], record != NULL);
+    }
+    NEXT;
+    OP(HASKEY)
+    {
+        PyObject *key = box(x, c[1], K_INT);
+        if (key == NULL)
+            return -1;
+        PyObject *record = lookup(x, c[0], key);
+        if (record == NULL)
+            return PyErr_Occurred() ? -1 : 0; /* a missing entry: KeyError in Python */
+    }
+    NEXT;
+    OP(ROWF) /* d, table, key, field name, kind */
+    {
+        PyObject *key = box(x, c[2], K_INT);
+        if (key == NULL)
+            return -1;
+        PyObject *record = lookup(x, c[1], key);
+        if (record == NULL || !PyDict_CheckExact(record))
+            return PyErr_Occurred() ? -1 : 0;
+        PyObject *v = PyDict_GetItemWithError(record, PyTuple_GET_ITEM(st->names, c[3]));
+        if (v == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!load(x, c[0], v, c[4]))
+            return 0;
+    }
+    NEXT;
+    OP(EROWF) /* d, field name, kind */
+    {
+        if (x->erecord == NULL || !PyDict_CheckExact(x->erecord))
+            return 0;
+        PyObject *v = PyDict_GetItemWithError(x->erecord, PyTuple_GET_ITEM(st->names, c[1]));
+        if (v == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!load(x, c[0], v, c[2]))
+            return 0;
+    }
+    NEXT;
+    OP(EKEY)
+    if (x->ekey == NULL || !load(x, c[0], x->ekey, K_INT))
+        return 0;
+    NEXT;
+    OP(VAR) /* d, name, kind */
+    {
+        PyObject *v = PyDict_GetItemWithError(st->vars, PyTuple_GET_ITEM(st->names, c[1]));
+        if (v == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!load(x, c[0], v, c[2]))
+            return 0;
+    }
+    NEXT;
+    OP(INSET) /* d, a, set */
+    {
+        wide a = r[c[1]], *items = st->sets[c[2]];
+        Py_ssize_t lo = 0, hi = st->set_sizes[c[2]];
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (items[mid] < a)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        set_reg(x, c[0], lo < st->set_sizes[c[2]] && items[lo] == a);
+    }
+    NEXT;
+    OP(PROBE) /* d, table, mode, a, b, predicate pc (-1: none) */
+    {
+        wide v;
+        if ((got = run_probe(x, c[1], c[2], c[3], c[4], c[5], &v)) <= 0)
+            return got;
+        set_reg(x, c[0], v);
+    }
+    NEXT;
+    OP(MASK)
+    x->mask |= c[0];
+    NEXT;
+    OP(PUT)
+    forget_seen(x);
+    if ((got = run_put(x, c)) <= 0)
+        return got;
+    pc += 3 * c[2];
+    NEXT;
+    OP(DEL)
+    {
+        forget_seen(x);
+        PyObject *key = box(x, c[1], K_INT);
+        if (key == NULL)
+            return -1;
+        PyObject *res = remove_((TableCore *)PyTuple_GET_ITEM(st->tables, c[0]), &key, 1);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
+    NEXT;
+    OP(UPD)
+    forget_seen(x);
+    if ((got = run_update(x, c[0], c[1], c[2], c[3], c[4])) <= 0)
+        return got;
+    NEXT;
+    OP(SET)
+    if ((got = run_set(x, c[0], c[1], c[2])) <= 0)
+        return got;
+    NEXT;
+#undef NEXT
+#undef OP
+#undef PURE
+#undef ARITH
+#undef BRANCH
+}
+
+
+/* The verdict caches: success verdicts by mask, failure verdicts by (mask, status); only "no
+ * finding" is remembered (as the Python step, which decides a cached False again). */
+static inline Py_ssize_t fail_slot(Step *st, long long m, wide s)
+{
+    unsigned long long h = (unsigned long long)m * 0x9E3779B97F4A7C15ull ^ (unsigned long long)s
+                           ^ (unsigned long long)(s >> 64) * 0xC2B2AE3D27D4EB4Full;
+    Py_ssize_t i = (Py_ssize_t)(h >> 40) & (FAIL_SLOTS - 1);
+    while (st->fails[i].used && (st->fails[i].m != m || st->fails[i].s != s))
+        i = (i + 1) & (FAIL_SLOTS - 1);
+    return i;
+}
+
+/* decide(cache, key, m, status) of checker.fastpath, as 1/0, or -1 on error. */
+static int ask_decide(Step *st, PyObject *cache, PyObject *key, PyObject *m, PyObject *status)
+{
+    PyObject *args[4] = {cache, key, m, status};
+    PyObject *r = PyObject_Vectorcall(st->decide, args, 4, NULL);
+    if (r == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return truth;
+}
+
+static int failure_verdict(Step *st, int mask, wide scode, PyObject *status)
+{
+    if (st->fails == NULL && (st->fails = PyMem_Calloc(FAIL_SLOTS, sizeof(*st->fails))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t i = fail_slot(st, mask, scode);
+    if (st->fails[i].used)
+        return 1;
+    PyObject *m = PyLong_FromLong(mask), *key = m == NULL ? NULL : PyTuple_Pack(2, m, status);
+    int ok = key == NULL ? -1 : ask_decide(st, st->fails_dict, key, m, status);
+    Py_XDECREF(m);
+    Py_XDECREF(key);
+    if (ok > 0 && st->nfails < FAIL_SLOTS / 2) {
+        st->fails[i].m = mask;
+        st->fails[i].s = scode;
+        st->fails[i].used = 1;
+        st->nfails++;
+    }
+    return ok;
+}
+
+static int success_verdict(Step *st, int mask, PyObject *status)
+{
+    if (st->oks[mask])
+        return 1;
+    PyObject *m = PyLong_FromLong(mask);
+    int ok = m == NULL ? -1 : ask_decide(st, st->oks_dict, m, m, status);
+    Py_XDECREF(m);
+    if (ok > 0)
+        st->oks[mask] = 1;
+    return ok;
+}
+
+static int rollback(Step *st)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(st->state, s_rollback);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* The step of line `lineno`, decoded into `o`: 1 handled, 0 for the general path (nothing
+ * changed), -1 on error. The checks before the clauses are the Python step's, in its order. */
+static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
+{
+    Step *st = x->st;
+    if (Py_TYPE(o) != st->event_type)
+        return 0;
+    if (st->nparams) {
+        PyObject *a = FIELD(o, st->off_args);
+        if (a == NULL || Py_TYPE(a) != st->args_type)
+            return 0;
+        for (int i = 0; i < st->nparams; i++) {
+            PyObject *v = FIELD(a, st->param_offs[i]);
+            if (v == NULL || !load(x, i, v, st->param_kinds[i]))
+                return 0;
+        }
+    }
+    PyObject *status = FIELD(o, st->off_ret);
+    wide scode;
+    if (status == st->unset && st->is_event)
+        status = st->success;
+    if (status == NULL || !unbox(st, status, st->status_kind, &scode))
+        return 0;
+    int success = scode == st->success_code;
+    if (st->noutputs && success) { /* all outputs on success */
+        PyObject *out = FIELD(o, st->off_out);
+        if (out == NULL || Py_TYPE(out) != st->out_type)
+            return 0;
+        for (int i = 0; i < st->noutputs; i++) {
+            PyObject *v = FIELD(out, st->output_offs[i]);
+            if (v == NULL || v == st->unset || !load(x, st->nparams + i, v, st->output_kinds[i]))
+                return 0;
+        }
+    }
+    PyObject *t0 = FIELD(o, st->off_t0), *t1 = FIELD(o, st->off_t1);
+    if (t0 == NULL || t1 == NULL)
+        return 0;
+    if (t0 == st->unset || t1 == st->unset) {
+        if (t0 != t1)
+            return 0;
+    } else {
+        long long a, b;
+        if (!as_i64(t0, &a) || !as_i64(t1, &b) || a > b)
+            return 0;
+    }
+    wide unused;
+    int got = run_code(x, st->mask_pc, &unused);
+    if (got <= 0 || x->mask_only)
+        return got;
+    if (!success)
+        return failure_verdict(st, x->mask, scode, status);
+    got = success_verdict(st, x->mask, status);
+    if (got <= 0)
+        return got;
+    Py_ssize_t n = PyList_GET_SIZE(st->journal);
+    if (n && PyList_SetSlice(st->journal, 0, n, NULL) < 0)
+        return -1;
+    if (st->ensures_pc >= 0 && (got = run_code(x, st->ensures_pc, &unused)) <= 0)
+        return got;
+    if (st->effect_pc < 0)
+        return 1;
+    got = run_code(x, st->effect_pc, &unused);
+    if (got < 0 && PyErr_ExceptionMatches(st->errors)) { /* (EvalError, KeyError), as the Python step */
+        PyErr_Clear();
+        got = 0;
+    }
+    if (got == 0)
+        return rollback(st);
+    if (got < 0)
+        return -1;
+    if (PyList_GET_SIZE(st->journal)) {
+        PyObject *line = PyLong_FromSsize_t(lineno);
+        PyObject *r = line == NULL ? NULL : PyObject_CallFunctionObjArgs(st->remember, line, st->call, NULL);
+        Py_XDECREF(line);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    return 1;
+}
+
+static int step_run_mode(Step *st, PyObject *o, Py_ssize_t lineno, int mask_only, int *mask)
+{
+    wide r[MAX_REGS];
+    PyObject *ob[MAX_REGS];
+    memset(ob, 0, sizeof(PyObject *) * (size_t)st->nregs);
+    /* the constants' registers follow the parameters' and outputs' */
+    memcpy(r + st->nparams + st->noutputs, st->consts, sizeof(wide) * (size_t)st->nconsts);
+    Run x = {st, r, ob, NULL, NULL, st->mask0, 0, {{0}}, 0, mask_only};
+    Py_INCREF(st); /* the step's code and caches must outlive a run that calls Python code */
+    int got = step_body(&x, o, lineno);
+    *mask = x.mask;
+    forget_seen(&x);
+    for (int i = 0; i < st->nregs; i++)
+        Py_XDECREF(ob[i]);
+    Py_DECREF(st);
+    return got;
+}
+
+static inline int step_run(Step *st, PyObject *o, Py_ssize_t lineno)
+{
+    int mask;
+    return step_run_mode(st, o, lineno, 0, &mask);
+}
+
+static PyObject *step_call(Step *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a step takes (event, line)");
+        return NULL;
+    }
+    Py_ssize_t lineno = PyLong_AsSsize_t(args[1]);
+    if (lineno == -1 && PyErr_Occurred())
+        return NULL;
+    int got = step_run(st, args[0], lineno);
+    if (got < 0)
+        return NULL;
+    return Py_NewRef(got ? Py_True : Py_False);
+}
+
+/* The offset of a struct field (a T_OBJECT_EX member, as msgspec's structs have); -1 if not one. */
+static Py_ssize_t member_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *d = PyDict_GetItemString(type->tp_dict, name);
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    return m->type == T_OBJECT_EX && ((PyMemberDescrObject *)d)->d_common.d_type == type ? m->offset : -1;
+}
+
+static int fail_construct(const char *what)
+{
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "Step: %s", what);
+    return -1;
+}
+
+static int wide_of(PyObject *o, wide *out)
+{
+    long long v;
+    if (as_i64(o, &v)) {
+        *out = v;
+        return 1;
+    }
+    /* within 127 bits: the compiler keeps constants there */
+    if (!PyLong_CheckExact(o))
+        return 0;
+    PyObject *sixty_four = PyLong_FromLong(64), *hi = sixty_four ? PyNumber_Rshift(o, sixty_four) : NULL;
+    PyObject *mask = PyLong_FromUnsignedLongLong(~0ull), *lo = mask && hi ? PyNumber_And(o, mask) : NULL;
+    long long h;
+    unsigned long long l = lo ? PyLong_AsUnsignedLongLong(lo) : 0;
+    int ok = hi != NULL && lo != NULL && as_i64(hi, &h) && !PyErr_Occurred();
+    if (ok)
+        *out = (wide)(((unsigned __int128)(unsigned long long)h << 64) | l);
+    PyErr_Clear();
+    Py_XDECREF(sixty_four);
+    Py_XDECREF(hi);
+    Py_XDECREF(mask);
+    Py_XDECREF(lo);
+    return ok;
+}
+
+/* Each instruction's operands in range, jumps to instruction starts, predicates ending in RET. */
+static int check_code(Step *st)
+{
+    char *starts = PyMem_Calloc((size_t)st->ncode + 1, 1);
+    if (starts == NULL)
+        return PyErr_NoMemory(), -1;
+    int ok = 1;
+    for (Py_ssize_t pc = 0; ok && pc < st->ncode;) {
+        int op = st->code[pc];
+        starts[pc] = 1;
+        if (op < 0 || op >= NOPS || pc + 1 + op_arity[op] > st->ncode) {
+            ok = 0;
+            break;
+        }
+        const int *c = st->code + pc + 1;
+        Py_ssize_t width = 1 + op_arity[op];
+        if (op == OP_PUT) {
+            width += 3 * (Py_ssize_t)c[2];
+            ok = c[2] >= 0 && pc + width <= st->ncode;
+        }
+        pc += width;
+    }
+    for (Py_ssize_t pc = 0; ok && pc < st->ncode;) {
+        int op = st->code[pc];
+        const int *c = st->code + pc + 1;
+        int n = op_arity[op];
+#define REG(I) (c[I] >= 0 && c[I] < st->nregs)
+#define TAB(I) (c[I] >= 0 && c[I] < PyTuple_GET_SIZE(st->tables))
+#define NAME(I) (c[I] >= 0 && c[I] < PyTuple_GET_SIZE(st->names))
+#define KIND(I) (c[I] >= K_INT && c[I] <= K_ENUM)
+#define TARGET(I) (c[I] >= 0 && c[I] < st->ncode && starts[c[I]])
+        switch (op) {
+        case OP_END: case OP_GIVEUP: break;
+        case OP_JZ: case OP_JNZ: ok = REG(0) && TARGET(1); break;
+        case OP_JEQ: case OP_JNE: case OP_JLT: case OP_JLE: case OP_JGT: case OP_JGE:
+            ok = REG(0) && REG(1) && TARGET(2);
+            break;
+        case OP_JMP: ok = TARGET(0); break;
+        case OP_INTAB: ok = REG(0) && REG(1) && TAB(2); break;
+        case OP_HASKEY: case OP_DEL: ok = TAB(0) && REG(1); break;
+        case OP_ROWF: ok = REG(0) && TAB(1) && REG(2) && NAME(3) && KIND(4); break;
+        case OP_VAR: ok = REG(0) && NAME(1) && KIND(2); break;
+        case OP_INSET: ok = REG(0) && REG(1) && c[2] >= 0 && c[2] < st->nsets; break;
+        case OP_PROBE:
+            ok = REG(0) && TAB(1) && c[2] >= PROBE_OVERLAPPING && c[2] <= PROBE_CONTAINING_ADDR && REG(3) && REG(4)
+                 && (c[5] == -1 || TARGET(5));
+            break;
+        case OP_EKEY: case OP_RET: ok = REG(0); break;
+        case OP_EROWF: ok = REG(0) && NAME(1) && KIND(2); break;
+        case OP_MASK: ok = c[0] > 0 && c[0] < (1 << st->mask_bits); break;
+        case OP_PUT:
+            ok = TAB(0) && REG(1);
+            for (int i = 0; ok && i < c[2]; i++) {
+                const int *f = c + 3 + 3 * i;
+                ok = f[0] >= 0 && f[0] < PyTuple_GET_SIZE(st->names) && f[1] >= 0 && f[1] < st->nregs
+                     && f[2] >= K_INT && f[2] <= K_ENUM;
+            }
+            pc += 3 * c[2];
+            break;
+        case OP_UPD: ok = TAB(0) && REG(1) && NAME(2) && REG(3) && KIND(4); break;
+        case OP_SET: ok = NAME(0) && REG(1) && KIND(2); break;
+        default:
+            for (int i = 0; i < n; i++)
+                ok = ok && REG(i);
+        }
+        pc += 1 + n;
+    }
+#undef REG
+#undef TAB
+#undef NAME
+#undef KIND
+#undef TARGET
+    int entries_ok = ok && (st->mask_pc >= 0 && st->mask_pc < st->ncode && starts[st->mask_pc])
+                     && (st->ensures_pc == -1 || (st->ensures_pc < st->ncode && starts[st->ensures_pc]))
+                     && (st->effect_pc == -1 || (st->effect_pc < st->ncode && starts[st->effect_pc]));
+    PyMem_Free(starts);
+    return entries_ok ? 0 : fail_construct("malformed code");
+}
+
+static int int_list(PyObject *seq, int **out, Py_ssize_t *n, int lo, int hi)
+{
+    PyObject *fast = PySequence_Fast(seq, "Step: a sequence of ints");
+    if (fast == NULL)
+        return -1;
+    *n = PySequence_Fast_GET_SIZE(fast);
+    *out = PyMem_Calloc((size_t)*n + 1, sizeof(int));
+    int ok = *out != NULL;
+    for (Py_ssize_t i = 0; ok && i < *n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        ok = !PyErr_Occurred() && v >= lo && v <= hi;
+        if (ok)
+            (*out)[i] = (int)v;
+    }
+    Py_DECREF(fast);
+    return ok ? 0 : fail_construct("an int out of range");
+}
+
+static int step_offsets(Step *st, PyObject *structs)
+{
+    if (!PyTuple_Check(structs) || PyTuple_GET_SIZE(structs) != 3)
+        return fail_construct("structs is (event, args, out)");
+    for (int i = 0; i < 3; i++) {
+        PyObject *t = PyTuple_GET_ITEM(structs, i);
+        if (t != Py_None && !PyType_Check(t))
+            return fail_construct("structs must be types");
+    }
+    st->event_type = (PyTypeObject *)PyTuple_GET_ITEM(structs, 0);
+    st->args_type = (PyTypeObject *)PyTuple_GET_ITEM(structs, 1);
+    st->out_type = (PyTypeObject *)PyTuple_GET_ITEM(structs, 2);
+    if ((PyObject *)st->event_type == Py_None || (st->nparams && (PyObject *)st->args_type == Py_None)
+        || (st->noutputs && (PyObject *)st->out_type == Py_None))
+        return fail_construct("a struct is missing");
+    st->off_args = member_offset(st->event_type, "args");
+    st->off_ret = member_offset(st->event_type, "ret");
+    st->off_out = member_offset(st->event_type, "out");
+    st->off_t0 = member_offset(st->event_type, "t0");
+    st->off_t1 = member_offset(st->event_type, "t1");
+    if (st->off_args < 0 || st->off_ret < 0 || st->off_out < 0 || st->off_t0 < 0 || st->off_t1 < 0)
+        return fail_construct("the event struct's fields are not plain members");
+    st->param_offs = PyMem_Calloc((size_t)st->nparams + 1, sizeof(Py_ssize_t));
+    st->output_offs = PyMem_Calloc((size_t)st->noutputs + 1, sizeof(Py_ssize_t));
+    if (st->param_offs == NULL || st->output_offs == NULL)
+        return PyErr_NoMemory(), -1;
+    char name[32];
+    for (int i = 0; i < st->nparams; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        if ((st->param_offs[i] = member_offset(st->args_type, name)) < 0)
+            return fail_construct("an argument field is not a plain member");
+    }
+    for (int i = 0; i < st->noutputs; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        if ((st->output_offs[i] = member_offset(st->out_type, name)) < 0)
+            return fail_construct("an output field is not a plain member");
+    }
+    return 0;
+}
+
+/* Step(code, consts, sets, names, entries, param_kinds, output_kinds, structs, enums, success, binding)
+ *   entries: (mask_pc, ensures_pc, effect_pc, nregs, mask0, mask_bits, is_event, status_kind)
+ *   structs: (event struct, args struct or None, out struct or None)
+ *   enums: (code of each member name, member name of each code); success: (value, code)
+ *   binding: (tables, vars, journal, state, remember, decide, oks, fails, call, unset, errors) */
+static int step_init(Step *st, PyObject *args, PyObject *kwargs)
+{
+    PyObject *code, *consts, *sets, *names, *entries, *pkinds, *okinds, *structs, *enums, *success, *binding;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs))
+        return fail_construct("takes no keywords");
+    if (st->code != NULL)
+        return fail_construct("already made");
+    if (!PyArg_ParseTuple(args, "OOOO!O!OOO!O!O!O!:Step", &code, &consts, &sets, &PyTuple_Type, &names, &PyTuple_Type,
+                          &entries, &pkinds, &okinds, &PyTuple_Type, &structs, &PyTuple_Type, &enums, &PyTuple_Type,
+                          &success, &PyTuple_Type, &binding))
+        return -1;
+    PyObject *enum_codes, *enum_names, *success_value, *success_code, *tables, *vars, *journal, *state, *remember,
+        *decide, *oks, *fails, *call, *unset, *errors;
+    if (!PyArg_ParseTuple(entries, "iiiiiipi;entries", &st->mask_pc, &st->ensures_pc, &st->effect_pc, &st->nregs,
+                          &st->mask0, &st->mask_bits, &st->is_event, &st->status_kind)
+        || !PyArg_ParseTuple(enums, "O!O!;enums", &PyDict_Type, &enum_codes, &PyTuple_Type, &enum_names)
+        || !PyArg_ParseTuple(success, "OO;success", &success_value, &success_code)
+        || !PyArg_ParseTuple(binding, "O!O!O!OOOO!O!O!OO;binding", &PyTuple_Type, &tables, &PyDict_Type, &vars,
+                             &PyList_Type, &journal, &state, &remember, &decide, &PyDict_Type, &oks, &PyDict_Type,
+                             &fails, &PyUnicode_Type, &call, &unset, &errors))
+        return -1;
+    st->names = Py_NewRef(names);
+    st->enum_codes = Py_NewRef(enum_codes);
+    st->enum_names = Py_NewRef(enum_names);
+    st->success = Py_NewRef(success_value);
+    st->tables = Py_NewRef(tables);
+    st->vars = Py_NewRef(vars);
+    st->journal = Py_NewRef(journal);
+    st->state = Py_NewRef(state);
+    st->remember = Py_NewRef(remember);
+    st->decide = Py_NewRef(decide);
+    st->oks_dict = Py_NewRef(oks);
+    st->fails_dict = Py_NewRef(fails);
+    st->call = Py_NewRef(call);
+    st->unset = Py_NewRef(unset);
+    st->structs = Py_NewRef(structs);
+    st->errors = Py_NewRef(errors);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tables); i++)
+        if (!PyObject_TypeCheck(PyTuple_GET_ITEM(tables, i), &TableCoreType))
+            return fail_construct("a table is not a TableCore");
+    if (st->mask_bits < 0 || st->mask_bits > MAX_MASK_BITS || st->mask0 < 0 || st->mask0 >= (1 << st->mask_bits)
+        || st->status_kind < K_INT || st->status_kind > K_ENUM)
+        return fail_construct("bad entries");
+    if (!unbox(st, success_value, st->status_kind, &st->success_code) || !wide_of(success_code, &st->success_code))
+        return fail_construct("bad success value");
+    Py_ssize_t n;
+    int *pk = NULL, *ok = NULL;
+    if (int_list(pkinds, &pk, &n, K_INT, K_ENUM) < 0)
+        return PyMem_Free(pk), -1;
+    st->param_kinds = pk;
+    st->nparams = (int)n;
+    if (int_list(okinds, &ok, &n, K_INT, K_ENUM) < 0)
+        return PyMem_Free(ok), -1;
+    st->output_kinds = ok;
+    st->noutputs = (int)n;
+    if (st->nregs < st->nparams + st->noutputs || st->nregs > MAX_REGS)
+        return fail_construct("bad register count");
+    if (step_offsets(st, structs) < 0)
+        return -1;
+    /* constants and sets */
+    PyObject *fast = PySequence_Fast(consts, "Step: consts is a sequence");
+    if (fast == NULL)
+        return -1;
+    st->nconsts = PySequence_Fast_GET_SIZE(fast);
+    st->consts = PyMem_Calloc((size_t)st->nconsts + 1, sizeof(wide));
+    int good = st->consts != NULL;
+    for (Py_ssize_t i = 0; good && i < st->nconsts; i++)
+        good = wide_of(PySequence_Fast_GET_ITEM(fast, i), &st->consts[i]);
+    Py_DECREF(fast);
+    if (!good)
+        return fail_construct("a constant beyond 127 bits");
+    if (st->nregs < st->nparams + st->noutputs + st->nconsts)
+        return fail_construct("too few registers for the constants");
+    fast = PySequence_Fast(sets, "Step: sets is a sequence");
+    if (fast == NULL)
+        return -1;
+    st->nsets = PySequence_Fast_GET_SIZE(fast);
+    st->sets = PyMem_Calloc((size_t)st->nsets + 1, sizeof(wide *));
+    st->set_sizes = PyMem_Calloc((size_t)st->nsets + 1, sizeof(Py_ssize_t));
+    good = st->sets != NULL && st->set_sizes != NULL;
+    for (Py_ssize_t i = 0; good && i < st->nsets; i++) {
+        PyObject *items = PySequence_Fast(PySequence_Fast_GET_ITEM(fast, i), "Step: a set is a sequence");
+        good = items != NULL;
+        Py_ssize_t k = good ? PySequence_Fast_GET_SIZE(items) : 0;
+        good = good && (st->sets[i] = PyMem_Calloc((size_t)k + 1, sizeof(wide))) != NULL;
+        st->set_sizes[i] = k;
+        for (Py_ssize_t j = 0; good && j < k; j++)
+            good = wide_of(PySequence_Fast_GET_ITEM(items, j), &st->sets[i][j])
+                   && (j == 0 || st->sets[i][j - 1] < st->sets[i][j]);
+        Py_XDECREF(items);
+    }
+    Py_DECREF(fast);
+    if (!good)
+        return fail_construct("a set is not sorted 127-bit integers");
+    st->oks = PyMem_Calloc((size_t)1 << st->mask_bits, 1);
+    if (st->oks == NULL)
+        return PyErr_NoMemory(), -1;
+    if (int_list(code, &st->code, &st->ncode, INT_MIN, INT_MAX) < 0)
+        return -1;
+    if (check_code(st) < 0) {
+        PyMem_Free(st->code);
+        st->code = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+#define STEP_OBJECTS(X)                                                                                          \
+    X(names) X(tables) X(vars) X(journal) X(state) X(remember) X(decide) X(oks_dict) X(fails_dict) X(call)      \
+    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors)
+
+static int step_traverse(Step *self, visitproc visit, void *arg)
+{
+    STEP_OBJECTS(VISIT_FIELD)
+    return 0;
+}
+
+static int step_clear(Step *self)
+{
+    STEP_OBJECTS(CLEAR_FIELD)
+    return 0;
+}
+
+static void step_dealloc(Step *self)
+{
+    PyObject_GC_UnTrack(self);
+    step_clear(self);
+    for (Py_ssize_t i = 0; self->sets != NULL && i < self->nsets; i++)
+        PyMem_Free(self->sets[i]);
+    PyMem_Free(self->sets);
+    PyMem_Free(self->set_sizes);
+    PyMem_Free(self->code);
+    PyMem_Free(self->consts);
+    PyMem_Free(self->param_kinds);
+    PyMem_Free(self->output_kinds);
+    PyMem_Free(self->param_offs);
+    PyMem_Free(self->output_offs);
+    PyMem_Free(self->oks);
+    PyMem_Free(self->fails);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *step_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (((Step *)self)->code == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Step that was not made");
+        return NULL;
+    }
+    return step_call((Step *)self, args, nargsf, kwnames);
+}
+
+static PyObject *step_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwargs))
+{
+    Step *self = (Step *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        *(vectorcallfunc *)((char *)self + offsetof(Step, vectorcall)) = step_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyObject *step_disassemble(Step *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t pc = 0; out != NULL && self->code != NULL && pc < self->ncode;) {
+        int op = self->code[pc], n = op_arity[op] + (op == OP_PUT ? 3 * self->code[pc + 3] : 0);
+        PyObject *operands = PyTuple_New(n);
+        for (int i = 0; operands != NULL && i < n; i++)
+            PyTuple_SET_ITEM(operands, i, PyLong_FromLong(self->code[pc + 1 + i]));
+        PyObject *item = operands == NULL ? NULL : Py_BuildValue("(nsN)", pc, op_names[op], operands);
+        if (item == NULL || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+        pc += 1 + n;
+    }
+    return out;
+}
+
+/* For tests: the mask of an event (a success with its outputs), or None where the step gives up. */
+static PyObject *step_mask_of(Step *self, PyObject *o)
+{
+    if (self->code == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Step that was not made");
+        return NULL;
+    }
+    int mask, got = step_run_mode(self, o, 0, 1, &mask);
+    if (got < 0)
+        return NULL;
+    if (got == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(mask);
+}
+
+static PyMethodDef step_methods[] = {
+    {"disassemble", (PyCFunction)step_disassemble, METH_NOARGS, "the code as (pc, op, operands) tuples"},
+    {"mask_of", (PyCFunction)step_mask_of, METH_O, "mask_of(event): the mask of the call's clauses, or None"},
+    {NULL},
+};
+
+static PyTypeObject StepType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._native.Step",
+    .tp_basicsize = sizeof(Step),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "One call's fast step as step-machine code (see checker.stepcode).",
+    .tp_traverse = (traverseproc)step_traverse,
+    .tp_clear = (inquiry)step_clear,
+    .tp_dealloc = (destructor)step_dealloc,
+    .tp_vectorcall_offset = offsetof(Step, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_init = (initproc)step_init,
+    .tp_new = step_new,
+    .tp_methods = step_methods,
+};
+
 /* remember(created, removed_append, journal, line, call): checker.replay's pure `remember` (see
  * `_remembering` there): each put of the journal not yet in `created` is noted as made by
  * (line, call); each removal leaves `created` and is appended as (table, key, line, call). */
@@ -642,12 +1827,16 @@ static PyObject *drive(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ss
             PyErr_Clear();
         } else {
             PyObject *step = PyDict_GetItemWithError(steps, (PyObject *)Py_TYPE(o));
-            PyObject *line = step == NULL ? NULL : PyLong_FromSsize_t(lineno);
-            PyObject *r = line == NULL ? NULL : PyObject_CallFunctionObjArgs(step, o, line, NULL);
-            Py_XDECREF(line);
+            if (step != NULL && Py_IS_TYPE(step, &StepType) && ((Step *)step)->code != NULL) {
+                took = step_run((Step *)step, o, lineno); /* a step-machine step, called directly */
+            } else {
+                PyObject *line = step == NULL ? NULL : PyLong_FromSsize_t(lineno);
+                PyObject *r = line == NULL ? NULL : PyObject_CallFunctionObjArgs(step, o, line, NULL);
+                Py_XDECREF(line);
+                took = r == NULL ? -1 : PyObject_IsTrue(r);
+                Py_XDECREF(r);
+            }
             Py_DECREF(o);
-            took = r == NULL ? -1 : PyObject_IsTrue(r);
-            Py_XDECREF(r);
             if (took < 0 && (step != NULL || PyErr_Occurred())) {
                 Py_DECREF(raw);
                 return NULL;
@@ -696,12 +1885,32 @@ PyMODINIT_FUNC PyInit__native(void)
         || !(s_slow_containing = PyUnicode_InternFromString("_slow_any_containing"))
         || !(s_slow_containing_addr = PyUnicode_InternFromString("_slow_any_containing_addr")))
         return NULL;
-    if (PyType_Ready(&TableCoreType) < 0)
+    if (!(s_rollback = PyUnicode_InternFromString("rollback")) || !(s_set_field = PyUnicode_InternFromString("set_field"))
+        || !(s_set = PyUnicode_InternFromString("set")) || !(s_max_size = PyUnicode_InternFromString("max_size")))
+        return NULL;
+    s_slow_probe[PROBE_OVERLAPPING] = s_slow_overlapping;
+    s_slow_probe[PROBE_CONTAINING] = s_slow_containing;
+    s_slow_probe[PROBE_CONTAINING_ADDR] = s_slow_containing_addr;
+    if (PyType_Ready(&TableCoreType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&PredType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
+    PyObject *opcodes = PyDict_New();
+    for (int op = 0; opcodes != NULL && op < NOPS; op++) {
+        PyObject *v = Py_BuildValue("(ii)", op, op_arity[op]);
+        if (v == NULL || PyDict_SetItemString(opcodes, op_names[op], v) < 0)
+            Py_CLEAR(opcodes);
+        Py_XDECREF(v);
+    }
+    if (opcodes == NULL || PyModule_AddObject(m, "OPCODES", opcodes) < 0) {
+        Py_XDECREF(opcodes);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddObjectRef(m, "TableCore", (PyObject *)&TableCoreType) < 0
+        || PyModule_AddObjectRef(m, "Step", (PyObject *)&StepType) < 0
+        || PyModule_AddIntConstant(m, "MAX_REGS", MAX_REGS) < 0 || PyModule_AddIntConstant(m, "MAX_MASK_BITS", MAX_MASK_BITS) < 0
         || PyModule_AddIntConstant(m, "INTERFACE", NATIVE_INTERFACE) < 0) {
         Py_DECREF(m);
         return NULL;
