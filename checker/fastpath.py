@@ -17,6 +17,10 @@ Steps: each call's step takes its struct and runs straight-line code on local va
 a second semantics: the clause tests come from `Semantics.mask_tests` and the effect from the same
 emitter and statements as `checker.semantics`; outcome sets come from `Semantics.allowed_for_mask`.
 
+Where the C module is built, each call's step runs instead on its step machine (`Step`, compiled
+from the same AST by `checker.stepcode`); the generated Python step stays the reference, and the
+step of any call the machine cannot run (`MACHINE_STEPS` False: all of them).
+
 It is conservative: a line the decoder does not take, and a line its step returns False for (having
 changed nothing), goes to the general path, which checks and explains it from the same state. A
 step returns False when the call has a thread-safety rule (the replayer keeps a window of calls for
