@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
+import sys
 from bisect import bisect_left, insort
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
@@ -57,7 +58,8 @@ class _TableOps:
     def __init__(self, sized_by: str | None, name: str = "", small: int | None = None):
         self.name = name
         self.rows: dict[Any, dict] = {}
-        self.sized_by = sized_by
+        # interned, as the records' field names are: looking the size up then compares pointers
+        self.sized_by = sys.intern(sized_by) if sized_by else sized_by
         self.small = self.SMALL if small is None else small  # tests set 0: always a SortedList
         self.keys: list | SortedList | None = (SortedList() if self.small == 0 else []) if sized_by else None
         self._size_count: dict[int, int] = {}
@@ -324,6 +326,7 @@ class _TableOps:
     # What the C methods fall back to (the methods above, even where C overrides them).
     _slow_put = put
     _slow_remove = remove
+    _slow_set_field = set_field
     _slow_any_overlapping = any_overlapping
     _slow_any_containing = any_containing
     _slow_any_containing_addr = any_containing_addr

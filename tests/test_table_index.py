@@ -153,7 +153,10 @@ def test_the_c_table_is_the_python_table(operations, qs, small, journal):
                 t.remove(key if key in t.rows or not t.rows else sorted(t.rows)[key % len(t.rows)])
             else:
                 t.put(key, {"size": size})
-        assert fields(c) == fields(py)
+                t.set_field(key, "tag", size % 5)  # a plain field: copy-on-write, journaled
+                if size % 3 == 0:
+                    t.set_field(key, "size", size // 3)  # the size: the index follows
+        assert fields(c) == fields(py) and c.rows == py.rows
         edges = [base]
         if py.rows:  # also probe at the edges of an entry, where an off-by-one shows
             k = sorted(py.rows)[base % len(py.rows)]
@@ -182,6 +185,8 @@ def test_the_c_table_raises_what_python_raises():
             t.any_containing_addr(12, lambda entry: 1 / 0)
         with pytest.raises(TypeError):
             t.any_overlapping(10)
+        with pytest.raises(KeyError):
+            t.set_field(99, "tag", 1)  # no such entry
         unsized = type(t)(None, "u")
         unsized.journal = []
         unsized.put("a", {"x": 1})

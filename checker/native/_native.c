@@ -42,7 +42,7 @@ typedef struct {
     TABLE_FIELDS(DECLARE_FIELD)
 } TableCore;
 
-static PyObject *s_put, *s_remove, *s_slow_put, *s_slow_remove, *s_slow_overlapping, *s_slow_containing,
+static PyObject *s_put, *s_remove, *s_slow_put, *s_slow_remove, *s_slow_set_field, *s_slow_overlapping, *s_slow_containing,
     *s_slow_containing_addr;
 static PyObject *heappush, *heapify;
 
@@ -51,6 +51,17 @@ static inline int as_i64(PyObject *o, long long *out)
 {
     if (o == NULL || !PyLong_CheckExact(o))
         return 0;
+#if PY_VERSION_HEX < 0x030C0000 && PyLong_SHIFT == 30
+    /* The common case read straight from the digits (CPython 3.11's layout, as Cython does): at
+     * most two 30-bit digits. Everything else takes the API call below. */
+    Py_ssize_t n = Py_SIZE(o);
+    const digit *d = ((PyLongObject *)o)->ob_digit;
+    if (n >= -2 && n <= 2) {
+        long long v = n == 0 ? 0 : (long long)d[0] | (n == 2 || n == -2 ? (long long)d[1] << PyLong_SHIFT : 0);
+        *out = n < 0 ? -v : v;
+        return 1;
+    }
+#endif
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow)
@@ -145,17 +156,17 @@ static PyObject slow_marker;
         if (j < 0)                                                                                               \
             return SLOW;                                                                                         \
         for (; i < j && i < PyList_GET_SIZE(keys); i++) {                                                        \
-            PyObject *kobj = PyList_GET_ITEM(keys, i);                                                           \
+            PyObject *wkey = PyList_GET_ITEM(keys, i);                                                           \
             long long k, size;                                                                                   \
-            PyObject *record = PyDict_GetItemWithError(rows, kobj);                                              \
+            PyObject *record = PyDict_GetItemWithError(rows, wkey);                                              \
             if (record == NULL) {                                                                                \
                 PyErr_Clear();                                                                                   \
                 return SLOW;                                                                                     \
             }                                                                                                    \
-            if (!as_i64(kobj, &k) || !record_size(record, field, &size))                                         \
+            if (!as_i64(wkey, &k) || !record_size(record, field, &size))                                         \
                 return SLOW;                                                                                     \
             if (TEST) {                                                                                          \
-                int h = holds(pred, kobj, record);                                                               \
+                int h = holds(pred, wkey, record);                                                               \
                 if (h < 0)                                                                                       \
                     return NULL;                                                                                 \
                 if (h)                                                                                           \
@@ -512,6 +523,39 @@ slow_path:
     return slow(self, s_slow_remove, args, nargs);
 }
 
+/* set_field(key, name, value): the Python method's copy-on-write of one field, journaled as a
+ * put of the old record; a change of the size field (the index follows it) goes to Python. */
+static PyObject *set_field(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "set_field expects 3 arguments");
+        return NULL;
+    }
+    PyObject *key = args[0], *name = args[1], *value = args[2];
+    if (!bookkeeping_ready(self) || !PyUnicode_CheckExact(name))
+        return slow(self, s_slow_set_field, args, nargs);
+    if (self->sized_by != Py_None) {
+        int same = PyObject_RichCompareBool(name, self->sized_by, Py_EQ);
+        if (same != 0)
+            return same < 0 ? NULL : slow(self, s_slow_set_field, args, nargs);
+    }
+    PyObject *old = PyDict_GetItemWithError(self->rows, key);
+    if (old == NULL || !PyDict_CheckExact(old)) {
+        if (PyErr_Occurred() || old != NULL)
+            return PyErr_Occurred() ? NULL : slow(self, s_slow_set_field, args, nargs);
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    Py_INCREF(old);
+    PyObject *record = journal_append(self, key, "put", old) < 0 ? NULL : PyDict_Copy(old);
+    int failed = record == NULL || PyDict_SetItem(record, name, value) < 0 || PyDict_SetItem(self->rows, key, record) < 0;
+    Py_DECREF(old);
+    Py_XDECREF(record);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static int traverse(TableCore *self, visitproc visit, void *arg)
 {
     TABLE_FIELDS(VISIT_FIELD)
@@ -543,6 +587,8 @@ static PyMemberDef members[] = {
 static PyMethodDef methods[] = {
     {"put", (PyCFunction)(void (*)(void))put, METH_FASTCALL, "put(key, record): add or replace an entry"},
     {"remove", (PyCFunction)(void (*)(void))remove_, METH_FASTCALL, "remove(key): drop an entry if present"},
+    {"set_field", (PyCFunction)(void (*)(void))set_field, METH_FASTCALL,
+     "set_field(key, name, value): change one field of an entry"},
     {"any_overlapping", (PyCFunction)(void (*)(void))any_overlapping, METH_FASTCALL,
      "any_overlapping(base, end, pred=None): does an entry's range overlap [base, end)?"},
     {"any_containing", (PyCFunction)(void (*)(void))any_containing, METH_FASTCALL,
@@ -620,9 +666,11 @@ typedef struct {
     /* objects (strong references) */
     PyObject *names, *tables, *vars, *journal, *state, *remember, *decide, *oks_dict, *fails_dict, *call, *success,
         *unset, *enum_codes, *enum_names, *structs, *errors;
+    PyObject *remember_args; /* (created, removed_append, journal) when `remember` is this module's, else NULL */
 } Step;
 
-static PyObject *s_rollback, *s_set_field, *s_set, *s_max_size, *s_slow_probe[3];
+static PyObject *remember(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *s_rollback, *s_set, *s_max_size, *s_slow_probe[3];
 
 /* The state of one run of a step. */
 typedef struct {
@@ -887,8 +935,8 @@ static int run_update(Run *x, int t, int k, int f, int v, int kind)
         if (same)
             return 1;
     }
-    PyObject *args[4] = {PyTuple_GET_ITEM(x->st->tables, t), key, name, value};
-    PyObject *r = PyObject_VectorcallMethod(s_set_field, args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *args[3] = {key, name, value};
+    PyObject *r = set_field((TableCore *)PyTuple_GET_ITEM(x->st->tables, t), args, 3);
     Py_XDECREF(r);
     return r == NULL ? -1 : 1;
 }
@@ -1202,6 +1250,22 @@ static int success_verdict(Step *st, int mask, PyObject *status)
     return ok;
 }
 
+/* list.clear(), without the generic slice assignment for the usual short journal. */
+static int clear_list(PyObject *list)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n == 0)
+        return 0;
+    if (n > 8)
+        return PyList_SetSlice(list, 0, n, NULL);
+    PyObject *items[8];
+    memcpy(items, ((PyListObject *)list)->ob_item, sizeof(PyObject *) * (size_t)n);
+    Py_SET_SIZE(list, 0); /* empty before the items go: their deallocation may run code */
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(items[i]);
+    return 0;
+}
+
 static int rollback(Step *st)
 {
     PyObject *r = PyObject_CallMethodNoArgs(st->state, s_rollback);
@@ -1263,8 +1327,7 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
     got = success_verdict(st, x->mask, status);
     if (got <= 0)
         return got;
-    Py_ssize_t n = PyList_GET_SIZE(st->journal);
-    if (n && PyList_SetSlice(st->journal, 0, n, NULL) < 0)
+    if (clear_list(st->journal) < 0)
         return -1;
     if (st->ensures_pc >= 0 && (got = run_code(x, st->ensures_pc, &unused)) <= 0)
         return got;
@@ -1280,8 +1343,13 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
     if (got < 0)
         return -1;
     if (PyList_GET_SIZE(st->journal)) {
-        PyObject *line = PyLong_FromSsize_t(lineno);
-        PyObject *r = line == NULL ? NULL : PyObject_CallFunctionObjArgs(st->remember, line, st->call, NULL);
+        PyObject *line = PyLong_FromSsize_t(lineno), *r = NULL;
+        if (line != NULL && st->remember_args != NULL) { /* the C remember, without the partial */
+            PyObject *args[5] = {PyTuple_GET_ITEM(st->remember_args, 0), PyTuple_GET_ITEM(st->remember_args, 1),
+                                 PyTuple_GET_ITEM(st->remember_args, 2), line, st->call};
+            r = remember(NULL, args, 5);
+        } else if (line != NULL)
+            r = PyObject_CallFunctionObjArgs(st->remember, line, st->call, NULL);
         Py_XDECREF(line);
         if (r == NULL)
             return -1;
@@ -1525,14 +1593,14 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
                           &entries, &pkinds, &okinds, &PyTuple_Type, &structs, &PyTuple_Type, &enums, &PyTuple_Type,
                           &success, &PyTuple_Type, &binding))
         return -1;
-    PyObject *enum_codes, *enum_names, *success_value, *success_code, *tables, *vars, *journal, *state, *remember,
+    PyObject *enum_codes, *enum_names, *success_value, *success_code, *tables, *vars, *journal, *state, *py_remember,
         *decide, *oks, *fails, *call, *unset, *errors;
     if (!PyArg_ParseTuple(entries, "iiiiiipi;entries", &st->mask_pc, &st->ensures_pc, &st->effect_pc, &st->nregs,
                           &st->mask0, &st->mask_bits, &st->is_event, &st->status_kind)
         || !PyArg_ParseTuple(enums, "O!O!;enums", &PyDict_Type, &enum_codes, &PyTuple_Type, &enum_names)
         || !PyArg_ParseTuple(success, "OO;success", &success_value, &success_code)
         || !PyArg_ParseTuple(binding, "O!O!O!OOOO!O!O!OO;binding", &PyTuple_Type, &tables, &PyDict_Type, &vars,
-                             &PyList_Type, &journal, &state, &remember, &decide, &PyDict_Type, &oks, &PyDict_Type,
+                             &PyList_Type, &journal, &state, &py_remember, &decide, &PyDict_Type, &oks, &PyDict_Type,
                              &fails, &PyUnicode_Type, &call, &unset, &errors))
         return -1;
     st->names = Py_NewRef(names);
@@ -1543,7 +1611,7 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
     st->vars = Py_NewRef(vars);
     st->journal = Py_NewRef(journal);
     st->state = Py_NewRef(state);
-    st->remember = Py_NewRef(remember);
+    st->remember = Py_NewRef(py_remember);
     st->decide = Py_NewRef(decide);
     st->oks_dict = Py_NewRef(oks);
     st->fails_dict = Py_NewRef(fails);
@@ -1551,6 +1619,18 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
     st->unset = Py_NewRef(unset);
     st->structs = Py_NewRef(structs);
     st->errors = Py_NewRef(errors);
+    /* checker.replay's remember is partial(remember, created, removed.append, journal): call it directly */
+    PyObject *func = PyObject_GetAttrString(py_remember, "func");
+    PyObject *fargs = func ? PyObject_GetAttrString(py_remember, "args") : NULL;
+    PyObject *fkw = fargs ? PyObject_GetAttrString(py_remember, "keywords") : NULL;
+    PyErr_Clear();
+    if (func != NULL && PyCFunction_Check(func) && PyCFunction_GET_FUNCTION(func) == (PyCFunction)(void (*)(void))remember
+        && fargs != NULL && PyTuple_Check(fargs) && PyTuple_GET_SIZE(fargs) == 3 && PyTuple_GET_ITEM(fargs, 2) == journal
+        && fkw != NULL && PyDict_Check(fkw) && PyDict_GET_SIZE(fkw) == 0)
+        st->remember_args = Py_NewRef(fargs);
+    Py_XDECREF(func);
+    Py_XDECREF(fargs);
+    Py_XDECREF(fkw);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tables); i++)
         if (!PyObject_TypeCheck(PyTuple_GET_ITEM(tables, i), &TableCoreType))
             return fail_construct("a table is not a TableCore");
@@ -1623,7 +1703,7 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
 
 #define STEP_OBJECTS(X)                                                                                          \
     X(names) X(tables) X(vars) X(journal) X(state) X(remember) X(decide) X(oks_dict) X(fails_dict) X(call)      \
-    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors)
+    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors) X(remember_args)
 
 static int step_traverse(Step *self, visitproc visit, void *arg)
 {
@@ -1881,12 +1961,12 @@ PyMODINIT_FUNC PyInit__native(void)
     if (!(s_put = PyUnicode_InternFromString("put")) || !(s_remove = PyUnicode_InternFromString("remove"))
         || !(s_slow_put = PyUnicode_InternFromString("_slow_put"))
         || !(s_slow_remove = PyUnicode_InternFromString("_slow_remove"))
+        || !(s_slow_set_field = PyUnicode_InternFromString("_slow_set_field"))
         || !(s_slow_overlapping = PyUnicode_InternFromString("_slow_any_overlapping"))
         || !(s_slow_containing = PyUnicode_InternFromString("_slow_any_containing"))
         || !(s_slow_containing_addr = PyUnicode_InternFromString("_slow_any_containing_addr")))
         return NULL;
-    if (!(s_rollback = PyUnicode_InternFromString("rollback")) || !(s_set_field = PyUnicode_InternFromString("set_field"))
-        || !(s_set = PyUnicode_InternFromString("set")) || !(s_max_size = PyUnicode_InternFromString("max_size")))
+    if (!(s_rollback = PyUnicode_InternFromString("rollback")) || !(s_set = PyUnicode_InternFromString("set")) || !(s_max_size = PyUnicode_InternFromString("max_size")))
         return NULL;
     s_slow_probe[PROBE_OVERLAPPING] = s_slow_overlapping;
     s_slow_probe[PROBE_CONTAINING] = s_slow_containing;
