@@ -97,11 +97,6 @@ def peak_rss_kib(path: str) -> int:
     return int(out[0])
 
 
-def best_of(fn, path: str, repeat: int):
-    runs = [fn(path) for _ in range(repeat)]
-    return min(runs, key=lambda r: r[1])
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description="replay throughput and memory benchmark")
     p.add_argument("--quick", action="store_true", help="smaller traces (for a fast look)")
@@ -118,10 +113,16 @@ def main() -> None:
             print(f"generating {n:,} events -> {path}", flush=True)
             generate(path, n)
 
-    n, t_parse = best_of(parse_only, small, a.repeat)
-    n1, t_orjson = best_of(decode_only, small, a.repeat)
-    n2, t_msgspec = best_of(fast_decode_only, small, a.repeat)
-    n3, t_replay, verdict = best_of(replay_only, small, a.repeat)
+    # Rounds of all four, the best of each kept: a slow spell of this shared machine then hits
+    # a baseline and the replay alike, instead of only whichever ran during it.
+    best: dict = {}
+    for _ in range(a.repeat):
+        for fn in (parse_only, decode_only, fast_decode_only, replay_only):
+            run = fn(small)
+            if fn not in best or run[1] < best[fn][1]:
+                best[fn] = run
+    (n, t_parse), (n1, t_orjson), (n2, t_msgspec) = best[parse_only], best[decode_only], best[fast_decode_only]
+    n3, t_replay, verdict = best[replay_only]
     n4, t_pure = pure_python_replay(small, a.repeat)
     assert n == n1 == n2 == n3 == n4, (n, n1, n2, n3, n4)
     from checker.semantics import NATIVE
@@ -135,7 +136,8 @@ def main() -> None:
         print(f"parse only, {what + ':':29s} {t:.3f} s  {n / t:,.0f} events/s;  replay / parse {ratio:.2f}x"
               f"   [target <= 3x: {'met' if ratio <= 3 else 'NOT met'}]")
     print(f"replay without the C module:        {t_pure:.3f} s  {n / t_pure:,.0f} events/s;"
-          f"  with it {t_pure / t_replay:.2f}x as fast")
+          f"  with it {t_pure / t_replay:.2f}x as fast;  without it, replay / parse:"
+          f" {t_pure / t_orjson:.2f}x orjson, {t_pure / t_msgspec:.2f}x msgspec")
 
     rss_small, rss_big = peak_rss_kib(small), peak_rss_kib(big)
     growth = rss_big / rss_small - 1
