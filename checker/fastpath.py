@@ -18,8 +18,8 @@ a second semantics: the clause tests come from `Semantics.mask_tests` and the ef
 emitter and statements as `checker.semantics`; outcome sets come from `Semantics.allowed_for_mask`.
 
 Where the C module is built, each call's step runs instead on its step machine (`Step`, compiled
-from the same AST by `checker.stepcode`); the generated Python step stays the reference, and the
-step of any call the machine cannot run (`MACHINE_STEPS` False: all of them).
+from the same AST by `checker.stepcode`). The generated Python step stays the reference; it runs
+for a call the machine cannot run, and for every call with `MACHINE_STEPS` False (as tests set).
 
 It is conservative: a line the decoder does not take, and a line its step returns False for (having
 changed nothing), goes to the general path, which checks and explains it from the same state. A

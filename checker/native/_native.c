@@ -618,8 +618,10 @@ static PyTypeObject TableCoreType = {
  * fallback: this one runs the same clauses in the same order on the same state, and gives up
  * (returns False, having changed nothing, so that the general path takes the line) wherever the
  * Python step would return False or raise EvalError / KeyError, and also wherever a value leaves
- * the range it computes in (128 bits) or a case is not worth C code (a probe that needs the
- * Python index). tests/test_fastpath.py replays traces with both steps against the general path.
+ * the range it computes in (128 bits). A probe that only the Python table can answer (a SortedList
+ * index, bounds beyond 64 bits) is asked of it, with the machine's predicate as a callable.
+ * tests/test_fastpath.py replays traces with both kinds of step against the general path;
+ * tests/test_stepcode.py compares the machine's masks with the Python semantics'.
  *
  * Registers hold integers (booleans 0/1, enum members by code); each may also hold the Python
  * object of its value (a strong reference), so that a value read from the trace or a table goes
