@@ -611,22 +611,12 @@ class _Emitter:
         return _NOT_CONSTANT
 
     def name(self, n: str) -> str:
-        spec = self.spec
         if n in self.locals:
             return f"L_{n}"
-        if n in spec.vars:
+        kind, x = name_meaning(self.spec, self.config, n)
+        if kind == "var":
             return f"V[{n!r}]"
-        if n in spec.params:
-            return self._literal(self.config[n])
-        if n in spec.consts:
-            return self._literal(spec.consts[n][1])
-        if n in spec.defs:
-            return self.expr(spec.defs[n])
-        if n in spec.enum_of_member:
-            return self.k(n)
-        if n in spec.flag_member:
-            return f"({spec.flag_member[n][1]!r})"
-        raise AssertionError(f"unresolved name {n}")  # the type checker rejects these
+        return self.expr(x) if kind == "def" else self._literal(x)
 
     def field(self, o: S.Expr, n: str) -> str:
         ot, x = self.t(o), self.expr(o)
@@ -730,18 +720,10 @@ class _Emitter:
         """`exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; REST optional)
         as one Table method that walks the index window and tests each key itself, calling a
         predicate for REST only on the keys that pass: no candidate list."""
-        if self.spec.tables[q.table].sized_by is None:
+        parts = self.probe_parts(q)
+        if parts is None:
             return None
-        conjuncts = list(_conjuncts(q.body))
-        for i, conj in enumerate(conjuncts):
-            if (isinstance(conj, S.Binary) and conj.op in ("overlaps", "contains") and _is_range_of(conj.left, q.var)
-                    and q.var not in _free_names(conj.right)):
-                break
-        else:
-            return None
-        rest = conjuncts[:i] + conjuncts[i + 1:]
-        if any(self._may_fail(c) for c in rest):  # the range test now runs first: REST must not raise
-            return None
+        conj, rest = parts
         pred = ""
         if rest:
             self.locals.add(q.var)
@@ -755,6 +737,20 @@ class _Emitter:
             return f"{table}.any_containing_addr({self.expr(other)}{pred})"
         method = "any_overlapping" if conj.op == "overlaps" else "any_containing"
         return f"{table}.{method}({self._range_args(other)}{pred})"
+
+    def probe_parts(self, q: S.Quant) -> tuple[S.Binary, list[S.Expr]] | None:
+        """For `exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; T sized),
+        the range test and the other conjuncts; None when q is not of that shape, or REST may raise
+        (the range test runs first in a probe, so REST must not depend on it to be evaluable)."""
+        if q.kind != "exists" or self.spec.tables[q.table].sized_by is None:
+            return None
+        conjuncts = list(_conjuncts(q.body))
+        for i, conj in enumerate(conjuncts):
+            if (isinstance(conj, S.Binary) and conj.op in ("overlaps", "contains") and _is_range_of(conj.left, q.var)
+                    and q.var not in _free_names(conj.right)):
+                rest = conjuncts[:i] + conjuncts[i + 1:]
+                return None if any(self._may_fail(c) for c in rest) else (conj, rest)
+        return None
 
     def _may_fail(self, e: S.Expr) -> bool:
         """Whether evaluating e can raise: a table lookup, a remainder or a power, in e or in a
@@ -843,6 +839,25 @@ class _Emitter:
     def condition(self, name: str, names: Iterable[str], e: S.Expr) -> list[str]:
         self.locals = set(names)
         return self.function(name, names, [f"    return {self.expr(e)}"])
+
+
+def name_meaning(spec: CheckedSpec, config: Mapping[str, Any], n: str) -> tuple[str, Any]:
+    """What a name that is not a local stands for, in the order the code generators look it up:
+    ("var", n); ("def", its expression); ("value", v) for a parameter (its configured value), a
+    constant, an enum member (its name) or a flag member (its bit)."""
+    if n in spec.vars:
+        return "var", n
+    if n in spec.params:
+        return "value", config[n]
+    if n in spec.consts:
+        return "value", spec.consts[n][1]
+    if n in spec.defs:
+        return "def", spec.defs[n]
+    if n in spec.enum_of_member:
+        return "value", n
+    if n in spec.flag_member:
+        return "value", spec.flag_member[n][1]
+    raise AssertionError(f"unresolved name {n}")  # the type checker rejects these
 
 
 _NOT_CONSTANT = object()

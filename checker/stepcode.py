@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import syntax as S
-from .semantics import _NOT_CONSTANT, Semantics, _conjuncts, _Emitter, _free_names, _is_range_of
+from .semantics import _NOT_CONSTANT, Semantics, _Emitter, _free_names, name_meaning
 
 KIND_INT, KIND_BOOL, KIND_ENUM = 0, 1, 2
 _KINDS = {"int": KIND_INT, "flags": KIND_INT, "bool": KIND_BOOL, "enum": KIND_ENUM}
@@ -383,24 +383,14 @@ class _Compiler:
         raise NotCompiled(type(e).__name__)
 
     def _name(self, n: str):
-        spec = self.spec
         if n in self.locals:
             return self.locals[n]
         if n == self.entry_var:
             raise NotCompiled("an entry as a value")
-        if n in spec.vars:
-            return self.op("VAR", self.name(n), self._type_kind(spec.vars[n][0]))
-        if n in spec.params:
-            return self.const(self.sem.config[n])
-        if n in spec.consts:
-            return self.const(spec.consts[n][1])
-        if n in spec.defs:
-            return self.expr(spec.defs[n])
-        if n in spec.enum_of_member:
-            return self.const(n)
-        if n in spec.flag_member:
-            return self.const(spec.flag_member[n][1])
-        raise NotCompiled(f"name {n}")
+        kind, x = name_meaning(self.spec, self.sem.config, n)
+        if kind == "var":
+            return self.op("VAR", self.name(n), self._type_kind(self.spec.vars[n][0]))
+        return self.expr(x) if kind == "def" else self.const(x)
 
     def _field(self, e: S.Field, o: S.Expr, n: str):
         if self.em.t(o).kind == "range":
@@ -494,17 +484,11 @@ class _Compiler:
 
     def _probe(self, q: S.Quant) -> _Temp:
         """`exists v in T: v.range overlaps X and REST` as an index probe, as `_Emitter._direct_probe`."""
-        if q.kind != "exists" or self.spec.tables[q.table].sized_by is None or self.entry_var is not None:
+        parts = self.em.probe_parts(q)
+        if parts is None or self.entry_var is not None:
             raise NotCompiled("quantifier")
-        conjuncts = list(_conjuncts(q.body))
-        for i, conj in enumerate(conjuncts):
-            if (isinstance(conj, S.Binary) and conj.op in ("overlaps", "contains") and _is_range_of(conj.left, q.var)
-                    and q.var not in _free_names(conj.right)):
-                break
-        else:
-            raise NotCompiled("quantifier")
-        rest = conjuncts[:i] + conjuncts[i + 1:]
-        if any(self.em._may_fail(c) for c in rest) or any(_has_quantifier(c) for c in rest):
+        conj, rest = parts
+        if any(_has_quantifier(c) for c in rest):
             raise NotCompiled("predicate")
         other, table = conj.right, self.table(q.table)
         if self.em.t(other).kind != "range":
