@@ -64,6 +64,18 @@ def compile_step(sem: Semantics, call: str, opcodes: dict[str, tuple[int, int]],
         return None
 
 
+def disassemble(program: Program, opcodes: dict[str, tuple[int, int]]) -> list[tuple[int, str, tuple[int, ...]]]:
+    """The program's code as (position, instruction name, operands), for tests and debugging."""
+    names = {code: (name, arity) for name, (code, arity) in opcodes.items()}
+    out, pc, code = [], 0, program.code
+    while pc < len(code):
+        name, arity = names[code[pc]]
+        n = arity + (3 * code[pc + 3] if name == "PUT" else 0)  # PUT: three more per field
+        out.append((pc, name, tuple(code[pc + 1:pc + 1 + n])))
+        pc += 1 + n
+    return out
+
+
 def enum_codes(sem: Semantics) -> tuple[dict[str, int], tuple[str, ...]]:
     """Each enum member's code (members are unique across a spec's enums), and the member of each code."""
     names = tuple(m for members in sem.spec.enums.values() for m in members)

@@ -734,6 +734,16 @@ static inline int load(Run *x, int d, PyObject *o, int kind)
     return 1;
 }
 
+/* Register d := dict[names[name]] as a value of `kind`: 1, 0 when it is absent or not such a
+ * value (the step gives up), -1 on error. */
+static int load_item(Run *x, int d, PyObject *dict, int name, int kind)
+{
+    PyObject *v = PyDict_GetItemWithError(dict, PyTuple_GET_ITEM(x->st->names, name));
+    if (v == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return load(x, d, v, kind);
+}
+
 static PyObject *wide_to_int(wide v)
 {
     if (v >= LLONG_MIN && v <= LLONG_MAX)
@@ -1103,36 +1113,23 @@ static int run_code(Run *x, int pc, wide *ret)
         PyObject *record = lookup(x, c[1], key);
         if (record == NULL || !PyDict_CheckExact(record))
             return PyErr_Occurred() ? -1 : 0;
-        PyObject *v = PyDict_GetItemWithError(record, PyTuple_GET_ITEM(st->names, c[3]));
-        if (v == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-        if (!load(x, c[0], v, c[4]))
-            return 0;
+        if ((got = load_item(x, c[0], record, c[3], c[4])) <= 0)
+            return got;
     }
     NEXT;
     OP(EROWF) /* d, field name, kind */
-    {
-        if (x->erecord == NULL || !PyDict_CheckExact(x->erecord))
-            return 0;
-        PyObject *v = PyDict_GetItemWithError(x->erecord, PyTuple_GET_ITEM(st->names, c[1]));
-        if (v == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-        if (!load(x, c[0], v, c[2]))
-            return 0;
-    }
+    if (x->erecord == NULL || !PyDict_CheckExact(x->erecord))
+        return 0;
+    if ((got = load_item(x, c[0], x->erecord, c[1], c[2])) <= 0)
+        return got;
     NEXT;
     OP(EKEY)
     if (x->ekey == NULL || !load(x, c[0], x->ekey, K_INT))
         return 0;
     NEXT;
     OP(VAR) /* d, name, kind */
-    {
-        PyObject *v = PyDict_GetItemWithError(st->vars, PyTuple_GET_ITEM(st->names, c[1]));
-        if (v == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-        if (!load(x, c[0], v, c[2]))
-            return 0;
-    }
+    if ((got = load_item(x, c[0], st->vars, c[1], c[2])) <= 0)
+        return got;
     NEXT;
     OP(INSET) /* d, a, set */
     {
@@ -1382,22 +1379,6 @@ static inline int step_run(Step *st, PyObject *o, Py_ssize_t lineno)
 {
     int mask;
     return step_run_mode(st, o, lineno, 0, &mask);
-}
-
-static PyObject *step_call(Step *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "a step takes (event, line)");
-        return NULL;
-    }
-    Py_ssize_t lineno = PyLong_AsSsize_t(args[1]);
-    if (lineno == -1 && PyErr_Occurred())
-        return NULL;
-    int got = step_run(st, args[0], lineno);
-    if (got < 0)
-        return NULL;
-    return Py_NewRef(got ? Py_True : Py_False);
 }
 
 /* The offset of a struct field (a T_OBJECT_EX member, as msgspec's structs have); -1 if not one. */
@@ -1738,13 +1719,27 @@ static void step_dealloc(Step *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static int made(Step *st)
+{
+    if (st->code == NULL)
+        PyErr_SetString(PyExc_TypeError, "a Step that was not made");
+    return st->code != NULL;
+}
+
+/* step(event, line) -> handled */
 static PyObject *step_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (((Step *)self)->code == NULL) {
-        PyErr_SetString(PyExc_TypeError, "a Step that was not made");
+    if (!made((Step *)self))
+        return NULL;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a step takes (event, line)");
         return NULL;
     }
-    return step_call((Step *)self, args, nargsf, kwnames);
+    Py_ssize_t lineno = PyLong_AsSsize_t(args[1]);
+    if (lineno == -1 && PyErr_Occurred())
+        return NULL;
+    int got = step_run((Step *)self, args[0], lineno);
+    return got < 0 ? NULL : Py_NewRef(got ? Py_True : Py_False);
 }
 
 static PyObject *step_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwargs))
@@ -1755,30 +1750,11 @@ static PyObject *step_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObjec
     return (PyObject *)self;
 }
 
-static PyObject *step_disassemble(Step *self, PyObject *Py_UNUSED(ignored))
-{
-    PyObject *out = PyList_New(0);
-    for (Py_ssize_t pc = 0; out != NULL && self->code != NULL && pc < self->ncode;) {
-        int op = self->code[pc], n = op_arity[op] + (op == OP_PUT ? 3 * self->code[pc + 3] : 0);
-        PyObject *operands = PyTuple_New(n);
-        for (int i = 0; operands != NULL && i < n; i++)
-            PyTuple_SET_ITEM(operands, i, PyLong_FromLong(self->code[pc + 1 + i]));
-        PyObject *item = operands == NULL ? NULL : Py_BuildValue("(nsN)", pc, op_names[op], operands);
-        if (item == NULL || PyList_Append(out, item) < 0)
-            Py_CLEAR(out);
-        Py_XDECREF(item);
-        pc += 1 + n;
-    }
-    return out;
-}
-
 /* For tests: the mask of an event (a success with its outputs), or None where the step gives up. */
 static PyObject *step_mask_of(Step *self, PyObject *o)
 {
-    if (self->code == NULL) {
-        PyErr_SetString(PyExc_TypeError, "a Step that was not made");
+    if (!made(self))
         return NULL;
-    }
     int mask, got = step_run_mode(self, o, 0, 1, &mask);
     if (got < 0)
         return NULL;
@@ -1788,7 +1764,6 @@ static PyObject *step_mask_of(Step *self, PyObject *o)
 }
 
 static PyMethodDef step_methods[] = {
-    {"disassemble", (PyCFunction)step_disassemble, METH_NOARGS, "the code as (pc, op, operands) tuples"},
     {"mask_of", (PyCFunction)step_mask_of, METH_O, "mask_of(event): the mask of the call's clauses, or None"},
     {NULL},
 };
