@@ -175,7 +175,7 @@ def calls_graph(spec: CheckedSpec) -> Graph:
         nid = f"inv{j}"
         nodes.append(Node(nid, f"invariant {inv.rule}", "invariant"))
         inv_members.append(nid)
-        for t in sorted(S.tables_mentioned(inv.expr)):
+        for t in sorted({b.name for b in spec.reads(inv.expr) if b.kind in ("table", "var")}):
             if t in table_ids:
                 edges.append(Edge(nid, table_ids[t], "constrains", "dotted"))
             elif t in written_vars:

@@ -664,8 +664,8 @@ class Encoder:
                 return z3.BoolVal(v)
             case S.VersionLit(parts=p):
                 return self.types.const(Type("version"), p)  # normalised by Types.const
-            case S.Name(name=n):
-                return self.name(n, e, st, env)
+            case S.Name():
+                return self.name(e, st, env)
             case S.Field(obj=o, name=n):
                 return self.field(o, n, st, env)
             case S.Index(table=t, key=k):
@@ -700,23 +700,25 @@ class Encoder:
             case _:
                 assert_never(e)
 
-    def name(self, n: str, e: S.Expr, st: SymState, env: Mapping):
-        # The same resolution order as checker.semantics._Compiler.name.
-        spec = self.spec
-        if n in spec.vars:
-            return st.vars[n]
-        if n in spec.params:
-            return self.config[n]
-        if n in spec.consts:
-            return self._consts[n]
-        if n in spec.defs:
-            return self.expr(spec.defs[n], st, env)
-        if n in spec.enum_of_member:
-            return z3.IntVal(spec.enums[spec.enum_of_member[n]].index(n))
-        if n in spec.flag_member:
-            return z3.IntVal(spec.flag_member[n][1])
-        if n in spec.tables:
-            return TableName(n)
+    def name(self, e: S.Name, st: SymState, env: Mapping):
+        """The term of a name, by what the type checker bound it to (as `checker.semantics.Emitter.name`)."""
+        spec, b = self.spec, self.spec.binding(e)
+        n = b.name
+        match b.kind:
+            case "var":
+                return st.vars[n]
+            case "param":
+                return self.config[n]
+            case "const":
+                return self._consts[n]
+            case "def":
+                return self.expr(spec.defs[n], st, env)
+            case "enum":
+                return z3.IntVal(spec.enums[spec.enum_of_member[n]].index(n))
+            case "flag":
+                return z3.IntVal(spec.flag_member[n][1])
+            case "table":
+                return TableName(n)
         if n not in env:
             raise unsupported(f"name '{n}' has no value here", e.span)
         return env[n]
@@ -964,23 +966,7 @@ def _version_cmp(op: str, a: Ver, b: Ver):
 
 def codes_of(spec: CheckedSpec, codes: S.Codes) -> frozenset | None:
     """The status codes of a `fails`/`may fail` clause as semantics values (None: any failure)."""
-    if isinstance(codes, S.AnyFailure):
-        return None
-    items = codes.items if isinstance(codes, S.SetLit) else (codes,)
-    return frozenset(_constant(spec, x) for x in items)
-
-
-def _constant(spec: CheckedSpec, e: S.Expr):
-    match e:
-        case S.IntLit(value=v) | S.BoolLit(value=v):
-            return v
-        case S.Name(name=n) if n in spec.consts:
-            return spec.consts[n][1]
-        case S.Name(name=n) if n in spec.enum_of_member:
-            return n
-        case S.Name(name=n) if n in spec.flag_member:
-            return spec.flag_member[n][1]
-    raise unsupported("a status code must be a constant", getattr(e, "span", None))
+    return spec.codes_of(codes)[0]
 
 
 # ---------------------------------------------------------------- formulas for the layers above
@@ -1066,13 +1052,14 @@ def reads_and_writes(spec: CheckedSpec) -> tuple[Callable[[S.Expr], frozenset], 
         while stack:
             x = stack.pop()
             match x:
-                case S.Name(name=n):
-                    if n in spec.vars:
-                        out.add(("var", n))
-                    elif n in spec.defs and n not in seen_defs:
-                        out |= reads(spec.defs[n], seen_defs | {n})
-                    elif n in spec.tables:
-                        out.add(("present", n))
+                case S.Name():
+                    b = spec.binding(x)
+                    if b.kind == "var":
+                        out.add(("var", b.name))
+                    elif b.kind == "def" and b.name not in seen_defs:
+                        out |= reads(spec.defs[b.name], seen_defs | {b.name})
+                    elif b.kind == "table":
+                        out.add(("present", b.name))
                 case S.Field(obj=o, name=n):
                     ot = spec.types.get(id(o))
                     if ot is not None and ot.kind == "entry":

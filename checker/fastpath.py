@@ -40,7 +40,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from . import syntax as S
 from . import stepcode
-from .semantics import _RUNTIME, NATIVE, EvalError, Semantics, State, _Emitter
+from .semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
 from .trace import NUMERIC_START
 from .typecheck import Type, value_bounds
 
@@ -126,8 +126,7 @@ def _decider(sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]
 
 
 def _compile(sem: Semantics) -> _Compiled | None:
-    em = _Emitter(sem.spec, sem.config)
-    em.bound_tables = {t: (f"TB{k}", f"TR{k}") for k, t in enumerate(sem.spec.tables)}
+    em = Emitter(sem.spec, sem.config)
     lines: list[str] = []
     names: dict[type, tuple[str, str]] = {}
     machines: dict[type, tuple[stepcode.Program, tuple]] = {}
@@ -142,7 +141,7 @@ def _compile(sem: Semantics) -> _Compiled | None:
                 machines[structs[0]] = (program, structs)
     if not names:
         return None
-    ns = dict(_RUNTIME)
+    ns = dict(RUNTIME)
     ns["EvalError"] = EvalError
     ns["K"] = tuple(em.consts)
     ns["U"] = UNSET
@@ -161,7 +160,7 @@ def _program(sem: Semantics, call: str) -> stepcode.Program | None:
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # msgspec's bounds must fit an int64; orjson reads larger ints as floats
 
 
-def _wire_type(em: _Emitter, t: Type) -> Any:
+def _wire_type(em: Emitter, t: Type) -> Any:
     """The msgspec type of the JSON values the fast path takes as they are for a value of type `t`
     (a strict subset of what `coerce_value` takes), or None when it takes none (that call then has
     no fast step). Integers are kept within int64, which also keeps them where orjson, the general
@@ -194,7 +193,7 @@ def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = Fa
                              forbid_unknown_fields=True)
 
 
-def _event_structs(sem: Semantics, em: _Emitter, call: str, index: int) -> tuple[type, type, type] | None:
+def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[type, type, type] | None:
     """The msgspec structs of one call's lines in the fast path's shape (the event, tagged by
     "call", and its args and out); None when some field has no wire type."""
     info = sem.calls[call].info
@@ -212,7 +211,7 @@ def _event_structs(sem: Semantics, em: _Emitter, call: str, index: int) -> tuple
     return event, args, out
 
 
-def _status_wire_type(sem: Semantics, em: _Emitter) -> Any:
+def _status_wire_type(sem: Semantics, em: Emitter) -> Any:
     t = sem.spec.status_type
     return _wire_type(em, t) if t.kind in ("int", "enum") else None
 
@@ -222,7 +221,7 @@ class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_field
     union, which requires the "call" field, even when only one call has a fast step."""
 
 
-def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str] | None:
+def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str] | None:
     """`def name(st, remember, OKS, OKF, decide)` returning the step of `call`: it takes the line
     decoded into the call's event struct. None when the call has no fast path (a thread-safety rule).
     OKS caches the verdicts of successes by mask, OKF those of failures by (mask, status)."""
@@ -232,7 +231,7 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
         return None
     params = [n for n, _ in info.params]
     outputs = [n for n, _ in info.outputs]
-    success = em._literal(sem.success)
+    success = em.literal(sem.success)
     i1, i2 = "        ", "            "
     # The decoder has checked every field's type, range and name; what is left are the relations
     # between fields: all outputs on success, and t0 <= t1 (both or neither).
@@ -253,10 +252,10 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
              f"{i1}elif t0 > t1: return False"]
 
     # -- the clauses: the call's mask, then its outcome set for this status
-    em.locals = set(params)
+    tables = bound_tables(sem.spec)
     constant = 0
     tests = []
-    for bit, test in enumerate(sem.mask_tests(em, call)):
+    for bit, test in enumerate(sem.mask_tests(em, call, CodeScope(frozenset(params), tables))):
         if test == "True":
             constant |= 1 << bit
         elif test != "False":
@@ -268,22 +267,21 @@ def _step_source(sem: Semantics, em: _Emitter, call: str, name: str) -> list[str
     # (a verdict cached as False is decided again: such a line leaves for the general path anyway)
     body += [f"{i1}if status != {success}:", f"{i2}return OKF.get((m, status)) or decide(OKF, (m, status), m, status)",
              f"{i1}if OKS.get(m) is not True and not decide(OKS, m, m, status): return False", f"{i1}J.clear()"]
-    em.locals = set(params) | set(outputs)
+    with_outputs = CodeScope(frozenset(params) | frozenset(outputs), tables)
     ensures = info.clauses(S.Ensures)
     if ensures:
         body.append(f"{i1}try:")
-        body += [f"{i2}if not {em.expr(c.cond)}: return False" for c in ensures]
+        body += [f"{i2}if not {em.expr(c.cond, with_outputs)}: return False" for c in ensures]
         body += [f"{i1}except (EvalError, KeyError):", f"{i2}return False"]
     effect = info.clauses(S.Effect)
     if effect:
         body.append(f"{i1}try:")
         for c in effect:
-            body += em.stmts(c.body, i2)
+            body += em.stmts(c.body, i2, with_outputs)
         body += [f"{i1}except (EvalError, KeyError):", f"{i2}st.rollback()", f"{i2}return False",
                  f"{i1}if J: remember(line, {call!r})"]
     body.append(f"{i1}return True")
-    em.locals = set()
-    binds = [f"    {tb}, {tr} = T[{t!r}], T[{t!r}].rows" for t, (tb, tr) in em.bound_tables.items()]
+    binds = [f"    {tb}, {tr} = T[{t!r}], T[{t!r}].rows" for t, (tb, tr) in tables.items()]
     return [f"def {name}(st, remember, OKS, OKF, decide):",
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
             "    def step(o, line):", *body, "    return step", ""]

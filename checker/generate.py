@@ -361,17 +361,9 @@ def _facts(spec: CheckedSpec, info) -> _Facts:
                   frozenset(cond_may), effect, tuple(ensures), thread)
 
 
-def _reads(spec: CheckedSpec, e: S.Expr, seen: frozenset = frozenset()) -> set[str]:
+def _reads(spec: CheckedSpec, e: S.Expr) -> set[str]:
     """Names an expression reads (params, vars, tables), with `def`s expanded."""
-    out: set[str] = set()
-    for node in _walk(e):
-        if isinstance(node, S.Name):
-            out.add(node.name)
-            if node.name in spec.defs and node.name not in seen:
-                out |= _reads(spec, spec.defs[node.name], seen | {node.name})
-        elif isinstance(node, (S.Quant, S.Index)):
-            out.add(node.table)
-    return out
+    return {b.name for b in spec.reads(e, defs=True)}
 
 
 # ---------------------------------------------------------------- the search
@@ -1250,10 +1242,9 @@ def _named_statuses(spec: CheckedSpec) -> set:
             if codes is None:
                 continue
             for x in (codes.items if isinstance(codes, S.SetLit) else (codes,)):
-                if isinstance(x, S.Name) and x.name in spec.consts:
-                    out.add(spec.consts[x.name][1])
-                elif isinstance(x, S.IntLit):
-                    out.add(x.value)
+                value = spec.code_values[id(x)]
+                if type(value) is int:  # the statuses written as numbers or integer constants
+                    out.add(value)
     out.discard(spec.success)
     return out
 

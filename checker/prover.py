@@ -781,20 +781,20 @@ def _around(spec: CheckedSpec, call: str) -> tuple[str, ...]:
     names: set[str] = set()
     if effects:
         for node in _stmts_conds(effects[0].body):
-            names |= _names(node)
+            names |= _names(spec, node)
     rules = [effects[0].rule] if effects else []
     for c in info.decl.clauses:
-        if isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(c.cond) & names:
+        if isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(spec, c.cond) & names:
             rules.append(c.rule)
     return tuple(rules)
 
 
 def _near(spec: CheckedSpec, call: str, clause) -> tuple[str, ...]:
     """The other clauses of the call that read what an `unspecified` clause reads."""
-    names = _names(clause.cond) - set(spec.enum_of_member) - set(spec.consts)
+    names = {b.name for b in spec.reads(clause.cond) if b.kind not in ("enum", "const")}
     info = spec.calls[call]
     return tuple(c.rule for c in info.decl.clauses if c is not clause
-                 and isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(c.cond) & names)
+                 and isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(spec, c.cond) & names)
 
 
 def _stmts_conds(body):
@@ -805,9 +805,9 @@ def _stmts_conds(body):
             yield from _stmts_conds(s.orelse)
 
 
-def _names(e) -> set[str]:
+def _names(spec: CheckedSpec, e) -> set[str]:
     """Every name e mentions, tables included (what two clauses must share to be "around" each other)."""
-    return S.tables_mentioned(e)
+    return {b.name for b in spec.reads(e)}
 
 
 def _overlap_targets(call: str, clauses) -> list[tuple[Target, dict]]:

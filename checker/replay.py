@@ -275,8 +275,8 @@ class Replayer:
         if cached is None:
             info = self.spec.rules.get(rule)
             clauses = self.spec.calls[info.call].decl.clauses if info and info.call else ()
-            cached = frozenset(t for c in clauses if getattr(c, "rule", None) == rule
-                               for t in S.tables_mentioned(getattr(c, "cond", None)))
+            cached = frozenset(b.name for c in clauses if getattr(c, "rule", None) == rule
+                               for b in self.spec.reads(getattr(c, "cond", None)) if b.kind == "table")
             self._rule_tables[rule] = cached
         return cached
 

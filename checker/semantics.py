@@ -25,7 +25,7 @@ from sortedcontainers import SortedList
 
 from . import syntax as S
 from .diagnostics import RegcheckError, error
-from .typecheck import ANY, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
+from .typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
 
 Fn = Callable[["State", dict], Any]
 
@@ -475,14 +475,47 @@ class EvalError(Exception):
 # ---------------------------------------------------------------- compilation
 
 
-class _Emitter:
+@dataclass(frozen=True, slots=True)
+class CodeScope:
+    """What a piece of generated code can see; an argument of every `Emitter` method that emits.
+
+    `locals`: the spec names that are Python locals `L_<name>` there (a call's inputs and outputs,
+    a pinned variable, the variables of the quantifiers around it). `tables`: None for code that
+    reads tables from the state (`T[name]`) and records witnesses; otherwise, for code that binds
+    each table and its rows to locals once, outside the hot function, table name -> (local for the
+    Table, local for its rows): such code evaluates without witnesses and looks entries up
+    directly (a missing key raises KeyError, not EvalError)."""
+
+    locals: frozenset[str] = frozenset()
+    tables: Mapping[str, tuple[str, str]] | None = None
+
+    def with_locals(self, names: Iterable[str]) -> "CodeScope":
+        """The same scope with exactly these locals."""
+        return CodeScope(frozenset(names), self.tables)
+
+    def with_local(self, name: str) -> "CodeScope":
+        """The same scope with one more local (a quantified variable inside its body)."""
+        return CodeScope(self.locals | {name}, self.tables)
+
+
+def bound_tables(spec: CheckedSpec) -> dict[str, tuple[str, str]]:
+    """The locals `TB<k>`, `TR<k>` for each table of the spec, for `CodeScope(tables=...)`."""
+    return {t: (f"TB{k}", f"TR{k}") for k, t in enumerate(spec.tables)}
+
+
+class Emitter:
     """Compiles checked expressions and statements into Python source, then into functions.
+
+    Used by the semantics, the fast path and the step-machine compiler (for the configuration's
+    folding), so all three read the same code for a clause. Every name is translated by what the
+    type checker bound it to (`CheckedSpec.binding`); nothing here resolves a name again.
 
     Why generate code: the replayer evaluates a dozen clauses per event on traces of millions of
     events, and a tree of closures costs several times more than straight-line code. The source is
     built from the type-checked AST only: spec identifiers become prefixed Python locals or dict
     keys written with repr(), and every other value (configuration, constants, sets) is passed in
-    the constant table K. Nothing from a spec's text is pasted in as code.
+    the constant table `consts` (K in the generated code). Nothing from a spec's text is pasted in
+    as code.
     """
 
     def __init__(self, spec: CheckedSpec, config: Mapping[str, Any]):
@@ -491,18 +524,9 @@ class _Emitter:
         self.consts: list = []
         self._const_ids: dict = {}
         self._fresh = 0
-        # For code that binds each table (and its rows) to a local once, outside the hot function:
-        # table name -> (local for the Table, local for its rows). Such code evaluates without
-        # witnesses, and looks entries up directly (a missing key raises KeyError, not EvalError).
-        self.bound_tables: dict[str, tuple[str, str]] | None = None
 
-    def table(self, t: str) -> str:
-        return self.bound_tables[t][0] if self.bound_tables else f"T[{t!r}]"
-
-    def rows(self, t: str) -> str:
-        return self.bound_tables[t][1] if self.bound_tables else f"T[{t!r}].rows"
-
-    def t(self, e: S.Expr) -> Type:
+    def type_of(self, e: S.Expr) -> Type:
+        """The checked type of e (ANY for a node the prover built after checking)."""
         return self.spec.types.get(id(e), ANY)
 
     def k(self, value) -> str:
@@ -514,45 +538,54 @@ class _Emitter:
             self.consts.append(value)
         return f"K[{idx}]"
 
-    # ---- expressions: each returns a parenthesised Python expression
-    def expr(self, e: S.Expr) -> str:
-        """Python code for e; parts that depend on the configuration only are computed now."""
-        if not isinstance(e, (S.IntLit, S.BoolLit, S.Name)) and self._is_static(e):
-            value = self._fold(e)
-            if value is not _NOT_CONSTANT:
-                return self._literal(value)
-        return self._code(e)
+    @staticmethod
+    def _table(t: str, scope: CodeScope) -> str:
+        return scope.tables[t][0] if scope.tables else f"T[{t!r}]"
 
-    def _is_static(self, e: S.Expr) -> bool:
+    @staticmethod
+    def _rows(t: str, scope: CodeScope) -> str:
+        return scope.tables[t][1] if scope.tables else f"T[{t!r}].rows"
+
+    # ---- expressions: each returns a parenthesised Python expression
+    def expr(self, e: S.Expr, scope: CodeScope) -> str:
+        """Python code for e in `scope`; parts that depend on the configuration only are computed now."""
+        if not isinstance(e, (S.IntLit, S.BoolLit, S.Name)) and self.is_static(e):
+            value = self.fold(e)
+            if value is not NOT_CONSTANT:
+                return self.literal(value)
+        return self._code(e, scope)
+
+    def is_static(self, e: S.Expr) -> bool:
         """Whether e's value is fixed once the configuration is: no state, no inputs, no tables."""
         for x in S.subexpressions(e):
             if isinstance(x, (S.Index, S.Quant)):
                 return False
             if isinstance(x, S.Name):
-                n = x.name
-                if n in self.spec.defs:
-                    if not self._is_static(self.spec.defs[n]):
+                b = self.spec.binding(x)
+                if b.kind == "def":
+                    if not self.is_static(self.spec.defs[b.name]):
                         return False
-                elif not (n in self.spec.params or n in self.spec.consts or n in self.spec.enum_of_member
-                          or n in self.spec.flag_member):
+                elif b.kind not in ("param", "const", "enum", "flag"):
                     return False
         return True
 
-    def _fold(self, e: S.Expr):
-        code = self._code(e)
+    def fold(self, e: S.Expr):
+        """The value of a static expression (`is_static`), or NOT_CONSTANT where evaluating it fails."""
+        code = self._code(e, CodeScope())
         try:
-            return eval(compile(code, "<regcheck constant>", "eval"), {**_RUNTIME, "K": tuple(self.consts), "w": None})
+            return eval(compile(code, "<regcheck constant>", "eval"), {**RUNTIME, "K": tuple(self.consts), "w": None})
         except EvalError:
-            return _NOT_CONSTANT  # e.g. a remainder by zero: left to fail where it is evaluated
+            return NOT_CONSTANT  # e.g. a remainder by zero: left to fail where it is evaluated
 
-    def _literal(self, value) -> str:
+    def literal(self, value) -> str:
+        """Code for a value: booleans and ints inline, anything else through K."""
         if value is True or value is False:
             return repr(value)
         if type(value) is int:
             return f"({value!r})"
         return self.k(value)
 
-    def _code(self, e: S.Expr) -> str:
+    def _code(self, e: S.Expr, scope: CodeScope) -> str:
         match e:
             case S.IntLit(value=v):
                 return f"({int(v)!r})"
@@ -560,81 +593,82 @@ class _Emitter:
                 return "True" if v else "False"
             case S.VersionLit(parts=p):
                 return self.k(normalise_version(p))
-            case S.Name(name=n):
-                return self.name(n)
+            case S.Name():
+                return self.name(e, scope)
             case S.Field(obj=o, name=n):
-                return self.field(o, n)
+                return self.field(o, n, scope)
             case S.Index(table=t, key=k):
-                if self.bound_tables:
-                    return f"((_k := {self.expr(k)}), {self.rows(t)}[_k])"
-                return f"_ix(w, T[{t!r}], {t!r}, {self.expr(k)})"
+                if scope.tables:
+                    return f"((_k := {self.expr(k, scope)}), {self._rows(t, scope)}[_k])"
+                return f"_ix(w, T[{t!r}], {t!r}, {self.expr(k, scope)})"
             case S.Unary(op="not", operand=o):
-                inner = self.expr(o)
+                inner = self.expr(o, scope)
                 return {"True": "False", "False": "True"}.get(inner, f"(not {inner})")
             case S.Unary(op="-", operand=o):
-                return f"(-{self.expr(o)})"
+                return f"(-{self.expr(o, scope)})"
             case S.Unary(op=_, operand=o):
-                return f"(~{self.expr(o)})"
+                return f"(~{self.expr(o, scope)})"
             case S.Binary():
-                return self.binary(e)
+                return self.binary(e, scope)
             case S.Builtin(func=fn, args=args):
-                xs = [self.expr(x) for x in args]
+                xs = [self.expr(x, scope) for x in args]
                 if fn == "range":
                     return f"_rg({xs[0]}, {xs[1]})"
                 if fn == "aligned":
                     return f"({_remainder(xs[0], xs[1])} == 0)"
                 return f"{'min' if fn == 'min' else 'max'}({xs[0]}, {xs[1]})"
             case S.Quant():
-                return self.quant(e)
+                return self.quant(e, scope)
             case S.SetLit(items=items):
-                values = [self._constant(x) for x in items]
-                if all(v is not _NOT_CONSTANT for v in values):
+                values = [self.constant(x) for x in items]
+                if all(v is not NOT_CONSTANT for v in values):
                     return self.k(frozenset(values))
-                return "frozenset((" + ", ".join(self.expr(x) for x in items) + ",))"
+                return "frozenset((" + ", ".join(self.expr(x, scope) for x in items) + ",))"
             case _:
                 assert_never(e)
 
-    def _constant(self, e: S.Expr):
+    def constant(self, e: S.Expr):
+        """The value of e if the configuration fixes it (a literal, a name bound to a value, a
+        static expression such as `-1` or `A | B`), else NOT_CONSTANT."""
         match e:
             case S.IntLit(value=v) | S.BoolLit(value=v):
                 return v
             case S.VersionLit(parts=p):
                 return normalise_version(p)
-            case S.Name(name=n) if n in self.spec.consts:
-                return self.spec.consts[n][1]
-            case S.Name(name=n) if n in self.spec.params:
-                return self.config[n]
-            case S.Name(name=n) if n in self.spec.enum_of_member:
-                return n
-            case S.Name(name=n) if n in self.spec.flag_member:
-                return self.spec.flag_member[n][1]
-        return _NOT_CONSTANT
+            case S.Name():
+                kind, value = name_meaning(self.spec, self.config, self.spec.binding(e))
+                if kind == "value":
+                    return value
+        return self.fold(e) if self.is_static(e) else NOT_CONSTANT
 
-    def name(self, n: str) -> str:
-        if n in self.locals:
-            return f"L_{n}"
-        kind, x = name_meaning(self.spec, self.config, n)
+    def name(self, e: S.Name, scope: CodeScope) -> str:
+        b = self.spec.binding(e)
+        if b.local:
+            return f"L_{b.name}"
+        kind, x = name_meaning(self.spec, self.config, b)
         if kind == "var":
-            return f"V[{n!r}]"
-        return self.expr(x) if kind == "def" else self._literal(x)
+            return f"V[{b.name!r}]"
+        if kind == "table":
+            raise AssertionError(f"table '{b.name}' used as a value")  # `in T` is compiled by `membership`
+        return self.expr(x, scope) if kind == "def" else self.literal(x)
 
-    def field(self, o: S.Expr, n: str) -> str:
-        ot, x = self.t(o), self.expr(o)
+    def field(self, o: S.Expr, n: str, scope: CodeScope) -> str:
+        ot, x = self.type_of(o), self.expr(o, scope)
         if ot.kind == "range":
             return {"base": f"{x}[0]", "end": f"{x}[1]"}.get(n, f"_rsize({x})")
         if n == "key":
             return f"{x}[0]"
-        if self.bound_tables and isinstance(o, S.Index) and n != "range":
-            return f"{self.rows(o.table)}[{self.expr(o.key)}][{n!r}]"
+        if scope.tables and isinstance(o, S.Index) and n != "range":
+            return f"{self._rows(o.table, scope)}[{self.expr(o.key, scope)}][{n!r}]"
         if n == "range":
             return f"_er({x}, {self.spec.tables[ot.name].sized_by!r})"
         return f"{x}[1][{n!r}]"
 
-    def binary(self, e: S.Binary) -> str:
+    def binary(self, e: S.Binary, scope: CodeScope) -> str:
         op = e.op
         if op == "in":
-            return self.membership(e)
-        l, r = self.expr(e.left), self.expr(e.right)
+            return self.membership(e, scope)
+        l, r = self.expr(e.left, scope), self.expr(e.right, scope)
         if op in ("and", "or", "implies"):
             return _boolean(op, l, r)
         if op == "**":
@@ -643,80 +677,79 @@ class _Emitter:
             return f"({l} {op} {r})"
         if op == "%":
             return _remainder(l, r)
-        inline = self._inline_range_test(e)
+        inline = self._inline_range_test(e, scope)
         if inline is not None:
             return inline
         if op == "overlaps":
             return f"_ov({l}, {r})"
         if op == "contains":
-            return f"_cr({l}, {r})" if self.t(e.right).kind == "range" else f"_ca({l}, {r})"
+            return f"_cr({l}, {r})" if self.type_of(e.right).kind == "range" else f"_ca({l}, {r})"
         raise AssertionError(op)
 
-    def _range_parts(self, e: S.Expr) -> tuple[str, str, str] | None:
+    def _range_parts(self, e: S.Expr, scope: CodeScope) -> tuple[str, str, str] | None:
         """(base, end, size) as cheap code, for `v.range` of a quantified entry and for
         `range(b, s)` with a simple base and size; None otherwise. Why: these tests run for every
         candidate of every index probe, and building tuples to compare them costs more than the test."""
-        if isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name in self.locals:
+        if isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and self._is_local(e.obj):
             v = f"L_{e.obj.name}"
-            size = f"{v}[1][{self.spec.tables[self.t(e.obj).name].sized_by!r}]"
+            size = f"{v}[1][{self.spec.tables[self.type_of(e.obj).name].sized_by!r}]"
             return f"{v}[0]", f"({v}[0] + {size})", size
         if isinstance(e, S.Builtin) and e.func == "range":
-            base, size = self.expr(e.args[0]), self.expr(e.args[1])
+            base, size = self.expr(e.args[0], scope), self.expr(e.args[1], scope)
             if _SIMPLE.fullmatch(base) and _SIMPLE.fullmatch(size):
                 return base, f"({base} + {size})", size
         return None
 
-    def _inline_range_test(self, e: S.Binary) -> str | None:
+    def _is_local(self, e: S.Name) -> bool:
+        return self.spec.binding(e).local
+
+    def _inline_range_test(self, e: S.Binary, scope: CodeScope) -> str | None:
         """`overlaps` / `contains` on ranges as comparisons (same truth as the helpers below)."""
-        x = self._range_parts(e.left)
+        x = self._range_parts(e.left, scope)
         if x is None:
             return None
-        if e.op == "contains" and self.t(e.right).kind != "range":
-            a = self.expr(e.right)
+        if e.op == "contains" and self.type_of(e.right).kind != "range":
+            a = self.expr(e.right, scope)
             return f"({x[0]} <= {a} < {x[1]})" if _SIMPLE.fullmatch(a) else None
-        y = self._range_parts(e.right)
+        y = self._range_parts(e.right, scope)
         if y is None:
             return None
         if e.op == "overlaps":  # both non-empty, and each starts before the other ends
             return f"({x[0]} < {y[1]} and {y[0]} < {x[1]} and {x[2]} > 0 and {y[2]} > 0)"
         return f"({x[0]} <= {y[0]} and {y[1]} <= {x[1]})"
 
-    def membership(self, e: S.Binary) -> str:
-        rt = self.t(e.right)
-        l = self.expr(e.left)
+    def membership(self, e: S.Binary, scope: CodeScope) -> str:
+        rt = self.type_of(e.right)
+        l = self.expr(e.left, scope)
         if rt.kind == "table":
-            return f"({l} in {self.rows(e.right.name)})"  # type: ignore[union-attr]
-        r = self.expr(e.right)
-        if rt.kind == "flags" or (rt.kind == "int" and self.t(e.left).kind == "flags"):
+            return f"({l} in {self._rows(e.right.name, scope)})"  # type: ignore[union-attr]
+        r = self.expr(e.right, scope)
+        if rt.kind == "flags" or (rt.kind == "int" and self.type_of(e.left).kind == "flags"):
             return f"(({r} & {l}) == {l})" if _SIMPLE.fullmatch(l) else f"_fl({l}, {r})"
         if rt.kind == "range":
             return f"_ca({r}, {l})"
         return f"({l} in {r})"
 
-    def quant(self, q: S.Quant) -> str:
-        if self.bound_tables and q.kind == "exists":
-            direct = self._direct_probe(q)
+    def quant(self, q: S.Quant, scope: CodeScope) -> str:
+        if scope.tables and q.kind == "exists":
+            direct = self._direct_probe(q, scope)
             if direct is not None:
                 return direct
-        self.locals.add(q.var)
-        try:
-            body = self.expr(q.body)
-        finally:
-            self.locals.discard(q.var)
+        body = self.expr(q.body, scope.with_local(q.var))
         fn = f"(lambda L_{q.var}: {body})"
-        table = self.table(q.table)
+        table = self._table(q.table, scope)
         if q.kind == "forall":
             return f"_fa({table}.entries(), {fn})"
-        probe = self.index_probe(q)
+        probe = self._index_probe(q, scope)
         source = probe if probe else f"{table}.entries()"
         # Most probes find no candidate: test for that before building the predicate (3-4x cheaper).
         self._fresh += 1
         c = f"_c{self._fresh}"
-        if self.bound_tables:
+        if scope.tables:
             return f"(_exn({c}, {fn}) if ({c} := {source}) else False)"
         return f"(_ex(w, {q.table!r}, {c}, {fn}) if ({c} := {source}) else False)"
 
-    def _direct_probe(self, q: S.Quant) -> str | None:
+    def _direct_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
         """`exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; REST optional)
         as one Table method that walks the index window and tests each key itself, calling a
         predicate for REST only on the keys that pass: no candidate list."""
@@ -726,17 +759,14 @@ class _Emitter:
         conj, rest = parts
         pred = ""
         if rest:
-            self.locals.add(q.var)
-            try:
-                body = " and ".join(self.expr(c) for c in rest)
-            finally:
-                self.locals.discard(q.var)
+            inner = scope.with_local(q.var)
+            body = " and ".join(self.expr(c, inner) for c in rest)
             pred = f", (lambda L_{q.var}: {body})"
-        table, other = self.table(q.table), conj.right
-        if self.t(other).kind != "range":
-            return f"{table}.any_containing_addr({self.expr(other)}{pred})"
+        table, other = self._table(q.table, scope), conj.right
+        if self.type_of(other).kind != "range":
+            return f"{table}.any_containing_addr({self.expr(other, scope)}{pred})"
         method = "any_overlapping" if conj.op == "overlaps" else "any_containing"
-        return f"{table}.{method}({self._range_args(other)}{pred})"
+        return f"{table}.{method}({self._range_args(other, scope)}{pred})"
 
     def probe_parts(self, q: S.Quant) -> tuple[S.Binary, list[S.Expr]] | None:
         """For `exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; T sized),
@@ -747,7 +777,7 @@ class _Emitter:
         conjuncts = list(_conjuncts(q.body))
         for i, conj in enumerate(conjuncts):
             if (isinstance(conj, S.Binary) and conj.op in ("overlaps", "contains") and _is_range_of(conj.left, q.var)
-                    and q.var not in _free_names(conj.right)):
+                    and q.var not in S.names_in(conj.right)):
                 rest = conjuncts[:i] + conjuncts[i + 1:]
                 return None if any(self._may_fail(c) for c in rest) else (conj, rest)
         return None
@@ -758,109 +788,113 @@ class _Emitter:
         for x in S.subexpressions(e):
             if isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**")):
                 return True
-            if isinstance(x, S.Name) and x.name in self.spec.defs and self._may_fail(self.spec.defs[x.name]):
-                return True
+            if isinstance(x, S.Name):
+                b = self.spec.binding(x)
+                if b.kind == "def" and self._may_fail(self.spec.defs[b.name]):
+                    return True
         return False
 
-    def index_probe(self, q: S.Quant) -> str | None:
+    def _index_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
         """For `exists v in T: ... v.range overlaps X ...` (X free of v), the interval index query."""
         if self.spec.tables[q.table].sized_by is None:
             return None
-        table = self.table(q.table)
+        table = self._table(q.table, scope)
         for conj in _conjuncts(q.body):
             if not isinstance(conj, S.Binary) or conj.op not in ("overlaps", "contains"):
                 continue
             sides = [(conj.left, conj.right)] + ([(conj.right, conj.left)] if conj.op == "overlaps" else [])
             for mine, other in sides:
-                if _is_range_of(mine, q.var) and q.var not in _free_names(other):
-                    x = self._range_args(other)
+                if _is_range_of(mine, q.var) and q.var not in S.names_in(other):
+                    x = self._range_args(other, scope)
                     if conj.op == "overlaps":
                         return f"{table}.overlapping({x})"
-                    if self.t(other).kind == "range":
+                    if self.type_of(other).kind == "range":
                         return f"{table}.containing({x})"
-                    x = self.expr(other)
+                    x = self.expr(other, scope)
                     return f"_containing_addr({table}, {x})"
         return None
 
-    def _range_args(self, e: S.Expr) -> str:
+    def _range_args(self, e: S.Expr, scope: CodeScope) -> str:
         """`base, end` of a range expression as two arguments; `range(b, s)` with a simple base
         (a local or a literal) without building the tuple."""
         if isinstance(e, S.Builtin) and e.func == "range":
-            base, size = self.expr(e.args[0]), self.expr(e.args[1])
+            base, size = self.expr(e.args[0], scope), self.expr(e.args[1], scope)
             if _SIMPLE.fullmatch(base):
                 return f"{base}, {base} + {size}"
-        if self.bound_tables and isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Index):
+        if scope.tables and isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Index):
             t = e.obj.table
-            rows, size = self.rows(t), self.spec.tables[t].sized_by
-            return f"(_k := {self.expr(e.obj.key)}), _k + {rows}[_k][{size!r}]"
-        return f"*{self.expr(e)}"
+            rows, size = self._rows(t, scope), self.spec.tables[t].sized_by
+            return f"(_k := {self.expr(e.obj.key, scope)}), _k + {rows}[_k][{size!r}]"
+        return f"*{self.expr(e, scope)}"
 
     # ---- statements
-    def stmts(self, body: Iterable[S.Stmt], indent: str) -> list[str]:
+    def stmts(self, body: Iterable[S.Stmt], indent: str, scope: CodeScope) -> list[str]:
+        """Python statements for an effect body, indented by `indent`."""
         out: list[str] = []
         for s in body:
-            out.extend(self.stmt(s, indent))
+            out.extend(self.stmt(s, indent, scope))
         return out or [f"{indent}pass"]
 
-    def stmt(self, s: S.Stmt, ind: str) -> list[str]:
+    def stmt(self, s: S.Stmt, ind: str, scope: CodeScope) -> list[str]:
         match s:
             case S.Assign(var=v, value=x):
-                return [f"{ind}_v = {self.expr(x)}", f"{ind}J.append((None, {v!r}, 'set', V[{v!r}]))",
+                return [f"{ind}_v = {self.expr(x, scope)}", f"{ind}J.append((None, {v!r}, 'set', V[{v!r}]))",
                         f"{ind}V[{v!r}] = _v"]
             case S.Insert(table=t, key=k, fields=fs):
-                rec = ", ".join(f"{n!r}: {self.expr(x)}" for n, x in fs)
-                return [f"{ind}{self.table(t)}.put({self.expr(k)}, {{{rec}}})"]
+                rec = ", ".join(f"{n!r}: {self.expr(x, scope)}" for n, x in fs)
+                return [f"{ind}{self._table(t, scope)}.put({self.expr(k, scope)}, {{{rec}}})"]
             case S.Update(table=t, key=k, field=n, value=x):
-                if self.bound_tables:  # `_upd` inline: a missing entry raises KeyError here
-                    return [f"{ind}_k = {self.expr(k)}", f"{ind}_v = {self.expr(x)}",
-                            f"{ind}_o = {self.rows(t)}[_k].get({n!r}, _MISSING)",
+                if scope.tables:  # `_upd` inline: a missing entry raises KeyError here
+                    return [f"{ind}_k = {self.expr(k, scope)}", f"{ind}_v = {self.expr(x, scope)}",
+                            f"{ind}_o = {self._rows(t, scope)}[_k].get({n!r}, _MISSING)",
                             f"{ind}if _o != _v or type(_o) is not type(_v):",
-                            f"{ind}    {self.table(t)}.set_field(_k, {n!r}, _v)"]
-                return [f"{ind}_upd({self.table(t)}, {t!r}, {self.expr(k)}, {n!r}, {self.expr(x)})"]
+                            f"{ind}    {self._table(t, scope)}.set_field(_k, {n!r}, _v)"]
+                return [f"{ind}_upd({self._table(t, scope)}, {t!r}, {self.expr(k, scope)}, {n!r}, {self.expr(x, scope)})"]
             case S.Delete(table=t, key=k):
-                return [f"{ind}{self.table(t)}.remove({self.expr(k)})"]
+                return [f"{ind}{self._table(t, scope)}.remove({self.expr(k, scope)})"]
             case S.If(cond=c, then=th, orelse=el):
-                lines = [f"{ind}if {self.expr(c)}:", *self.stmts(th, ind + "    ")]
+                lines = [f"{ind}if {self.expr(c, scope)}:", *self.stmts(th, ind + "    ", scope)]
                 if el:
-                    lines += [f"{ind}else:", *self.stmts(el, ind + "    ")]
+                    lines += [f"{ind}else:", *self.stmts(el, ind + "    ", scope)]
                 return lines
             case _:
                 assert_never(s)
 
     # ---- whole functions
-    locals: set[str]
-
-    def function(self, name: str, names: Iterable[str], body: list[str]) -> list[str]:
+    @staticmethod
+    def function(name: str, names: Iterable[str], body: list[str]) -> list[str]:
         """`def name(st, a, w=None)` binding the given locals from `a` before the body."""
         binds = [f"    L_{n} = a[{n!r}]" for n in names]
         return [f"def {name}(st, a, w=None):", "    V = st.vars", "    T = st.tables", "    J = st.journal",
                 *binds, *body, ""]
 
     def condition(self, name: str, names: Iterable[str], e: S.Expr) -> list[str]:
-        self.locals = set(names)
-        return self.function(name, names, [f"    return {self.expr(e)}"])
+        """`def name(st, a, w=None)` returning e, with `names` bound from `a`."""
+        names = list(names)
+        return self.function(name, names, [f"    return {self.expr(e, CodeScope(frozenset(names)))}"])
 
 
-def name_meaning(spec: CheckedSpec, config: Mapping[str, Any], n: str) -> tuple[str, Any]:
-    """What a name that is not a local stands for, in the order the code generators look it up:
-    ("var", n); ("def", its expression); ("value", v) for a parameter (its configured value), a
-    constant, an enum member (its name) or a flag member (its bit)."""
-    if n in spec.vars:
-        return "var", n
-    if n in spec.params:
-        return "value", config[n]
-    if n in spec.consts:
-        return "value", spec.consts[n][1]
-    if n in spec.defs:
-        return "def", spec.defs[n]
-    if n in spec.enum_of_member:
-        return "value", n
-    if n in spec.flag_member:
-        return "value", spec.flag_member[n][1]
-    raise AssertionError(f"unresolved name {n}")  # the type checker rejects these
+def name_meaning(spec: CheckedSpec, config: Mapping[str, Any], b: Binding) -> tuple[str, Any]:
+    """What a bound name that is not a local stands for: ("var", n); ("def", its expression);
+    ("table", n); ("value", v) for a parameter (its configured value), a constant, an enum member
+    (its name) or a flag member (its bit). The binding was decided by the type checker."""
+    match b.kind:
+        case "var" | "table":
+            return b.kind, b.name
+        case "param":
+            return "value", config[b.name]
+        case "const":
+            return "value", spec.consts[b.name][1]
+        case "def":
+            return "def", spec.defs[b.name]
+        case "enum":
+            return "value", b.name
+        case "flag":
+            return "value", spec.flag_member[b.name][1]
+    raise AssertionError(f"{b.kind} '{b.name}' is a local, not a declared name")
 
 
-_NOT_CONSTANT = object()
+NOT_CONSTANT = object()  # what `Emitter.fold` and `Emitter.constant` return for a value not fixed yet
 _MISSING = object()
 _SIMPLE = re.compile(r"L_\w+|\(-?[0-9]+\)")  # generated code that is a local or an integer literal
 _NONZERO_LITERAL = re.compile(r"\(-?[1-9][0-9]*\)")
@@ -983,7 +1017,7 @@ def contains_addr(r: tuple, x: int) -> bool:
 
 
 _ov, _cr, _ca = overlaps, contains_range, contains_addr
-_RUNTIME = {
+RUNTIME = {  # the helpers generated code calls, by the names it calls them
     "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
     "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
     "_ca": contains_addr, "_exn": _exn, "_MISSING": _MISSING, "frozenset": frozenset, "min": min, "max": max,
@@ -1000,11 +1034,6 @@ def _conjuncts(e: S.Expr) -> Iterator[S.Expr]:
 
 def _is_range_of(e: S.Expr, var: str) -> bool:
     return isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name == var
-
-
-def _free_names(e: S.Expr) -> set[str]:
-    """Names used in e (quantified variables never shadow: the type checker rejects that)."""
-    return {x.name for x in S.subexpressions(e) if isinstance(x, S.Name)}
 
 
 # ---------------------------------------------------------------- the compiled semantics of one call
@@ -1037,7 +1066,7 @@ class Semantics:
         self.spec = spec
         self.config = resolve_config(spec, env or {})
         self.success = spec.success
-        em = _Emitter(spec, self.config)
+        em = Emitter(spec, self.config)
         self._emitter = em
         lines: list[str] = []
         plans = {name: self._emit_call(em, lines, i, info) for i, (name, info) in enumerate(spec.calls.items())}
@@ -1053,17 +1082,17 @@ class Semantics:
         self._pinned = [(pin.rule, pin.var, pin.table, ns[f"pin{k}"]) for k, pin in enumerate(spec.pinned)]
         self.calls: dict[str, CompiledCall] = {name: plan(ns) for name, plan in plans.items()}
 
-    def _load(self, source: str, em: _Emitter) -> dict:
-        ns = dict(_RUNTIME)
+    def _load(self, source: str, em: Emitter) -> dict:
+        ns = dict(RUNTIME)
         ns["K"] = tuple(em.consts)
         exec(compile(source, f"<regcheck semantics of {self.spec.name}>", "exec"), ns)  # generated from the AST
         return ns
 
     # ---- construction
-    def _emit_call(self, em: _Emitter, lines: list[str], i: int, info: CallInfo):
+    def _emit_call(self, em: Emitter, lines: list[str], i: int, info: CallInfo):
         params = [n for n, _ in info.params]
         with_out = params + [n for n, _ in info.outputs]
-        em.locals = set(params)
+        inputs = CodeScope(frozenset(params))
         body: list[str] = []
         constant_bits = 0
         bits: list[tuple[str, str, Any]] = []
@@ -1083,24 +1112,20 @@ class Semantics:
 
         for j, c in enumerate(info.decl.clauses):
             fname = f"c{i}_{j}"
-            bit = self._bit(em, c)
+            bit = self._bit(em, c, inputs)
             if bit is not None:
                 add_bit(*bit)
                 if not isinstance(c, (S.OnlyIn, S.MayFail)):
                     lines.extend(em.condition(fname, params, c.cond))
                     cond_names[c.rule] = fname
-                    em.locals = set(params)
                 continue
             match c:
                 case S.Ensures():
                     lines.extend(em.condition(fname, with_out, c.cond))
                     ensures.append((c.rule, fname))
                     cond_names[c.rule] = fname
-                    em.locals = set(params)
                 case S.Effect():
-                    em.locals = set(with_out)
-                    lines.extend(em.function(f"e{i}", with_out, em.stmts(c.body, "    ")))
-                    em.locals = set(params)
+                    lines.extend(em.function(f"e{i}", with_out, em.stmts(c.body, "    ", inputs.with_locals(with_out))))
                     effect_rule = c.rule
                 case S.Order():
                     order = c.rules
@@ -1108,7 +1133,6 @@ class Semantics:
                     thread_rule = c.rule
                 case _:
                     assert_never(c)
-        em.locals = set(params)
         lines.extend(em.function(f"m{i}", params, [f"    m = {constant_bits}", *body, "    return m"]))
 
         def plan(ns: dict) -> CompiledCall:
@@ -1119,42 +1143,36 @@ class Semantics:
             )
         return plan
 
-    def _bit(self, em: _Emitter, c: S.Clause) -> tuple[str, str, Any, str] | None:
+    def _bit(self, em: Emitter, c: S.Clause, scope: CodeScope) -> tuple[str, str, Any, str] | None:
         """(kind, rule, codes, Python test) of a clause that is one bit of the call's mask, else None.
-        The test is compiled with `em` for the call's parameters (`em.locals`)."""
+        The test is compiled with `em` in `scope` (where the call's inputs are locals)."""
         match c:
             case S.OnlyIn():
-                test = " or ".join(em.expr(self.spec.groups[g]) for g in c.groups) or "False"
+                test = " or ".join(em.expr(self.spec.groups[g], scope) for g in c.groups) or "False"
                 return "usage", c.rule, None, _negate(test if len(c.groups) == 1 else f"({test})")
             case S.Requires():
-                return "undefined" if c.undefined else "requires", c.rule, None, _negate(em.expr(c.cond))
+                return "undefined" if c.undefined else "requires", c.rule, None, _negate(em.expr(c.cond, scope))
             case S.Fails():
-                return "fails", c.rule, self._codes(c.codes), em.expr(c.cond)
+                return "fails", c.rule, self._codes(c.codes), em.expr(c.cond, scope)
             case S.MayFail():
-                return "may", c.rule, self._codes(c.codes), em.expr(c.cond) if c.cond is not None else "True"
+                return "may", c.rule, self._codes(c.codes), em.expr(c.cond, scope) if c.cond is not None else "True"
             case S.Unspecified():
-                return "unspecified", c.rule, None, em.expr(c.cond)
+                return "unspecified", c.rule, None, em.expr(c.cond, scope)
         return None
 
-    def mask_tests(self, em: _Emitter, call: str) -> list[str]:
-        """The Python tests of `call`'s mask bits, in bit order, compiled with `em` (whose `locals`
-        must hold the call's parameters): for code that fuses the mask into a larger function."""
+    def mask_tests(self, em: Emitter, call: str, scope: CodeScope) -> list[str]:
+        """The Python tests of `call`'s mask bits, in bit order, compiled with `em` in `scope` (whose
+        locals must hold the call's inputs): for code that fuses the mask into a larger function."""
         tests = []
         for c in self.spec.calls[call].decl.clauses:
-            bit = self._bit(em, c)
+            bit = self._bit(em, c, scope)
             if bit is not None:
                 tests.append(bit[3])
         return tests
 
     def _codes(self, codes: S.Codes) -> tuple[frozenset | None, frozenset]:
         """(codes, excluded): the statuses a failure clause allows."""
-        if isinstance(codes, S.AnyFailure):
-            return None, (self._code_set(codes.excluded) if codes.excluded is not None else frozenset())
-        return self._code_set(codes), frozenset()
-
-    def _code_set(self, codes: S.Expr) -> frozenset:
-        items = codes.items if isinstance(codes, S.SetLit) else (codes,)
-        return frozenset(self._emitter._constant(x) for x in items)
+        return self.spec.codes_of(codes)
 
     def initial_state(self) -> State:
         vars = {n: v for n, (_, v) in self.spec.vars.items()}
@@ -1265,7 +1283,7 @@ class Semantics:
         """Evaluate one checked expression of this spec (tests, the prover's cross-check)."""
         scope = dict(scope or {})
         names = [n for n in scope if n.isidentifier()]
-        em = _Emitter(self.spec, self.config)
+        em = Emitter(self.spec, self.config)
         ns = self._load("\n".join(em.condition("f", names, e)), em)
         try:
             return ns["f"](st, scope)

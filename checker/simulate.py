@@ -204,7 +204,7 @@ def _config_pool(spec: CheckedSpec) -> dict[str, list]:
     pool: dict[str, list] = {n: [v] for n, (_, v) in spec.params.items()}
     for node in _binaries(spec):
         for a, b in ((node.left, node.right), (node.right, node.left)):
-            if isinstance(a, S.Name) and a.name in spec.params:
+            if isinstance(a, S.Name) and spec.binding(a).kind == "param":
                 t = spec.params[a.name][0]
                 if isinstance(b, S.IntLit) and t.kind == "int":
                     pool[a.name] += [b.value - 1, b.value, b.value + 1]

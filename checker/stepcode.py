@@ -7,7 +7,7 @@ runs the same clauses as a few dozen register instructions on 128-bit integers.
 
 It is not a second semantics. The code is compiled from the same checked AST, clause by clause in
 the order of `Semantics._bit` and the fast path's Python step, with the same folding of what the
-configuration fixes (`_Emitter._is_static` / `_fold`), the same short-circuits and the same
+configuration fixes (`Emitter.is_static` / `fold`), the same short-circuits and the same
 interval-index probes; the outcome sets still come from `Semantics.allowed_for_mask`. The machine
 gives up (the line goes to the general path, nothing changed) where the Python step would return
 False or raise EvalError / KeyError, and where a value leaves 128 bits. A call whose step uses
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import syntax as S
-from .semantics import _NOT_CONSTANT, Semantics, _Emitter, _free_names, name_meaning
+from .semantics import NOT_CONSTANT, Emitter, Semantics, name_meaning
 
 KIND_INT, KIND_BOOL, KIND_ENUM = 0, 1, 2
 _KINDS = {"int": KIND_INT, "flags": KIND_INT, "bool": KIND_BOOL, "enum": KIND_ENUM}
@@ -108,9 +108,7 @@ class _Compiler:
         self.sem, self.spec, self.call = sem, sem.spec, call
         self.info = sem.calls[call].info
         self.opcodes, self.max_regs, self.max_mask_bits = opcodes, max_regs, max_mask_bits
-        self.em = _Emitter(sem.spec, sem.config)  # for the configuration's folding, as the Python step
-        self.em.bound_tables = {t: (f"TB{k}", f"TR{k}") for k, t in enumerate(sem.spec.tables)}
-        self.em.locals = set()
+        self.em = Emitter(sem.spec, sem.config)  # for the configuration's folding, as the Python step
         self.tables = list(sem.spec.tables)
         self.instructions: list[list] = []
         self.consts: list[int] = []
@@ -181,7 +179,6 @@ class _Compiler:
     def _use_locals(self, names: list[str]) -> None:
         order = self.params + self.outputs
         self.locals = {n: order.index(n) for n in names}
-        self.em.locals = set(names)
 
     def _mask(self) -> tuple[int, int]:
         """The mask's instructions, in the clause order of `Semantics._bit`: (constant bits, bit count)."""
@@ -214,7 +211,7 @@ class _Compiler:
 
     def _constant_or(self, conds: list[S.Expr], negate: bool = False):
         """Jumps taken when `any(conds)` (negate: `not any(conds)`) is false, or a constant truth."""
-        if all(self._static(e) is not _NOT_CONSTANT for e in conds):
+        if all(self._static(e) is not NOT_CONSTANT for e in conds):
             value = any(self._static(e) for e in conds)
             return (not value) if negate else bool(value)
         if negate:
@@ -284,7 +281,7 @@ class _Compiler:
         return _KINDS[t.kind]
 
     def kind(self, e: S.Expr) -> int:
-        return self._type_kind(self.em.t(e))
+        return self._type_kind(self.em.type_of(e))
 
     def op(self, name: str, *regs) -> _Temp:
         d = self.reg()
@@ -298,17 +295,13 @@ class _Compiler:
 
     # ---- conditions: jumps to labels the caller places
     def _static(self, e: S.Expr):
-        """e's value when the configuration fixes it (as the Python step folds it), else _NOT_CONSTANT."""
-        if isinstance(e, S.Name) and e.name in self.locals:
-            return _NOT_CONSTANT
-        if (self.entry_var is None or self.entry_var not in _free_names(e)) and self.em._is_static(e):
-            return self.em._fold(e)
-        return _NOT_CONSTANT
+        """e's value when the configuration fixes it (as the Python step folds it), else NOT_CONSTANT."""
+        return self.em.fold(e) if self.em.is_static(e) else NOT_CONSTANT
 
     def jump_unless(self, e: S.Expr) -> list[_Label]:
         """Code that goes on when e holds, and otherwise jumps to the labels returned."""
         value = self._static(e)
-        if value is not _NOT_CONSTANT:
+        if value is not NOT_CONSTANT:
             return [] if value else [self.jump("JMP")]
         match e:
             case S.Binary(op="and", left=l, right=r):
@@ -328,7 +321,7 @@ class _Compiler:
     def jump_if(self, e: S.Expr) -> list[_Label]:
         """Code that goes on when e does not hold, and otherwise jumps to the labels returned."""
         value = self._static(e)
-        if value is not _NOT_CONSTANT:
+        if value is not NOT_CONSTANT:
             return [self.jump("JMP")] if value else []
         match e:
             case S.Binary(op="and", left=l, right=r):
@@ -362,7 +355,7 @@ class _Compiler:
     def expr(self, e: S.Expr):
         if not isinstance(e, (S.IntLit, S.BoolLit, S.Name)):
             value = self._static(e)
-            if value is not _NOT_CONSTANT:
+            if value is not NOT_CONSTANT:
                 return self.const(value)
         return self._code(e)
 
@@ -372,8 +365,8 @@ class _Compiler:
                 return self.const(int(v))
             case S.BoolLit(value=v):
                 return self.const(bool(v))
-            case S.Name(name=n):
-                return self._name(n)
+            case S.Name():
+                return self._name(e)
             case S.Field(obj=o, name=n):
                 return self._field(e, o, n)
             case S.Unary(op="not", operand=o):
@@ -394,18 +387,21 @@ class _Compiler:
                 return self._probe(e)
         raise NotCompiled(type(e).__name__)
 
-    def _name(self, n: str):
-        if n in self.locals:
-            return self.locals[n]
-        if n == self.entry_var:
-            raise NotCompiled("an entry as a value")
-        kind, x = name_meaning(self.spec, self.sem.config, n)
+    def _name(self, e: S.Name):
+        b = self.spec.binding(e)
+        if b.local:
+            if b.name in self.locals:
+                return self.locals[b.name]
+            raise NotCompiled("an entry as a value")  # the quantified variable: only its fields are values
+        kind, x = name_meaning(self.spec, self.sem.config, b)
         if kind == "var":
-            return self.op("VAR", self.name(n), self._type_kind(self.spec.vars[n][0]))
+            return self.op("VAR", self.name(b.name), self._type_kind(self.spec.vars[b.name][0]))
+        if kind == "table":
+            raise NotCompiled("a table as a value")
         return self.expr(x) if kind == "def" else self.const(x)
 
     def _field(self, e: S.Field, o: S.Expr, n: str):
-        if self.em.t(o).kind == "range":
+        if self.em.type_of(o).kind == "range":
             base, end = self.range(o)
             if n == "base":
                 return base
@@ -433,7 +429,7 @@ class _Compiler:
         if isinstance(e, S.Field) and e.name == "range":
             o = e.obj
             if isinstance(o, S.Name) and o.name == self.entry_var:
-                table = self.em.t(o).name
+                table = self.em.type_of(o).name
                 base = self.op("EKEY")
                 return base, self.op("ADD", base, self.op("EROWF", self.name(self.spec.tables[table].sized_by), KIND_INT))
             if isinstance(o, S.Index):
@@ -459,7 +455,7 @@ class _Compiler:
             return self.op("MOD", self.expr(e.left), self.expr(e.right))
         if op in ("overlaps", "contains"):
             x = self.range(e.left)
-            if op == "contains" and self.em.t(e.right).kind != "range":
+            if op == "contains" and self.em.type_of(e.right).kind != "range":
                 return self._contains_addr(x, self.expr(e.right))
             y = self.range(e.right)
             if op == "overlaps":
@@ -478,10 +474,10 @@ class _Compiler:
         return self.op("AND", self.op("LE", rng[0], x), self.op("LT", x, rng[1]))
 
     def _membership(self, e: S.Binary):
-        rt = self.em.t(e.right)
+        rt = self.em.type_of(e.right)
         if rt.kind == "table":
             return self.op("INTAB", self.expr(e.left), self.table(e.right.name))  # type: ignore[union-attr]
-        if rt.kind == "flags" or (rt.kind == "int" and self.em.t(e.left).kind == "flags"):
+        if rt.kind == "flags" or (rt.kind == "int" and self.em.type_of(e.left).kind == "flags"):
             bit = self.expr(e.left)
             return self.op("EQ", self.op("AND", self.expr(e.right), bit), bit)
         if rt.kind == "range":
@@ -495,7 +491,7 @@ class _Compiler:
         raise NotCompiled("membership")
 
     def _probe(self, q: S.Quant) -> _Temp:
-        """`exists v in T: v.range overlaps X and REST` as an index probe, as `_Emitter._direct_probe`."""
+        """`exists v in T: v.range overlaps X and REST` as an index probe, as the emitted Python probe (`Emitter.quant`)."""
         parts = self.em.probe_parts(q)
         if parts is None or self.entry_var is not None:
             raise NotCompiled("quantifier")
@@ -503,7 +499,7 @@ class _Compiler:
         if any(_has_quantifier(c) for c in rest):
             raise NotCompiled("predicate")
         other, table = conj.right, self.table(q.table)
-        if self.em.t(other).kind != "range":
+        if self.em.type_of(other).kind != "range":
             mode, (a, b) = PROBE_CONTAINING_ADDR, (self.expr(other),) * 2
         else:
             mode, (a, b) = (PROBE_OVERLAPPING if conj.op == "overlaps" else PROBE_CONTAINING), self.range(other)

@@ -472,18 +472,9 @@ def subexpressions(e: Expr | None) -> Iterator[Expr]:
                 stack.append(b)
 
 
-def tables_mentioned(e: Expr | None) -> set[str]:
-    """Names of the tables an expression reads: quantifiers, lookups and (for `x in T`) bare names.
-
-    Bare names are all returned; callers intersect with the spec's tables."""
-    out: set[str] = set()
-    for x in subexpressions(e):
-        match x:
-            case Quant(table=t) | Index(table=t):
-                out.add(t)
-            case Name(name=n):
-                out.add(n)
-    return out
+def names_in(e: Expr | None) -> set[str]:
+    """The names used in e (a local never shares its name with another: the type checker rejects that)."""
+    return {x.name for x in subexpressions(e) if isinstance(x, Name)}
 
 
 def statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

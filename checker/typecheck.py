@@ -4,6 +4,7 @@ Error codes (stable):
   E0201 unknown name                E0202 duplicate declaration       E0203 not a table / record / field
   E0204 missing or repeated header  E0205 missing status declaration  E0206 bad effect target
   E0207 record fields missing or repeated in an insert               E0208 name not allowed here
+  E0209 a call's argument or output, a quantified or pinned variable named like a declaration
   E0301 type mismatch               E0302 wrong number of arguments   E0303 not a constant expression
   E0401 duplicate rule ID           E0402 missing citation            E0403 unknown source
   E0404 bad order clause            E0405 empty citation text
@@ -81,6 +82,27 @@ class RuleInfo:
     source: S.SourceDecl | None
 
 
+LOCAL_KINDS = frozenset({"input", "output", "bound"})
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What one use of a name stands for, decided once by the type checker.
+
+    kind: input (an argument of the call), output (an output of the call), bound (the variable of
+    a quantifier or of a `pinned` declaration), var (a state variable), table, param (a
+    configuration parameter), const, enum (an enum member), flag (a flag member), def. Locals
+    (input, output, bound) never share a name with a declaration (E0209), so `name` alone says
+    which one is meant once the kind is known."""
+
+    kind: str
+    name: str
+
+    @property
+    def local(self) -> bool:
+        return self.kind in LOCAL_KINDS
+
+
 @dataclass(frozen=True, slots=True)
 class TableInfo:
     name: str
@@ -137,10 +159,49 @@ class CheckedSpec:
     calls: dict[str, CallInfo]
     rules: dict[str, RuleInfo]
     types: dict[int, Type] = field(default_factory=dict)  # id(expr node) -> type
+    bindings: dict[int, Binding] = field(default_factory=dict)  # id(Name node) -> what it stands for
+    code_values: dict[int, object] = field(default_factory=dict)  # id(status code expr) -> its value
     warnings: tuple[Diagnostic, ...] = ()
 
     def type_of(self, e: S.Expr) -> Type:
         return self.types[id(e)]
+
+    def binding(self, e: S.Name) -> Binding:
+        """What the name `e` (a node of this spec's AST) stands for; every back end asks this
+        instead of looking the name up again."""
+        return self.bindings[id(e)]
+
+    def reads(self, e: S.Expr | None, defs: bool = False) -> frozenset[Binding]:
+        """What e reads, by binding: every name it uses (locals included) and, as table bindings,
+        the tables its quantifiers and lookups range over; with `defs`, the names the definitions it
+        uses read too. The footprint analyses (replay's related events, the prover's consistency
+        checks, the generator, the diagrams) ask this instead of looking names up."""
+        out: set[Binding] = set()
+        seen: set[str] = set()
+        stack = [e]
+        while stack:
+            for x in S.subexpressions(stack.pop()):
+                match x:
+                    case S.Name():
+                        b = self.binding(x)
+                        out.add(b)
+                        if defs and b.kind == "def" and b.name not in seen:
+                            seen.add(b.name)
+                            stack.append(self.defs[b.name])
+                    case S.Quant(table=t) | S.Index(table=t):
+                        out.add(Binding("table", t))
+        return frozenset(out)
+
+    def codes_of(self, codes: S.Codes) -> tuple[frozenset | None, frozenset]:
+        """(codes, excluded) of a `fails` / `may fail` clause as values: codes None for `any`
+        (any failure), excluded the statuses `any except` leaves out. Computed by the checker."""
+        if isinstance(codes, S.AnyFailure):
+            return None, (self._code_set(codes.excluded) if codes.excluded is not None else frozenset())
+        return self._code_set(codes), frozenset()
+
+    def _code_set(self, codes: S.Expr) -> frozenset:
+        items = codes.items if isinstance(codes, S.SetLit) else (codes,)
+        return frozenset(self.code_values[id(x)] for x in items)
 
 
 # ---------------------------------------------------------------- scopes
@@ -155,11 +216,13 @@ class Scope:
     state: bool = True
     where: str = "expression"
 
-    def lookup(self, name: str) -> Type | None:
-        for group in (self.locals, self.outputs, self.inputs):
+    def lookup(self, name: str) -> tuple[str, Type] | None:
+        """(binding kind, type) of a local name, or None. Locals never share a name with each
+        other (E0202) or with a declaration (E0209), so the order of the groups does not matter."""
+        for kind, group in (("bound", self.locals), ("output", self.outputs), ("input", self.inputs)):
             for n, t in reversed(group):
                 if n == name:
-                    return t
+                    return kind, t
         return None
 
     def with_local(self, name: str, t: Type) -> "Scope":
@@ -171,6 +234,8 @@ class _Checker:
         self.ast = ast
         self.diags: list[Diagnostic] = []
         self.types: dict[int, Type] = {}
+        self.bindings: dict[int, Binding] = {}
+        self.code_values: dict[int, object] = {}
         self.globals: dict[str, tuple[str, S.Decl | None]] = {}  # name -> (category, decl)
         self.sources: dict[str, S.SourceDecl] = {}
         self.cited: set[str] = set()
@@ -197,13 +262,38 @@ class _Checker:
 
     # ------------------------------------------------------------ declarations
     def declare(self, name: str, category: str, decl: S.Decl, span: Span) -> bool:
-        if name in self.globals or name in BUILTIN_TYPES:
+        # API groups have their own namespace (only `only in` names them), so cuPVA's
+        # `group Init when vm == Init` may share its name with the enum member.
+        member = self.member_decl(name) if category != "group" else None
+        if name in self.globals or name in BUILTIN_TYPES or member is not None:
             prev = self.globals.get(name)
-            notes = (Note("first declared here", prev[1].span),) if prev and prev[1] is not None else ()
+            first = prev[1] if prev and prev[1] is not None else member
+            # Enum and flags members are declared before everything else, wherever they stand.
+            said = "first declared here" if first is not member else "also declared here, as a member"
+            notes = (Note(said, first.span),) if first is not None else ()
             self.err("E0202", f"duplicate declaration of '{name}'", span, *notes)
             return False
         self.globals[name] = (category, decl)
         return True
+
+    def member_decl(self, name: str) -> S.Decl | None:
+        """The enum or flags declaration that has a member called `name`, if any."""
+        owner = self.enum_of_member.get(name) or self.flag_member.get(name, (None,))[0]
+        return self.globals[owner][1] if owner is not None else None
+
+    def no_shadowing(self, name: str, what: str, span: Span) -> None:
+        """The shadowing rule: a local name (argument, output, quantified or pinned variable)
+        differs from every declaration, so a name means one thing in every back end (E0209).
+        Builtin type names (`addr`, `u64`, ...) are allowed: a type never appears in an expression."""
+        prev = self.globals.get(name)
+        decl, category = (prev[1], prev[0]) if prev else (self.member_decl(name), None)
+        if decl is None:
+            return
+        if category is None:
+            category = "enum member" if name in self.enum_of_member else "flag"
+        self.err("E0209", f"'{name}', {what}, has the same name as the {_CATEGORY_WORDS.get(category, category)} "
+                          f"declared at line {decl.span.line}; rename one of them", span,
+                 Note(f"the {_CATEGORY_WORDS.get(category, category)} '{name}'", decl.span))
 
     def resolve_type(self, t: S.TypeRef) -> Type:
         if t.name in INT_BOUNDS:
@@ -298,7 +388,7 @@ class _Checker:
             success=self.success, groups=self.groups, vars=self.vars, records=self.records,
             tables=self.tables, defs=self.defs, def_types=self.def_types, invariants=tuple(invariants),
             pinned=tuple(pinned),
-            calls=self.calls, rules=self.rules, types=self.types,
+            calls=self.calls, rules=self.rules, types=self.types, bindings=self.bindings, code_values=self.code_values,
             warnings=tuple(sorted(self.diags, key=_diag_key)),
         )
 
@@ -307,7 +397,7 @@ class _Checker:
             return
         self.enums[d.name] = d.members
         for m in d.members:
-            if m in self.enum_of_member or m in self.flag_member:
+            if m in self.enum_of_member or m in self.flag_member or m in self.globals or m in BUILTIN_TYPES:
                 self.err("E0202", f"enum member '{m}' is declared twice", d.span)
             self.enum_of_member[m] = d.name
 
@@ -316,7 +406,8 @@ class _Checker:
             return
         members: dict[str, int] = {}
         for name, lit in d.members:
-            if name in members or name in self.enum_of_member or name in self.flag_member:
+            if (name in members or name in self.enum_of_member or name in self.flag_member or name in self.globals
+                    or name in BUILTIN_TYPES):
                 self.err("E0202", f"flag '{name}' is declared twice", lit.span)
                 continue
             if lit.value == 0 or lit.value & (lit.value - 1):
@@ -395,8 +486,7 @@ class _Checker:
         info = self.table_or_err(d.table, d.span)
         if info is not None and info.sized_by is None:
             self.err("E0203", f"table '{d.table}' has no ranges (declare it `sized by` a field)", d.span)
-        if d.var in self.globals:
-            self.err("E0202", f"variable '{d.var}' shadows another name", d.span)
+        self.no_shadowing(d.var, "the variable of a pinned declaration", d.span)
         scope = Scope(locals=((d.var, Type("entry", d.table) if info else ANY),), where="pinned condition")
         self.expect(d.cond, BOOL, scope)
         self.add_rule(d.rule, "pinned", None, d.cite, d.span, f"pinned {d.rule}: {d.var} in {d.table}")
@@ -405,8 +495,8 @@ class _Checker:
         if d.name in self.calls:
             self.err("E0202", f"duplicate call '{d.name}'", d.span, Note("first declared here", self.calls[d.name].decl.span))
             return
-        params = self.check_args(d.params, set())
-        outputs = self.check_args(d.outputs, {n for n, _ in params})
+        params = self.check_args(d.params, set(), f"an argument of {d.name}")
+        outputs = self.check_args(d.outputs, {n for n, _ in params}, f"an output of {d.name}")
         self.calls[d.name] = CallInfo(d, params, outputs)
         inputs = Scope(inputs=params, where=f"clause of {d.name}")
         with_out = Scope(inputs=params, outputs=outputs, where=f"clause of {d.name}")
@@ -461,13 +551,14 @@ class _Checker:
         if len(effects) > 1:
             self.err("E0202", f"call {d.name} has more than one success effect", effects[1].span)
 
-    def check_args(self, args: tuple[S.ArgDecl, ...], taken: set[str]) -> tuple[tuple[str, Type], ...]:
+    def check_args(self, args: tuple[S.ArgDecl, ...], taken: set[str], what: str) -> tuple[tuple[str, Type], ...]:
         out = []
         for a in args:
             if a.name in taken:
                 self.err("E0202", f"argument '{a.name}' is declared twice", a.span)
                 continue
             taken.add(a.name)
+            self.no_shadowing(a.name, what, a.span)
             out.append((a.name, self.resolve_type(a.type)))
         return tuple(out)
 
@@ -480,8 +571,10 @@ class _Checker:
         for item in items:
             # The call's inputs are in scope so that `fails R: x when ...` says "not a constant", not "unknown name".
             self.expect(item, self.status_type, Scope(inputs=scope.inputs, state=False, where="status code"))
-            if self.constant(item) is _NOT_CONST:
+            value = self.constant(item)
+            if value is _NOT_CONST:
                 self.err("E0303", "a status code must be a constant", item.span)
+            self.code_values[id(item)] = value
         if isinstance(codes, S.SetLit):
             self.types[id(codes)] = Type("set", self.status_type.kind)
 
@@ -559,8 +652,8 @@ class _Checker:
                 return BOOL
             case S.VersionLit():
                 return VERSION
-            case S.Name(name=n):
-                return self.name_type(n, e.span, scope)
+            case S.Name():
+                return self.name_type(e, scope)
             case S.Field(obj=o, name=n):
                 return self.field_type(self.expr(o, scope), n, e.span)
             case S.Index(table=t, key=k):
@@ -586,8 +679,12 @@ class _Checker:
                 info = self.table_or_err(t, e.span)
                 if not scope.state:
                     self.err("E0208", f"state (table '{t}') cannot be used in a {scope.where}", e.span)
-                if scope.lookup(v) is not None or v in self.globals:
-                    self.err("E0202", f"quantified variable '{v}' shadows another name", e.span)
+                if scope.lookup(v) is not None:
+                    other = {"input": "an argument", "output": "an output", "bound": "a quantified variable"}
+                    self.err("E0209", f"'{v}', a quantified variable, has the same name as "
+                                      f"{other[scope.lookup(v)[0]]} in scope; rename one of them", e.span)
+                else:
+                    self.no_shadowing(v, "a quantified variable", e.span)
                 inner = scope.with_local(v, Type("entry", t) if info else ANY)
                 self.expect(b, BOOL, inner)
                 return BOOL
@@ -601,11 +698,21 @@ class _Checker:
             case _:
                 assert_never(e)
 
-    def name_type(self, n: str, span: Span, scope: Scope) -> Type:
+    def name_type(self, e: S.Name, scope: Scope) -> Type:
+        """The type of a name, recording what it binds (`CheckedSpec.bindings`): the one place
+        where names are resolved."""
+        n, span = e.name, e.span
         local = scope.lookup(n)
         if local is not None:
-            return local
+            self.bindings[id(e)] = Binding(local[0], n)
+            return local[1]
         cat = self.globals.get(n, (None,))[0]
+        if cat in ("var", "param", "const", "def", "table"):
+            self.bindings[id(e)] = Binding(cat, n)
+        elif n in self.enum_of_member:
+            self.bindings[id(e)] = Binding("enum", n)
+        elif n in self.flag_member:
+            self.bindings[id(e)] = Binding("flag", n)
         if cat == "var":
             if not scope.state:
                 self.err("E0208", f"state variable '{n}' cannot be used in a {scope.where}", span)
@@ -775,6 +882,9 @@ class _Checker:
 
 
 _NOT_CONST = object()
+_CATEGORY_WORDS = {"var": "state variable", "param": "configuration parameter", "const": "constant",
+                   "def": "definition", "flags": "flags type", "enum": "enum type", "source": "source",
+                   "group": "API group"}
 
 
 def normalise_version(parts) -> tuple[int, ...]:

@@ -161,7 +161,7 @@ def test_versions_compare_as_numbers_and_normalise():
     ("record R { size: u64 }\ntable t: addr -> R sized by length\n", "E0203"),
     ("record R { size: u64 }\ntable t: Mode -> R sized by size\n", "E0201"),
     ("record R { size: u64 }\ntable t: addr -> R\ndef d = exists r in t: r.range.size > 0\n", "E0203"),
-    ("record R { size: u64 }\ntable t: addr -> R sized by size\ndef r = 1\ndef d = exists r in t: true\n", "E0202"),
+    ("record R { size: u64 }\ntable t: addr -> R sized by size\ndef r = 1\ndef d = exists r in t: true\n", "E0209"),
     ("const A: int = B\nconst B: int = 1\n", "E0201 E0303"),  # constants only use earlier constants
     ("var v: int = 0\nconst C: int = v\n", "E0208 E0303"),
     ("def d = aligned(1)\n", "E0302"),
@@ -190,3 +190,113 @@ def test_status_code_must_be_constant_names_the_real_problem():
 def test_missing_header_and_duplicate_status():
     assert codes('source DOC "d" "t"\nstatus int success 0\n') == ["E0204"]
     assert codes(HEADER + "status int success 1\n") == ["E0202"]
+
+
+# ---------------------------------------------------------------- one meaning per name (E0209, bindings)
+
+def _names_of(spec) -> list[S.Name]:
+    import dataclasses
+
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                yield from walk(y)
+        elif dataclasses.is_dataclass(x):
+            yield x
+            for f in dataclasses.fields(x):
+                if f.name != "span":
+                    yield from walk(getattr(x, f.name))
+    return [x for x in walk(spec.ast) if isinstance(x, S.Name)]
+
+
+@pytest.mark.parametrize("name", ["acl", "cupva", "tests/data/ops.spec"])
+def test_every_name_of_a_checked_spec_has_one_binding(name):
+    spec = load_spec(name)
+    names = _names_of(spec)
+    assert names and all(id(n) in spec.bindings for n in names)
+    for n in names:
+        b = spec.binding(n)
+        assert b.name == n.name
+        if b.kind == "var":
+            assert n.name in spec.vars
+        elif b.kind == "table":
+            assert n.name in spec.tables
+        elif b.kind in ("param", "const", "def"):
+            assert n.name in {"param": spec.params, "const": spec.consts, "def": spec.defs}[b.kind]
+        elif b.kind == "enum":
+            assert n.name in spec.enum_of_member
+        elif b.kind == "flag":
+            assert n.name in spec.flag_member
+        else:
+            assert b.local and b.kind in ("input", "output", "bound")
+
+
+def test_bindings_say_which_declaration_a_name_means():
+    spec = check(HEADER + """
+param strict: bool = true
+const PAGE: u64 = 4096
+enum Mode { Init, Run }
+flags F: u32 { MAPPED = 0x2 }
+record R { size: u64 }
+table regs: addr -> R sized by size
+var mode: Mode = Init
+def running = mode == Run
+call c(p: addr, f: F) -> (out: u64) {
+  fails T-E: 1 when strict and p % PAGE != 0 and MAPPED in f and running and (exists r in regs: r.key == p)
+    cite DOC "e"
+  ensures T-O: out > 0
+    cite DOC "o"
+  effect T-X: { mode = Run }
+    cite DOC "x"
+}
+""")
+    kinds = {}
+    for n in _names_of(spec):
+        kinds.setdefault(n.name, set()).add(spec.binding(n).kind)
+    assert kinds == {"strict": {"param"}, "p": {"input"}, "PAGE": {"const"}, "MAPPED": {"flag"}, "f": {"input"},
+                     "running": {"def"}, "mode": {"var"}, "Run": {"enum"}, "r": {"bound"}, "out": {"output"},
+                     "Init": {"enum"}}
+
+
+SHADOWING = [
+    ("var x: int = 0\ncall c(x: int) {\n  effect T-X: { x = x }\n    cite DOC \"x\"\n}\n", "state variable"),
+    ("const K: int = 1\ncall c(K: int) {\n}\n", "constant"),
+    ("param K: int = 1\ncall c(K: int) {\n}\n", "configuration parameter"),
+    ("def K = 1\ncall c(K: int) {\n}\n", "definition"),
+    ("enum E { K }\ncall c(K: int) {\n}\n", "enum member"),
+    ("flags F: u32 { K = 0x1 }\ncall c(K: u32) {\n}\n", "flag"),
+    ("record R { size: u64 }\ntable K: addr -> R\ncall c() -> (K: addr) {\n}\n", "table"),
+    ("record K { size: u64 }\ncall c(K: int) {\n}\n", "record"),
+    ("enum K { A }\ncall c(K: int) {\n}\n", "enum type"),
+    ("group K when true\ncall c(K: int) {\n}\n", "API group"),
+    ("call c(DOC: int) {\n}\n", "source"),
+    ("var K: int = 0\nrecord R { size: u64 }\ntable t: addr -> R sized by size\ninvariant T-I: forall K in t: true\n"
+     "  cite DOC \"i\"\n", "state variable"),
+    ("var K: int = 0\nrecord R { size: u64 }\ntable t: addr -> R sized by size\npinned T-P: K in t where true\n"
+     "  cite DOC \"p\"\n", "state variable"),
+]
+
+
+@pytest.mark.parametrize("snippet, what", SHADOWING)
+def test_a_local_named_like_a_declaration_is_rejected(snippet, what):
+    diags = [d for d in errors(HEADER + snippet) if d.code == "E0209"]
+    assert len(diags) == 1 and f"the {what} declared at line" in diags[0].message
+    assert diags[0].notes and diags[0].notes[0].span.line > 0
+
+
+def test_a_quantified_variable_named_like_an_argument_is_rejected():
+    diags = errors(HEADER + "record R { size: u64 }\ntable t: addr -> R sized by size\n"
+                   "call c(p: addr) {\n  fails T-E: 1 when exists p in t: true\n    cite DOC \"e\"\n}\n")
+    assert [d.code for d in diags] == ["E0209"] and "an argument in scope" in diags[0].message
+
+
+def test_names_of_builtin_types_and_groups_like_members_are_allowed():
+    # `munmap(addr: addr, ...)` as recorders write it; cuPVA's `group Init when vm == Init`.
+    spec = check(HEADER + "enum Phase { Init }\nvar vm: Phase = Init\ngroup Init when vm == Init\n"
+                 "event munmap(addr: addr, length: u64) {\n  usage T-G: only in Init\n    cite DOC \"g\"\n}\n")
+    assert [n for n, _ in spec.calls["munmap"].params] == ["addr", "length"]
+
+
+def test_an_enum_member_named_like_another_declaration_is_a_duplicate():
+    assert "E0202" in codes(HEADER + "var Ready: bool = false\nenum State { Ready }\n")
+    assert "E0202" in codes(HEADER + "const Done: int = 1\nflags F: u32 { Done = 0x1 }\n")
