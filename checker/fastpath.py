@@ -47,8 +47,9 @@ from .typecheck import Type, value_bounds
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace
 # What `FastPath.decode` raises for a line not in the fast path's shape. Older msgspec releases
-# (0.18) let invalid UTF-8 in a tag through as a UnicodeDecodeError, a ValueError.
-DECODE_ERRORS = (msgspec.DecodeError, ValueError)
+# (0.18) let invalid UTF-8 in a tag through as a UnicodeDecodeError, a ValueError. msgspec recurses
+# while skipping deeply nested values: such a line goes to the general path, which reports it (T0701).
+DECODE_ERRORS = (msgspec.DecodeError, ValueError, RecursionError)
 
 
 class FastPath(NamedTuple):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from .diagnostics import RegcheckError, error
+from .files import open_input
 from .parser import parse_spec
 from .source import SourceFile, Span
 from .typecheck import CheckedSpec, check_spec
@@ -25,21 +27,44 @@ def bundled_spec_names() -> tuple[str, ...]:
     return tuple(sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".spec")))
 
 
-def read_spec_source(name_or_path: str) -> SourceFile:
-    """A bundled spec name or a path; E0601 when neither exists, E0602 when it is not UTF-8."""
+MAX_SPEC_BYTES = 1 << 20  # 1 MiB: the bundled specs are about 15 KB; a larger file is E0604
+
+
+def _is_file(p) -> bool:
+    try:
+        return p.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceFile:
+    """A bundled spec name or a path; E0601 when neither exists (or the path is not a regular
+    file), E0602 when it is not UTF-8, E0604 when it is larger than `max_bytes` (MAX_SPEC_BYTES)."""
+    limit = MAX_SPEC_BYTES if max_bytes is None else max_bytes
     path = Path(name_or_path)
-    bundled = "/" not in name_or_path and path.suffix != ".spec" and _spec_dir().joinpath(f"{name_or_path}.spec").is_file()
+    bundled = ("/" not in name_or_path and path.suffix != ".spec"
+               and _is_file(_spec_dir().joinpath(f"{name_or_path}.spec")))
     # A bundled name wins over a directory (or other non-file) of the same name in the working directory.
-    if not bundled and (path.suffix == ".spec" or path.exists() or "/" in name_or_path):
+    if not bundled and (path.suffix == ".spec" or _exists(path) or "/" in name_or_path):
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise RegcheckError([error("E0601", f"cannot read spec '{name_or_path}': {exc.strerror}",
-                                       Span(name_or_path, 0, 0))]) from None
+            with open_input(name_or_path, "E0601", f"spec '{name_or_path}'", "read") as f:
+                data = f.read(limit + 1)
+        except ValueError:  # a NUL byte in the path
+            raise RegcheckError([error("E0601", f"cannot read spec {name_or_path!r}: not a file name")]) from None
+        if len(data) > limit:
+            raise RegcheckError([error("E0604", f"spec '{name_or_path}' is larger than {limit} bytes, the "
+                                       "maximum spec size", Span(name_or_path, 0, 0))])
         display = name_or_path
     else:
         res = _spec_dir().joinpath(f"{name_or_path}.spec")
-        if not res.is_file():
+        if not _is_file(res):
             known = ", ".join(bundled_spec_names())
             raise RegcheckError([error("E0601", f"unknown spec '{name_or_path}' (bundled specs: {known}; or give a path)")])
         data = res.read_bytes()
@@ -51,8 +76,49 @@ def read_spec_source(name_or_path: str) -> SourceFile:
     return SourceFile.of(display, text)
 
 
+MAX_NESTING = 100  # the deepest AST a spec may have (expressions nested in clauses in calls); deeper is E0104
+
+
 def check_source(src: SourceFile) -> CheckedSpec:
-    return check_spec(parse_spec(src.text, src.path))
+    """Parse and check; a spec nested deeper than MAX_NESTING (251 `and` terms, 5,000 `not`s) is
+    E0104 before any recursive pass sees it."""
+    try:
+        spec = parse_spec(src.text, src.path)
+    except RecursionError:
+        raise _too_deep(f"more than the parser can nest (at most {MAX_NESTING} levels are allowed)",
+                        Span(src.path, 0, 0)) from None
+    depth, span = _deepest(spec)
+    if depth > MAX_NESTING:
+        raise _too_deep(f"{depth} levels, more than the {MAX_NESTING} allowed; split the expression with "
+                        "`def`s", span)
+    try:
+        return check_spec(spec)
+    except RecursionError:  # a pass that recurses more per level than the limit allows for
+        raise _too_deep(f"too deep to check (at most {MAX_NESTING} levels are allowed)", Span(src.path, 0, 0)) from None
+
+
+def _too_deep(what: str, span: Span) -> RegcheckError:
+    return RegcheckError([error("E0104", f"the spec nests too deeply: {what}", span)])
+
+
+def _deepest(root) -> tuple[int, Span]:
+    """The depth of the deepest node of an AST (iteratively: no recursion) and that node's span."""
+    best, where = 0, Span("", 0, 0)
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > best:
+            best = depth
+            where = getattr(node, "span", where) or where
+        if isinstance(node, (tuple, list)):
+            stack.extend((x, depth) for x in node)
+        elif is_dataclass(node) and not isinstance(node, (Span, type)):
+            for f in fields(node):
+                if f.name != "span":
+                    child = getattr(node, f.name)
+                    if isinstance(child, (tuple, list)) or is_dataclass(child):
+                        stack.append((child, depth + 1))
+    return best, where
 
 
 @lru_cache(maxsize=16)

@@ -13,12 +13,15 @@ and `CorpusReport` aggregates them (verdicts, events, findings by rule ID).
 Environment error codes (X08xx):
   X0820 --dask given but dask.distributed is not installed (pip install 'regcheck[dask]')
   X0821 the Dask scheduler at the address cannot be reached
+  X0822 the Dask cluster stopped replaying: no worker for DASK_NO_WORKERS_S seconds, or a trace's
+        worker died on it repeatedly (the message names the traces not replayed)
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -30,6 +33,8 @@ from .replay import ReplayReport, replay_events, semantics_for
 from .trace import read_trace
 
 DASK_CONNECT_TIMEOUT_S = 10
+DASK_NO_WORKERS_S = 60  # how long a corpus waits for a cluster that has no worker left
+DASK_POLL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,7 @@ def _on_dask(paths: Sequence[str], spec_name: str | None, max_findings: int | No
              done: Callable[[TraceOutcome], None]) -> list[TraceOutcome]:
     try:
         from dask.distributed import Client, as_completed as dask_completed
+        from distributed.scheduler import KilledWorker
     except ImportError:
         raise RegcheckError([error("X0820", "--dask needs the dask.distributed package: "
                                    "pip install 'regcheck[dask]'")]) from None
@@ -140,13 +146,45 @@ def _on_dask(paths: Sequence[str], spec_name: str | None, max_findings: int | No
         futures = [client.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p, pure=False) for p in paths]
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[TraceOutcome | None] = [None] * len(paths)
-        for fut in dask_completed(futures, loop=client.loop):
-            outcome = fut.result()
-            results[index[fut.key]] = outcome
-            done(outcome)
+        completed = dask_completed(futures, loop=client.loop)
+        left = len(futures)
+        idle_since: float | None = None
+        while left:
+            finished = completed.next_batch(block=False)
+            if not finished:
+                time.sleep(DASK_POLL_S)
+            left -= len(finished)
+            for fut in finished:
+                try:
+                    outcome = fut.result()
+                except KilledWorker as exc:
+                    raise _stalled(paths, results, f"a worker died replaying it repeatedly ({exc})") from None
+                results[index[fut.key]] = outcome
+                done(outcome)
+            if finished or _workers(client):
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > DASK_NO_WORKERS_S:
+                raise _stalled(paths, results, f"the cluster at {address} has had no worker for "
+                                               f"{DASK_NO_WORKERS_S} s")
         return results  # type: ignore[return-value]
     finally:
         client.close()
+
+
+def _workers(client) -> int:
+    try:
+        return len(client.scheduler_info().get("workers", {}))
+    except (OSError, TimeoutError):
+        return 0
+
+
+def _stalled(paths: Sequence[str], results: Sequence[TraceOutcome | None], why: str) -> RegcheckError:
+    missing = [p for p, r in zip(paths, results) if r is None]
+    shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    return RegcheckError([error("X0822", f"replay on Dask stopped: {why}; {len(missing)} of {len(paths)} traces "
+                                         f"not replayed: {shown}")])
 
 
 def _preload(path: str, spec_name: str | None) -> None:

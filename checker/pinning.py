@@ -25,6 +25,7 @@ Arenas are not thread-safe; use one from one thread.
 from __future__ import annotations
 
 import atexit
+import bisect
 import ctypes
 import errno as errno_codes
 import mmap
@@ -33,7 +34,7 @@ import signal
 from dataclasses import dataclass, field
 from enum import Enum
 from types import FrameType
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from .diagnostics import RegcheckError, error
 
@@ -162,25 +163,147 @@ def _page_ceil(address: int) -> int:
     return _page_floor(address + PAGE_SIZE - 1)
 
 
-def _pages(address: int, size: int) -> range:
-    """Pages touched by [address, address + size), rounded out to page boundaries."""
-    return range(_page_floor(address), _page_ceil(address + size), PAGE_SIZE)
-
-
-def _runs(pages: Iterable[int]) -> list[tuple[int, int]]:
-    """Sorted page addresses grouped into (start, length) runs of consecutive pages."""
-    runs: list[tuple[int, int]] = []
-    for page in sorted(pages):
-        if runs and runs[-1][0] + runs[-1][1] == page:
-            runs[-1] = (runs[-1][0], runs[-1][1] + PAGE_SIZE)
-        else:
-            runs.append((page, PAGE_SIZE))
-    return runs
-
-
 def _require_size(size: int) -> None:
     if not isinstance(size, int) or size <= 0:
         raise ValueError(f"size must be a positive int, not {size!r}")
+
+
+# --- lock counts by range ------------------------------------------------------------------------
+
+
+class _LockCounts:
+    """Lock counts over page-aligned address ranges: disjoint segments [start, end) with a count >= 1.
+
+    Every operation costs time in the number of segments it touches, never in pages, so a 1 TiB
+    range costs what a 4 KiB one does.
+    """
+
+    __slots__ = ("_starts", "_segs", "total")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []  # sorted segment starts
+        self._segs: dict[int, list[int]] = {}  # start -> [end, count]
+        self.total = 0  # bytes with a count >= 1
+
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
+    def clear(self) -> None:
+        self._starts.clear()
+        self._segs.clear()
+        self.total = 0
+
+    def segments(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int, int]]:
+        """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
+        i = bisect.bisect_right(self._starts, lo) - 1
+        if i < 0:
+            i = 0
+        for start in self._starts[i:]:
+            end, count = self._segs[start]
+            if hi is not None and start >= hi:
+                break
+            if end <= lo:
+                continue
+            yield max(start, lo), end if hi is None else min(end, hi), count
+
+    def covered(self, lo: int, hi: int) -> int:
+        """Bytes of [lo, hi) with a count >= 1."""
+        return sum(e - s for s, e, _ in self.segments(lo, hi))
+
+    def gaps(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """(start, length) runs of [lo, hi) with no count."""
+        out, at = [], lo
+        for s, e, _ in self.segments(lo, hi):
+            if s > at:
+                out.append((at, s - at))
+            at = e
+        if at < hi:
+            out.append((at, hi - at))
+        return out
+
+    def runs_at(self, lo: int, hi: int, count: int) -> list[tuple[int, int]]:
+        """(start, length) runs of [lo, hi) whose count is exactly `count`, adjacent ones merged."""
+        out: list[tuple[int, int]] = []
+        for s, e, c in self.segments(lo, hi):
+            if c != count:
+                continue
+            if out and out[-1][0] + out[-1][1] == s:
+                out[-1] = (out[-1][0], out[-1][1] + e - s)
+            else:
+                out.append((s, e - s))
+        return out
+
+    def add(self, lo: int, hi: int, delta: int) -> None:
+        """Add `delta` (+1 or -1) to every byte of [lo, hi); a count reaching 0 is dropped. A -1 must
+        only be applied where every byte has a count."""
+        self._split(lo)
+        self._split(hi)
+        if delta > 0:
+            for start, length in self.gaps(lo, hi):
+                self._insert(start, start + length, 0)
+        i = bisect.bisect_left(self._starts, lo)
+        while i < len(self._starts) and self._starts[i] < hi:
+            start = self._starts[i]
+            seg = self._segs[start]
+            seg[1] += delta
+            if seg[1] == 0:
+                self.total -= seg[0] - start
+                del self._segs[start]
+                del self._starts[i]
+                continue
+            i += 1
+        self._merge_around(lo, hi)
+
+    def drop(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Forget every count in [lo, hi); returns the (start, length) runs that had one."""
+        held = [(s, e - s) for s, e, _ in self.segments(lo, hi)]
+        self._split(lo)
+        self._split(hi)
+        i = bisect.bisect_left(self._starts, lo)
+        while i < len(self._starts) and self._starts[i] < hi:
+            start = self._starts.pop(i)
+            self.total -= self._segs.pop(start)[0] - start
+        merged: list[tuple[int, int]] = []
+        for s, n in held:
+            if merged and merged[-1][0] + merged[-1][1] == s:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((s, n))
+        return merged
+
+    def pages(self, page_size: int) -> dict[int, int]:
+        """Page address -> count (for inspection: one entry per locked page)."""
+        return {p: c for s, e, c in self.segments() for p in range(s, e, page_size)}
+
+    def _insert(self, start: int, end: int, count: int) -> None:
+        bisect.insort(self._starts, start)
+        self._segs[start] = [end, count]
+        self.total += end - start
+
+    def _split(self, at: int) -> None:
+        """Make `at` a segment boundary if a segment spans it."""
+        i = bisect.bisect_right(self._starts, at) - 1
+        if i < 0:
+            return
+        start = self._starts[i]
+        seg = self._segs[start]
+        if start < at < seg[0]:
+            self._segs[at] = [seg[0], seg[1]]
+            seg[0] = at
+            self._starts.insert(i + 1, at)
+
+    def _merge_around(self, lo: int, hi: int) -> None:
+        """Join neighbouring segments with equal counts in and at the edges of [lo, hi)."""
+        i = max(bisect.bisect_left(self._starts, lo) - 1, 0)
+        while i + 1 < len(self._starts) and self._starts[i] <= hi:
+            a, b = self._starts[i], self._starts[i + 1]
+            sa, sb = self._segs[a], self._segs[b]
+            if sa[0] == b and sa[1] == sb[1]:
+                sa[0] = sb[0]
+                del self._segs[b]
+                del self._starts[i + 1]
+            else:
+                i += 1
 
 
 # --- regions --------------------------------------------------------------------------------------
@@ -231,7 +354,7 @@ class PinnedArena:
         self.max_locked_bytes = max_locked_bytes
         self._calls = calls if calls is not None else libc_calls()
         self._mappings: dict[int, _Mapping] = {}  # by map_address
-        self._counts: dict[int, int] = {}  # page address -> lock count, only counts > 0
+        self._counts = _LockCounts()  # lock counts by page-aligned range, only counts > 0
         self._closed = False
         _LIVE.add(self)
 
@@ -318,9 +441,6 @@ class PinnedArena:
         """The buffer or alias whose usable bytes include `address`, if any."""
         return self._find(address, 1)
 
-    def regions(self) -> tuple[Region, ...]:
-        return tuple(sorted((m.region for m in self._mappings.values()), key=lambda r: r.address))
-
     # -- locking
 
     def lock(self, address: int, size: int) -> None:
@@ -332,41 +452,39 @@ class PinnedArena:
         self._require_open()
         _require_size(size)
         self._owner(address, size)
-        pages = _pages(address, size)
-        fresh = [p for p in pages if p not in self._counts]
-        wanted = self.locked_bytes() + len(fresh) * PAGE_SIZE
+        lo, hi = _page_floor(address), _page_ceil(address + size)
+        fresh = self._counts.gaps(lo, hi)  # the cap is checked first, on lengths: no per-page work
+        wanted = self._counts.total + sum(n for _, n in fresh)
         if wanted > self.max_locked_bytes:
             raise PinningFailed(
                 errno_codes.ENOMEM,
                 f"locking {_show(address, size)} would lock {wanted} bytes, over the cap of {self.max_locked_bytes}",
                 CODE_CAP_EXCEEDED,
             )
-        self._apply(_runs(fresh), self._calls.mlock, self._calls.munlock, "mlock")
-        for page in pages:
-            self._counts[page] = self._counts.get(page, 0) + 1
+        self._apply(fresh, self._calls.mlock, self._calls.munlock, "mlock")
+        self._counts.add(lo, hi, 1)
 
     def unlock(self, address: int, size: int) -> None:
         """Count one lock less on each page of the range; `munlock` the pages whose count reaches 0."""
         self._require_open()
         _require_size(size)
         self._owner(address, size)
-        pages = _pages(address, size)
-        if any(p not in self._counts for p in pages):
+        lo, hi = _page_floor(address), _page_ceil(address + size)
+        if self._counts.gaps(lo, hi):
             raise NotLocked(address, size)
-        last = [p for p in pages if self._counts[p] == 1]
-        self._apply(_runs(last), self._calls.munlock, self._calls.mlock, "munlock")
-        for page in pages:
-            self._drop_count(page)
+        self._apply(self._counts.runs_at(lo, hi, 1), self._calls.munlock, self._calls.mlock, "munlock")
+        self._counts.add(lo, hi, -1)
 
     def locked_pages(self) -> dict[int, int]:
         """Page address -> lock count, for every page the arena holds locked."""
-        return dict(sorted(self._counts.items()))
+        return self._counts.pages(PAGE_SIZE)
 
     def locked_bytes(self) -> int:
-        return len(self._counts) * PAGE_SIZE
+        return self._counts.total
 
     def is_locked(self, address: int) -> bool:
-        return _page_floor(address) in self._counts
+        page = _page_floor(address)
+        return self._counts.covered(page, page + PAGE_SIZE) > 0
 
     # -- what the kernel says
 
@@ -409,9 +527,9 @@ class PinnedArena:
             return
         self._closed = True
         _LIVE.discard(self)
-        for start, length in _runs(self._counts):
+        for start, end, _ in list(self._counts.segments()):
             # A failure here is harmless: unmapping below drops any lock that is left.
-            self._calls.munlock(start, length)
+            self._calls.munlock(start, end - start)
         self._counts.clear()
         for mapping in list(self._mappings.values()):
             self._unmap(mapping)
@@ -474,20 +592,11 @@ class PinnedArena:
                 raise PinningFailed(err, f"{name} of {_show(start, length)} failed: {_strerror(err)}")
             done.append((start, length))
 
-    def _drop_count(self, page: int) -> None:
-        if self._counts[page] == 1:
-            del self._counts[page]
-        else:
-            self._counts[page] -= 1
-
     def _release(self, mapping: _Mapping) -> None:
         region = mapping.region
-        held = [p for p in range(region.map_address, region.map_address + region.map_length, PAGE_SIZE) if p in self._counts]
-        for start, length in _runs(held):
+        for start, length in self._counts.drop(region.map_address, region.map_address + region.map_length):
             # Unmapping drops the lock even if this fails, so the error is not worth raising.
             self._calls.munlock(start, length)
-        for page in held:
-            del self._counts[page]
         self._unmap(mapping)
         del self._mappings[region.map_address]
 

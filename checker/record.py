@@ -36,6 +36,7 @@ from typing import Mapping, Sequence
 from . import __version__
 from .diagnostics import Diagnostic, RegcheckError, error, warning
 from .load import load_spec
+from .files import OutputFile, cannot_write
 from .semantics import resolve_config
 from .trace import TraceHeader, TraceWriter
 
@@ -69,7 +70,7 @@ class RecordResult:
     status: int  # the program's exit status, as a shell reports it (128 + N for signal N)
     signal: int | None  # the signal that ended the program, if one did
     output: str  # the trace written
-    events: int  # event lines in the trace
+    events: int | None  # event lines in the trace (None: written to a pipe or device, not counted)
     recorded_pid: int | None  # the process whose calls are in the trace (None: no event written)
     interposer: str  # the shared object that was preloaded
     warnings: tuple[Diagnostic, ...] = ()
@@ -267,10 +268,27 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     warnings = program_warnings(program)
     output = os.path.abspath(os.fspath(output))
     meta = {"recorder": f"regcheck record {__version__}", "program": list(argv), "interposer": interposer.name}
+    # The header only; the interposer appends the events. A device or FIFO is written in place, never
+    # replaced, and held open while the program runs (so that a FIFO's reader does not see its end early).
+    target = OutputFile(output, CODE_CANNOT_WRITE)
     try:
-        TraceWriter(output, TraceHeader(spec, env, meta=meta)).close()
+        TraceWriter(target.file, TraceHeader(spec, env, meta=meta)).close()
     except OSError as exc:
-        raise RegcheckError([error(CODE_CANNOT_WRITE, f"cannot write the trace {output}: {exc.strerror or exc}")]) from None
+        target.abort()
+        raise cannot_write(output, exc, CODE_CANNOT_WRITE) from None
+    if not target.special:
+        target.commit()
+    try:
+        done, recorded_pid = _run_recorded(argv, program, interposer, output, environ)
+    finally:
+        target.commit()
+    code = done.returncode
+    status, signal = (code, None) if code >= 0 else (128 - code, -code)
+    return RecordResult(status, signal, output, _count_events(output), recorded_pid, str(interposer), warnings)
+
+
+def _run_recorded(argv, program: str, interposer: Path, output: str, environ: Mapping[str, str]):
+    """Run the program with the interposer preloaded; (the completed process, the recording pid)."""
     with tempfile.TemporaryDirectory(prefix="regcheck-record-") as scratch:
         claim = os.path.join(scratch, "owner")
         child_env = dict(environ)
@@ -282,10 +300,7 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
             done = subprocess.run(list(argv), executable=program, env=child_env, check=False)
         except OSError as exc:
             raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: {exc.strerror or exc}")]) from None
-        recorded_pid = _read_pid(claim)
-    code = done.returncode
-    status, signal = (code, None) if code >= 0 else (128 - code, -code)
-    return RecordResult(status, signal, output, _count_events(output), recorded_pid, str(interposer), warnings)
+        return done, _read_pid(claim)
 
 
 def _read_pid(path: str) -> int | None:
@@ -296,9 +311,12 @@ def _read_pid(path: str) -> int | None:
         return None
 
 
-def _count_events(path: str) -> int:
-    """Non-blank lines after the header (the trace is checked when it is replayed, not here)."""
+def _count_events(path: str) -> int | None:
+    """Non-blank lines after the header (the trace is checked when it is replayed, not here); None
+    when the output is not a regular file (a pipe, /dev/stdout or a FIFO cannot be read back)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as f:
             return max(0, sum(1 for line in f if line.strip()) - 1)
     except OSError:

@@ -69,7 +69,9 @@ def shrink_trace(path: str, spec_name: str | None = None) -> ShrinkResult:
     header, events = read_trace(path)
     all_events = list(events)
     sem = semantics_for(header, spec_name, path)
-    target = first_violation(sem, all_events)
+    # The whole trace's input errors are the user's to see (a candidate's are just "not kept").
+    report = replay_events(sem, all_events, path)
+    target = next((f for f in report.findings if f.kind != "unspecified"), None)
     if target is None:
         raise RegcheckError([error("T0740", "the trace has no usage or conformance finding: nothing to shrink",
                                    Span(path, 1, 1))])

@@ -26,6 +26,7 @@ import orjson
 
 from .diagnostics import RegcheckError, error
 from .generate import ConformanceTest, Expectation, RuleCoverage, Suite
+from .files import make_directory, write_output
 from .source import Span
 from .trace import TraceEvent, TraceHeader, read_trace, read_trace_text, write_trace
 
@@ -61,8 +62,7 @@ def format_test(test: ConformanceTest) -> str:
 
 def write_suite(directory: str | os.PathLike, suite: Suite) -> list[str]:
     """Write every test and the index; returns the paths written (the index last)."""
-    root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
+    root = make_directory(directory)
     written = []
     entries = []
     for t in suite.tests:
@@ -73,7 +73,7 @@ def write_suite(directory: str | os.PathLike, suite: Suite) -> list[str]:
                         "description": t.description, "covers": list(t.covers)})
     index = {"regcheck_suite": SUITE_VERSION, "spec": suite.spec, "configs": [dict(c) for c in suite.configs],
              "stats": dict(suite.stats), "tests": entries, "coverage": [c.to_json() for c in suite.coverage]}
-    (root / INDEX).write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
+    write_output(root / INDEX, orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
     written.append(str(root / INDEX))
     return written
 

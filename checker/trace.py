@@ -21,7 +21,8 @@ Error codes (stable):
   T0709 truncated last line: no newline at end of file and not valid JSON
   T0710 unknown field (header or event)
   T0711 bad timestamps: negative, only one of t0/t1, or t1 < t0
-  T0712 trace file cannot be opened or read
+  T0712 trace file cannot be opened or read (also: not a regular file, such as a FIFO or a device)
+  T0713 line longer than the maximum line length (`MAX_LINE_BYTES`, `--max-line-bytes`)
 
 Integers in `args`, `out` and `ret` are JSON integers or `"0x..."` strings (optional leading
 `-`, either case). Decimal strings are not integers: a string in `args`, `out` or `ret` whose
@@ -40,9 +41,13 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 import orjson
 
 from .diagnostics import RegcheckError, error
+from .files import OutputFile, open_input
 from .source import Span
 
 TRACE_VERSION = 1
+DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB, without the line's end; `set_max_line_bytes` changes it
+_max_line_bytes = DEFAULT_MAX_LINE_BYTES
+EXCERPT_BYTES = 60  # how much of an over-long line a diagnostic quotes
 INT_MIN = -(1 << 63)  # the range of a JSON integer in a trace: int64_t .. uint64_t
 INT_MAX = (1 << 64) - 1
 
@@ -445,23 +450,72 @@ def _undecodable(exc: orjson.JSONDecodeError, raw: bytes, path: str, lineno: int
 
 # ---------------------------------------------------------------- reading
 
+def set_max_line_bytes(n: int) -> None:
+    """The longest line (in bytes, without its end) that trace files opened from now on may have;
+    a longer one is T0713. The default is DEFAULT_MAX_LINE_BYTES (1 MiB)."""
+    global _max_line_bytes
+    if n < 1:
+        raise ValueError("the maximum line length must be at least 1 byte")
+    _max_line_bytes = n
+
+
+def max_line_bytes() -> int:
+    return _max_line_bytes
+
+
+class LineTooLong(OSError):
+    """Reading stopped at a line longer than the limit (an OSError, so every reading loop passes it on)."""
+
+    def __init__(self, limit: int, head: bytes):
+        super().__init__(f"line longer than {limit} bytes")
+        self.limit = limit
+        self.head = head
+
+
+def _bounded_lines(f: BinaryIO, limit: int) -> Iterator[bytes]:
+    """The lines of `f`, each read with at most `limit` bytes (+ its `\n`) in memory: a longer
+    line raises LineTooLong instead of being read whole."""
+    cap = limit + 2  # room for "\r\n"
+    readline = f.readline
+
+    def next_line() -> bytes:
+        raw = readline(cap)
+        if len(raw) > limit:  # rare: see whether the line without its end fits
+            body = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith(b"\n") else raw
+            if len(body) > limit:
+                raise LineTooLong(limit, raw[:EXCERPT_BYTES])
+        return raw
+
+    return iter(next_line, b"")
+
+
+def _read_failure(exc: OSError, path: str, lineno: int) -> RegcheckError:
+    """The diagnostic for a read that failed after line `lineno`."""
+    if isinstance(exc, LineTooLong):
+        head = exc.head.decode("utf-8", "replace")
+        return RegcheckError([error(
+            "T0713", f"line {lineno + 1} is longer than {exc.limit} bytes, the maximum line length "
+                     f"(raise it with --max-line-bytes); it starts {head!r}...", Span(path, lineno + 1, 1))])
+    return RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(path, lineno, 1))])
+
+
 def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, "EventStream"]:
     """Open a trace file: its header now, its events as a lazy iterator.
 
-    Header errors raise here; event errors raise from the iterator at the bad line. The file
-    stays open until the iterator is exhausted, fails or is closed (`events.close()`).
+    Only a regular file is read (a FIFO or a device is T0712), and no line may be longer than
+    `max_line_bytes()` (T0713). Header errors raise here; event errors raise from the iterator at
+    the bad line. The file stays open until the iterator is exhausted, fails or is closed
+    (`events.close()`).
     """
     where = os.fspath(path)
+    f = open_input(where, "T0712", "trace")
+    lines = _bounded_lines(f, _max_line_bytes)
     try:
-        f = open(where, "rb")
-    except OSError as exc:
-        raise RegcheckError([error("T0712", f"cannot open trace: {exc.strerror or exc}", Span(where, 0, 0))]) from None
-    try:
-        header, lineno = _read_header(f, where, True)
+        header, lineno = _read_header(lines, where, True)
     except BaseException:
         f.close()
         raise
-    return header, EventStream(f, where, lineno, True, f)
+    return header, EventStream(lines, where, lineno, True, f)
 
 
 def read_trace_lines(lines: Iterable[bytes | str], path: str = "<memory>") -> tuple[TraceHeader, "EventStream"]:
@@ -537,7 +591,7 @@ class EventStream:
             raise _located(bad, raw, self.path, lineno) from None
 
     def read_error(self, exc: OSError, lineno: int) -> RegcheckError:
-        return RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(self.path, lineno, 1))])
+        return _read_failure(exc, self.path, lineno)
 
 
 UNDECODED = object()  # `EventStream.event`: the line has not been decoded yet
@@ -559,7 +613,7 @@ def _read_header(lines: Iterable[bytes], path: str, at_eof_needs_newline: bool) 
             except _Bad as bad:
                 raise _located(bad, raw, path, lineno) from None
     except OSError as exc:
-        raise RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(path, lineno, 1))]) from None
+        raise _read_failure(exc, path, lineno) from None
     raise RegcheckError([error(
         "T0703", 'the trace is empty: expected a header line {"regcheck": 1, "spec": ..., "env": {...}}',
         Span(path, 1, 1),
@@ -586,7 +640,7 @@ def _events(lines: Iterable[bytes], path: str, lineno: int, at_eof_needs_newline
                 raise _located(bad, raw, path, lineno) from None
             yield event
     except OSError as exc:
-        raise RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(path, lineno, 1))]) from None
+        raise _read_failure(exc, path, lineno) from None
     finally:
         if owner is not None:
             owner.close()
@@ -637,7 +691,9 @@ def event_to_json(event: TraceEvent) -> dict:
 class TraceWriter:
     """Writes a trace line by line: the header on opening, then `write(event)` per event.
 
-    `target` is a path (created or truncated) or a binary file object (left open). Every line
+    `target` is a path (written through `checker.files.OutputFile`: atomically for a regular file,
+    in place for a device or FIFO; E0603 when it cannot be written) or a binary file object (left
+    open). Every line
     is checked as the reader would check it, so a written trace always reads back; a bad event
     raises `RegcheckError` naming the output path and the line it would have had.
     """
@@ -649,13 +705,14 @@ class TraceWriter:
             self.path = str(getattr(target, "name", "<stream>"))
         else:
             self.path = os.fspath(target)
-            self._file = open(self.path, "wb")
+            self._output = OutputFile(self.path)  # atomic for a regular file; E0603 when unwritable
+            self._file = self._output.file
             self._owns = True
         self.lines_written = 0
         try:
             self._put(header_to_json(header), _to_header)
         except BaseException:
-            self.close()
+            self.abort()
             raise
 
     def _put(self, obj: dict, check) -> None:
@@ -668,7 +725,10 @@ class TraceWriter:
         except TypeError as exc:  # orjson: integer beyond 64 bits, or a non-JSON value
             code = "T0706" if "Integer" in str(exc) else "T0705"
             raise RegcheckError([error(code, f"cannot write: {exc}", Span(self.path, lineno, 1))]) from None
-        self._file.write(line)
+        if self._owns:
+            self._output.write(line)
+        else:
+            self._file.write(line)
         self.lines_written = lineno
 
     def write(self, event: TraceEvent) -> None:
@@ -683,16 +743,27 @@ class TraceWriter:
         return n
 
     def close(self) -> None:
+        """Finish the trace: a path is then complete in place (E0603 if it cannot be written)."""
         if self._owns:
-            self._file.close()
+            self._output.commit()
+        else:
+            self._file.flush()
+
+    def abort(self) -> None:
+        """Stop without finishing: a path keeps what it held before (a regular file) or what was written."""
+        if self._owns:
+            self._output.abort()
         else:
             self._file.flush()
 
     def __enter__(self) -> "TraceWriter":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def write_trace(target: str | os.PathLike[str] | BinaryIO, header: TraceHeader, events: Iterable[TraceEvent]) -> int:

@@ -55,8 +55,10 @@ def test_shrink_keeps_the_first_finding_and_drops_the_noise(tmp_path):
 def test_shrunk_trace_is_one_minimal(tmp_path):
     src = noisy_overlap_trace(tmp_path)
     out = tmp_path / "small.jsonl"
-    main(["shrink", src, "-o", str(out)], stdout=io.StringIO(), stderr=io.StringIO())
+    assert main(["shrink", src, "-o", str(out)], stdout=io.StringIO(), stderr=io.StringIO()) == 0
     lines = out.read_text().splitlines()
+    assert len(lines) == 4  # the header and three events, which together still show the overlap
+    assert [f.rule for f in replay_trace(str(out)).findings if f.kind != "unspecified"][:1] == ["ACL-REG-OVERLAP"]
     for drop in range(1, len(lines)):
         candidate = tmp_path / f"drop{drop}.jsonl"
         candidate.write_text("\n".join(lines[:drop] + lines[drop + 1:]) + "\n")

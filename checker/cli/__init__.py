@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if not getattr(args, "command", None):
         out.out(parser.format_help().rstrip())
         return EXIT_INPUT
+    from ..trace import DEFAULT_MAX_LINE_BYTES, set_max_line_bytes
+
+    set_max_line_bytes(getattr(args, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES)  # per run, also in-process
     try:
         return int(args.run(args, out))
     except RegcheckError as exc:
@@ -75,6 +78,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        set_max_line_bytes(DEFAULT_MAX_LINE_BYTES)
 
 
 def entry() -> None:

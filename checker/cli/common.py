@@ -50,6 +50,13 @@ def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[s
         out.err(render_all(exc.diagnostics, sources))
 
 
+def add_trace_limits(parser) -> None:
+    """`--max-line-bytes N` for a command that reads traces (docs/trace-format.md, "Limits")."""
+    parser.add_argument("--max-line-bytes", type=positive_int, metavar="N",
+                        help="the longest trace line accepted, in bytes (default: 1048576, 1 MiB); a longer "
+                             "line is error T0713")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1."""
     return _int_at_least(text, 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..diagnostics import RegcheckError, error
+from ..files import write_output
 from ..diagram import VIEWS, spec_diagram, to_dot, to_markdown, to_mermaid
 from ..load import load_spec
 from .common import EXIT_OK
@@ -34,9 +34,5 @@ def run(args, out) -> int:
     if args.output is None:
         out.stdout.write(text)
         return EXIT_OK
-    try:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise RegcheckError([error("E0603", f"cannot write {args.output}: {exc.strerror}")]) from None
+    write_output(args.output, text)
     return EXIT_OK

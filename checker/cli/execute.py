@@ -16,7 +16,7 @@ from ..load import load_spec
 from ..sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
 from ..source import NO_SPAN
 from ..trace import read_trace
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
 from .replay import expand_traces, report_text
 
 DEFAULT_DRIVER = "checker.executor:ReferenceDriver"
@@ -37,10 +37,12 @@ def register(sub) -> None:
                     "the spec (as replay does) and the driver, and compare the recorded result, the allowed "
                     "outcomes, the driver's result and the kernel's page locks. Exit codes as for replay.")
     p.add_argument("traces", nargs="+", metavar="TRACE")
+    add_trace_limits(p)
     p.add_argument("--driver", metavar="MODULE:FACTORY",
                    help=f"a factory returning a Driver (default: {DEFAULT_DRIVER})")
     p.add_argument("--spec", help="spec name or file to use instead of the header's")
-    p.add_argument("--max-findings", type=int, metavar="N")
+    p.add_argument("--max-findings", type=positive_int, metavar="N",
+                   help="stop a trace after N usage/conformance findings (N >= 1)")
     add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run)
 

@@ -10,6 +10,7 @@ import os
 from ..diagnostics import RegcheckError, error
 from ..generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
 from ..suite import coverage_summary, write_suite
+from ..files import make_directory, write_output
 from ..progress import progress_bar
 from .common import EXIT_OK, add_format, nonneg_int, positive_int
 
@@ -40,20 +41,15 @@ def run(args, out) -> int:
         suite = generate_suite(args.spec, GenerateOptions(depth=args.depth, bmc_depth=args.bmc_depth),
                                progress=lambda done, total, label: bar.update(done, total, f"generating: {label}"))
     written = []
-    try:
-        if args.output:
-            written += write_suite(args.output, suite)
-        if args.pytest:
-            from ..emit_pytest import render_pytest
+    if args.output:
+        written += write_suite(args.output, suite)  # E0603 when it cannot be written
+    if args.pytest:
+        from ..emit_pytest import render_pytest
 
-            parent = os.path.dirname(args.pytest)
-            if parent:
-                os.makedirs(parent, exist_ok=True)
-            with open(args.pytest, "w", encoding="utf-8") as f:
-                f.write(render_pytest(suite))
-            written.append(args.pytest)
-    except OSError as exc:
-        raise RegcheckError([error("E0603", f"cannot write {exc.filename or ''}: {exc.strerror or exc}")]) from None
+        parent = os.path.dirname(args.pytest)
+        if parent:
+            make_directory(parent)
+        written.append(write_output(args.pytest, render_pytest(suite)))
     if args.format == "json":
         out.json({"spec": suite.spec, "tests": len(suite.tests), "configs": [dict(c) for c in suite.configs],
                   "stats": dict(suite.stats), "written": {"suite": args.output, "pytest": args.pytest},

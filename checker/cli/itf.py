@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 
-from ..diagnostics import RegcheckError, error
+from ..diagnostics import RegcheckError
 from ..itf import INT_MODES, TraceWalk, trace_meta, write_itf
-from .common import EXIT_OK
+from ..files import OutputFile, cannot_write
+from .common import EXIT_OK, add_trace_limits
 
 
 def register(sub) -> None:
@@ -19,6 +19,7 @@ def register(sub) -> None:
                     "(whatever the trace's verdict: it is in #meta.verdict); 2: input error (nothing is "
                     "written to OUT then).")
     p.add_argument("trace", metavar="TRACE", help="trace file (format v1)")
+    add_trace_limits(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write here (default: standard output)")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
     p.add_argument("--ints", choices=INT_MODES, default="bigint",
@@ -48,25 +49,19 @@ def run(args, out) -> int:
         write_itf(buf, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints)
         out.stdout.write(buf.getvalue().decode())
         return EXIT_OK
-    partial = f"{args.output}.partial"
     try:
-        f = open(partial, "wb")
-    except OSError as exc:
+        target = OutputFile(args.output)  # atomic for a regular file; a device or FIFO is written in place
+    except RegcheckError:
         walk.close()
-        raise RegcheckError([error("E0603", f"cannot write {args.output}: {exc.strerror}")]) from None
-    try:
-        with f:
-            n = write_itf(f, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints)
-        os.replace(partial, args.output)
-    except BaseException:
-        _unlink(partial)
         raise
+    try:
+        n = write_itf(target.file, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints)
+    except OSError as exc:
+        target.abort()
+        raise cannot_write(args.output, exc) from None
+    except BaseException:
+        target.abort()
+        raise
+    target.commit()
     out.err(f"{args.output}: {n} states ({walk.events} events; the trace {walk.verdict})")
     return EXIT_OK
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

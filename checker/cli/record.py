@@ -62,6 +62,7 @@ def run(args, out) -> int:
         out.err(f"regcheck: no registration calls were recorded in {result.output} (the program made none "
                 f"that the interposer saw); {program[0]} {how}")
     else:
-        out.err(f"regcheck: recorded {result.events} events from process {result.recorded_pid} into "
+        counted = "events" if result.events is None else f"{result.events} events"
+        out.err(f"regcheck: recorded {counted} from process {result.recorded_pid} into "
                 f"{result.output}; {program[0]} {how}")
     return result.status

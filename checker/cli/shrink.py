@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..shrink import shrink_trace
 from ..trace import write_trace
-from .common import EXIT_OK, add_format
+from .common import EXIT_OK, add_format, add_trace_limits
 
 
 def register(sub) -> None:
@@ -13,6 +13,7 @@ def register(sub) -> None:
                                    "usage/conformance finding has the same rule ID. Exit 0: written; 2: input error "
                                    "or nothing to shrink (T0740).")
     p.add_argument("trace", metavar="TRACE")
+    add_trace_limits(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT")
     p.add_argument("--spec", help="spec name or file to use instead of the header's")
     add_format(p)
