@@ -19,7 +19,6 @@ from .source import NO_SPAN, SourceFile, Span
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
-    NOTE = "note"
 
 
 @dataclass(frozen=True, slots=True)

@@ -608,7 +608,7 @@ class Encoder:
         for n, (t, _) in self.spec.vars.items():
             out += self.types.bounds(t, st.vars[n])
         for t in st.tables.values():
-            out += t.well_typed(self._name("wt"))
+            out += t.well_typed(self.fresh_name("wt"))
         return out
 
     def read_state(self, model: z3.ModelRef, st: SymState):
@@ -629,11 +629,6 @@ class Encoder:
             tables[n] = ct
         return State(vars, tables)
 
-    def same_state(self, a: SymState, b: SymState):
-        conds = [equal(a.vars[n], b.vars[n]) for n in self.spec.vars]
-        conds += [a.tables[n].same_as(b.tables[n], self._name("eq")) for n in self.spec.tables]
-        return z3.And(conds) if conds else z3.BoolVal(True)
-
     # ---- inputs and outputs
     def fresh_io(self, call: str, prefix: str) -> tuple[dict, list]:
         """Fresh inputs and outputs of a call (by name) and their type constraints."""
@@ -653,7 +648,8 @@ class Encoder:
     def t(self, e: S.Expr) -> Type:
         return self.spec.types.get(id(e), ANY)
 
-    def _name(self, base: str) -> str:
+    def fresh_name(self, base: str) -> str:
+        """A name for a new solver variable, unique in this encoder."""
         return f"{base}!{next(self._fresh)}"
 
     def expr(self, e: S.Expr, st: SymState, env: Mapping):
@@ -693,7 +689,7 @@ class Encoder:
 
                 def bind(entry: Entry):
                     return self.expr(body, st, {**env, var: entry})
-                name = self._name(var)
+                name = self.fresh_name(var)
                 return tbl.entries_forall(name, bind) if kind == "forall" else tbl.entries_exists(name, bind)
             case S.SetLit(items=items):
                 return tuple(self.expr(x, st, env) for x in items)
@@ -852,7 +848,12 @@ class Encoder:
             raise unsupported(f"`&` of two non-constant values needs non-negative bounded types, not {at} and {bt}",
                               e.span)
         w = min(wa, wb)
-        return z3.Sum([z3.If(z3.And(self._bit(a, i) == 1, self._bit(b, i) == 1), 2 ** i, 0) for i in range(w)])
+        exact = z3.Sum([z3.If(z3.And(self._bit(a, i) == 1, self._bit(b, i) == 1), 2 ** i, 0) for i in range(w)])
+        # Exact while both operands lie within their declared types. Only a value that an effect
+        # wrote earlier in the same effect can lie beyond (the TYPES obligation then fails); there
+        # the result is left unconstrained, so no verdict rests on a wrong value.
+        inside = z3.And(a >= 0, a < 2 ** wa, b >= 0, b < 2 ** wb)
+        return z3.If(inside, exact, z3.Int(self.fresh_name("bitand")))
 
     def bitor(self, a, at: Type, b, bt: Type, e):
         if _is_const(a) and _is_const(b):

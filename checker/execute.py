@@ -33,7 +33,7 @@ from sortedcontainers import SortedDict
 from . import syntax as S
 from .executor import Driver, ReferenceDriver, Result
 from .pinning import PAGE_SIZE
-from .replay import Finding, Replayer, ReplayReport, _show, semantics_for
+from .replay import Finding, Replayer, ReplayReport, semantics_for, show_value
 from .semantics import Semantics, State
 from .trace import read_trace
 
@@ -172,9 +172,9 @@ class Execution:
         findings = list(rep.feed(ev))  # the recording against the spec (this also advances its model)
         driver_args, unowned = self._relocate_args(name, args, outs)
         if unowned is not None:
-            findings.append(rep._finding(ev, "refused", EXEC_ADDRESS_UNOWNED,
-                                         f"argument {unowned} = {_show(args[unowned])} lies in no memory this trace "
-                                         "allocated; the call was not made"))
+            findings.append(rep.finding(ev, "refused", EXEC_ADDRESS_UNOWNED,
+                                        f"argument {unowned} = {show_value(args[unowned])} lies in no memory this trace "
+                                        "allocated; the call was not made"))
             return findings
         result = self.driver.call(name, driver_args)
         incident = getattr(self.driver, "last_incident", None)
@@ -183,7 +183,7 @@ class Execution:
         if incident is not None:
             kind = "refused" if incident.kind.value == "refused" else "divergence"
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
-            findings.append(rep._finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
+            findings.append(rep.finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
         if self.check_locks:
             findings.extend(self._compare_locks(ev))
         return findings
@@ -229,11 +229,11 @@ class Execution:
                 _status_only(sem, allowed, driver_status)
             if not judgement.conforms:
                 rule = (judgement.rules or (EXEC_DIVERGENCE,))[0]
-                found.append(rep._finding(ev, "executor", rule, f"the driver returned {driver_status!r}; the spec allows "
-                                          f"{judgement.expected}"))
+                found.append(rep.finding(ev, "executor", rule, f"the driver returned {driver_status!r}; the spec allows "
+                                         f"{judgement.expected}"))
         if driver_status != status:
-            found.append(rep._finding(ev, "divergence", EXEC_DIVERGENCE,
-                                      f"recorded {status!r}, the driver returned {driver_status!r}"))
+            found.append(rep.finding(ev, "divergence", EXEC_DIVERGENCE,
+                                     f"recorded {status!r}, the driver returned {driver_status!r}"))
         if driver_status == sem.success and model_outs is not None and not refused:
             sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
             for p in self.shape.releases.get(name, ()):
@@ -256,11 +256,11 @@ class Execution:
         extra = sorted(kernel - set(predicted))
         found = []
         if missing:
-            found.append(self.replayer._finding(
+            found.append(self.replayer.finding(
                 ev, "pinning", predicted[missing[0]],
                 f"{len(missing)} page(s) the spec says are locked are not locked by the kernel (first {missing[0]:#x})"))
         if extra:
-            found.append(self.replayer._finding(
+            found.append(self.replayer.finding(
                 ev, "pinning", EXEC_LOCK_EXTRA,
                 f"{len(extra)} page(s) are locked that the spec does not predict (first {extra[0]:#x})"))
         return found

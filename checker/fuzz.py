@@ -36,8 +36,8 @@ from .conform import DriverRaised, ObservedDriver, factory_name
 from .diagnostics import RegcheckError
 from .execute import Execution, memory_shape
 from .executor import Driver, load_factory
-from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node, _ident,
-                       _json_arg, _representative_status, configurations, expectation_of)
+from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node,
+                       configurations, expectation_of, identifier, json_arg, representative_status)
 from .load import load_spec
 from .replay import Finding
 from .runs import semantics_for
@@ -81,7 +81,7 @@ class FuzzFailure:
         """A test function to paste into a pytest module: it fails while the driver has the bug."""
         from .suite import format_test
 
-        name = f"test_fuzz_{_ident(self.spec)}_{_ident(self.rule)}"
+        name = f"test_fuzz_{identifier(self.spec)}_{identifier(self.rule)}"
         doc = self.message.replace("\\", "\\\\").replace('"""', "'''")
         lines = [f"def {name}():", f'    """Found by `regcheck fuzz`: {doc}"""',
                  "    from checker.conform import assert_conforms", "", "    trace = ("]
@@ -173,16 +173,16 @@ class _Runner:
         if outputs is not None:
             status = sem.success
         elif is_api and exp is not None and exp.outcome == "failure":
-            status = _representative_status(spec, exp)
+            status = representative_status(spec, exp)
         elif is_api and al.env_errors:
             env_error = al.env_errors[0]
-            status = _representative_status(spec, Expectation("", "failure", env_error.codes, tuple(env_error.excluded)))
+            status = representative_status(spec, Expectation("", "failure", env_error.codes, tuple(env_error.excluded)))
         else:
             return []  # no outcome a recording could show (an event whose promises cannot be kept)
         drawn = Drawn(d.call, dict(d.args), outputs[alloc.output] if alloc is not None and outputs else None)
-        args = {n: _json_arg(spec, t, d.args[n]) for n, t in info.params}
+        args = {n: json_arg(spec, t, d.args[n]) for n, t in info.params}
         line = len(self.events) + 2
-        outs = {n: _json_arg(spec, t, outputs[n]) for n, t in info.outputs} if status == sem.success else {}
+        outs = {n: json_arg(spec, t, outputs[n]) for n, t in info.outputs} if status == sem.success else {}
         ev = TraceEvent(line, d.call, args, status if is_api else None, outs)
         self.observed.last = None
         if self.counter is not None:
@@ -204,7 +204,7 @@ class _Runner:
                 if outputs is not None:
                     self.allocs.append((outputs[alloc.output], d.args[alloc.size_param]))
             else:
-                recorded_out = {n: _json_arg(spec, t, result.out[n]) for n, t in info.outputs if n in result.out}
+                recorded_out = {n: json_arg(spec, t, result.out[n]) for n, t in info.outputs if n in result.out}
         self.events.append(TraceEvent(line, d.call, args, result.ret if is_api else None, recorded_out))
         self.expectations.append(exp)
         self.drawn.append(drawn)
@@ -319,10 +319,10 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
         def make(call=call):
             def call_rule(self, data):
                 self.step(call, data)
-            call_rule.__name__ = f"call_{_ident(call)}"
+            call_rule.__name__ = f"call_{identifier(call)}"
             return precondition(enabled(call))(rule(data=st.data())(call_rule))
-        setattr(SpecMachine, f"call_{_ident(call)}", make())
-    SpecMachine.__name__ = SpecMachine.__qualname__ = f"{_ident(spec.name).capitalize()}Machine"
+        setattr(SpecMachine, f"call_{identifier(call)}", make())
+    SpecMachine.__name__ = SpecMachine.__qualname__ = f"{identifier(spec.name).capitalize()}Machine"
     return SpecMachine
 
 
@@ -343,7 +343,8 @@ def fuzz(spec_name: str, driver: Callable[[], Driver] | str | None = None,
     phases = tuple(Phase) if options.shrink == "hypothesis" else tuple(p for p in Phase if p is not Phase.shrink)
     config = settings(max_examples=options.max_examples, stateful_step_count=options.steps, deadline=None,
                       database=None, verbosity=Verbosity.quiet, report_multiple_bugs=False,
-                      suppress_health_check=list(HealthCheck), print_blob=False, phases=phases)
+                      suppress_health_check=list(HealthCheck), print_blob=False, phases=phases,
+                      derandomize=False)  # the run is the seed's, whatever profile the caller has loaded
     test = seed(options.seed)(get_state_machine_test(machine, settings=config))
     t0 = time.perf_counter()
     failure = None

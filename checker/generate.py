@@ -161,7 +161,7 @@ class ConformanceTest:
 
     @property
     def pytest_name(self) -> str:
-        return "test_" + _ident(self.name)
+        return "test_" + identifier(self.name)
 
     def header(self) -> TraceHeader:
         meta = {"test": self.name, "rule": self.rule, "method": self.method,
@@ -639,7 +639,8 @@ class _Generator:
                 continue
             al = ctx.sem.allowed(node.state, call, args)
             others = ", ".join(e.rule for e in al.errors if e.rule != rule)
-            items = frozenset({(rule, f"fails together with {others} [{ctx.label}]")})
+            items = frozenset({(rule, f"fails together with {others} [{ctx.label}]")}
+                              | {(r, f"broken, outcome determinate [{ctx.label}]") for r in al.broken})
             test = self._build(ctx, node, call, args, al, {}, items, "enumeration", rule=rule)
             if test is not None:
                 self.covered |= items
@@ -749,7 +750,7 @@ class _Generator:
             # one (never a documented-meaning code), so it is about the `may fail` rule.
             exp = Expectation(al.env_errors[0].rule, "success")
             items = items | {(exp.rule, f"expected for a size no machine can give [{ctx.label}]")}
-        status = sem.success if exp.outcome == "success" else _representative_status(self.spec, exp)
+        status = sem.success if exp.outcome == "success" else representative_status(self.spec, exp)
         main = Step(call, dict(args), dict(outputs) if exp.outcome == "success" else {}, status)
         steps = node.steps + (main,)
         if exp.outcome == "success":
@@ -809,7 +810,7 @@ class _Generator:
                     outs = self.pool.outputs(ctx.sem, node, call, args)
                     if outs is None:
                         continue
-                status = sem.success if e1.outcome == "success" else _representative_status(self.spec, e1)
+                status = sem.success if e1.outcome == "success" else representative_status(self.spec, e1)
                 return Step(call, args, outs, status)
         return None
 
@@ -869,8 +870,8 @@ class _Generator:
 
     def _event(self, s: Step) -> TraceEvent:
         info = self.spec.calls[s.call]
-        args = {n: _json_arg(self.spec, t, s.inputs[n]) for n, t in info.params}
-        outs = {n: _json_arg(self.spec, t, s.outputs[n]) for n, t in info.outputs if n in s.outputs}
+        args = {n: json_arg(self.spec, t, s.inputs[n]) for n, t in info.params}
+        outs = {n: json_arg(self.spec, t, s.outputs[n]) for n, t in info.outputs if n in s.outputs}
         return TraceEvent(0, s.call, args, s.status, outs)
 
     def _describe(self, steps: Sequence[Step], main: int, probed: bool) -> str:
@@ -1197,7 +1198,8 @@ def _entry_class(spec: CheckedSpec, info, rec: Mapping) -> str:
     return ", ".join(parts) or info.name
 
 
-def _json_arg(spec: CheckedSpec, t: Type, v):
+def json_arg(spec: CheckedSpec, t: Type, v):
+    """A semantics value as a trace argument: flags as their member names where they cover it exactly."""
     if t.kind == "flags" and v:
         members = spec.flags[t.name]
         names = [n for n, b in members.items() if v & b == b]
@@ -1217,7 +1219,7 @@ def _show_arg(spec: CheckedSpec, t: Type, v) -> str:
     return str(v)
 
 
-def _representative_status(spec: CheckedSpec, exp: Expectation):
+def representative_status(spec: CheckedSpec, exp: Expectation):
     """A status the expectation accepts, for the test's `ret` (what a recording might show)."""
     if exp.codes:
         return exp.codes[0]
@@ -1313,7 +1315,8 @@ def _effect_statements(info) -> Iterator[S.Stmt]:
         yield from walk(clause.body)
 
 
-def _ident(text: str) -> str:
+def identifier(text: str) -> str:
+    """text as part of a Python identifier: each character other than a letter, digit or _ becomes _."""
     return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
 
 

@@ -185,9 +185,6 @@ class _ToAst(Transformer):
         sized = c[3] if len(c) > 3 else None
         return S.TableDecl(str(c[0]), c[1], str(c[2]), sized, self._span(meta))
 
-    def def_(self, meta, c):  # pragma: no cover - lark maps `def` rule to this via __default__ below
-        return S.DefDecl(str(c[0]), c[1], self._span(meta))
-
     def invariant(self, meta, c):
         cite = c[2] if len(c) > 2 else None
         return S.InvariantDecl(str(c[0]), c[1], cite, self._span(meta))
@@ -373,6 +370,6 @@ class _ToAst(Transformer):
         return S.SetLit(tuple(c), self._span(meta))
 
     def __default__(self, data, children, meta):
-        if data == "def":
+        if data == "def":  # a Python keyword: no method can be named after this rule
             return S.DefDecl(str(children[0]), children[1], self._span(meta))
         return Tree(data, children, meta)

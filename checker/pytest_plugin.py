@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import pytest
 
-OPTIONS = ("--regcheck-spec", "--regcheck-driver", "--regcheck-suite")
-
-
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("regcheck", "regcheck conformance suite")
     group.addoption("--regcheck-spec", metavar="SPEC",

@@ -128,11 +128,6 @@ def semantics_for(spec: CheckedSpec, env: Mapping[str, Any]) -> Semantics:
     return sem
 
 
-
-class RunError(Exception):
-    """A run is not a sequence of allowed successful steps (a bug in the encoding if the solver made it)."""
-
-
 def step_allowed(sem: Semantics, st: State, s: Step) -> Allowed | None:
     """The step's Allowed when it is a successful step a careful caller may take, else None."""
     al = sem.allowed(st, s.call, s.inputs)

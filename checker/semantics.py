@@ -27,8 +27,6 @@ from . import syntax as S
 from .diagnostics import RegcheckError, error
 from .typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
 
-Fn = Callable[["State", dict], Any]
-
 # ---------------------------------------------------------------- state
 
 
@@ -636,7 +634,10 @@ class Emitter:
             case S.VersionLit(parts=p):
                 return normalise_version(p)
             case S.Name():
-                kind, value = name_meaning(self.spec, self.config, self.spec.binding(e))
+                b = self.spec.binding(e)
+                if b.local:
+                    return NOT_CONSTANT
+                kind, value = name_meaning(self.spec, self.config, b)
                 if kind == "value":
                     return value
         return self.fold(e) if self.is_static(e) else NOT_CONSTANT
@@ -783,10 +784,11 @@ class Emitter:
         return None
 
     def _may_fail(self, e: S.Expr) -> bool:
-        """Whether evaluating e can raise: a table lookup, a remainder or a power, in e or in a
-        definition it names."""
+        """Whether evaluating e can raise: a table lookup, a remainder (`%`, `aligned`) or a power,
+        in e or in a definition it names."""
         for x in S.subexpressions(e):
-            if isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**")):
+            if (isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**"))
+                    or (isinstance(x, S.Builtin) and x.func == "aligned")):
                 return True
             if isinstance(x, S.Name):
                 b = self.spec.binding(x)
@@ -922,12 +924,11 @@ def _boolean(op: str, l: str, r: str) -> str:
     if r == neutral:
         return l
     return f"({l} {op} {r})"
-# When an evaluation is given a witness list, `exists` and `T[k]` append the entries (table, key)
+
+
+# When an evaluation is given a witness list `w`, `exists` and `T[k]` append the entries (table, key)
 # they looked at: the replayer's way to name the earlier events a finding relates to.
-WITNESS = "\x00witness"
-
-
-# Helpers the generated code calls (kept small: they are the hot path).
+# The helpers the generated code calls (kept small: they are the hot path).
 def _ix(w, table: "Table", name: str, key):
     if w is not None:
         w.append((name, key))
@@ -967,9 +968,14 @@ def _mod(x: int, d: int) -> int:
     return x % d
 
 
+MAX_POWER_BITS = 4096  # `**` at run time: a result wider than this is a spec error (E0310), not a hang
+
+
 def _pow(x: int, n: int) -> int:
     if n < 0:
         raise EvalError("negative exponent (values are exact integers)")
+    if n > 1 and abs(x) > 1 and (abs(x).bit_length() - 1) * n > MAX_POWER_BITS:
+        raise EvalError(f"{x} ** {n} is wider than {MAX_POWER_BITS} bits (the largest power regcheck evaluates)")
     return x ** n
 
 
@@ -1067,7 +1073,6 @@ class Semantics:
         self.config = resolve_config(spec, env or {})
         self.success = spec.success
         em = Emitter(spec, self.config)
-        self._emitter = em
         lines: list[str] = []
         plans = {name: self._emit_call(em, lines, i, info) for i, (name, info) in enumerate(spec.calls.items())}
         for g, cond in spec.groups.items():
@@ -1387,22 +1392,22 @@ def coerce_value(t: Type, value, spec: CheckedSpec):
             raise ValueError(f"values of type {t} cannot be given")
 
 
+_INT_STRING = re.compile(r"-?0[xX][0-9a-fA-F]+").fullmatch
+
+
 def coerce_int(value, flag_names: Mapping[str, int] | None = None) -> int:
     if isinstance(value, bool):
         raise ValueError("expected an integer, found a boolean")
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        text = value.strip().lower()
-        try:
-            if text.startswith(("0x", "-0x")):
-                return int(text, 16)
-            return int(text, 10)
-        except ValueError:
-            pass
+        # Only the trace format's integer strings (docs/trace-format.md): "0x..." hex, optionally
+        # negative, ASCII digits, nothing around it. No decimal strings, "+", spaces or other digits.
+        if _INT_STRING(value):
+            return int(value, 16)
         if flag_names is not None and value in flag_names:
             return flag_names[value]
-        raise ValueError(f"{value!r} is not an integer")
+        raise ValueError(f"{value!r} is not an integer (write a JSON integer or a \"0x...\" hex string)")
     if isinstance(value, list) and flag_names is not None:
         total = 0
         for item in value:

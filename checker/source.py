@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
 
 
@@ -45,11 +44,3 @@ class SourceFile:
         start = self._line_starts[line - 1]
         end = self.text.find("\n", start)
         return self.text[start:] if end < 0 else self.text[start:end]
-
-    def span_at(self, offset: int, length: int = 1) -> Span:
-        line = bisect_right(self._line_starts, offset)
-        col = offset - self._line_starts[line - 1] + 1
-        end = offset + max(length, 1)
-        eline = bisect_right(self._line_starts, end - 1)
-        ecol = end - 1 - self._line_starts[eline - 1] + 2
-        return Span(self.path, line, col, eline, ecol)

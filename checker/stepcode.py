@@ -112,6 +112,7 @@ class _Compiler:
         self.tables = list(sem.spec.tables)
         self.instructions: list[list] = []
         self.consts: list[int] = []
+        self.const_at: dict[tuple[type, int], int] = {}
         self.sets: list[tuple[int, ...]] = []
         self.names: list[str] = []
         self.codes, self.members = enum_codes(sem)
@@ -256,10 +257,16 @@ class _Compiler:
         return _Temp(self.temps - 1)
 
     def const(self, value) -> _Const:
+        """The register of a constant. One register per value *and kind*: the machine boxes a
+        register's value into the Python object of the kind it is first read as, so `true`, an enum
+        member coded 1 and the integer 1 must not share one."""
         v = self._value_code(value)
-        if v not in self.consts:
+        key = (type(value), v)
+        at = self.const_at.get(key)
+        if at is None:
+            at = self.const_at[key] = len(self.consts)
             self.consts.append(v)
-        return _Const(self.consts.index(v))
+        return _Const(at)
 
     def name(self, n: str) -> int:
         if n not in self.names:

@@ -287,7 +287,6 @@ class Order:
 
 
 Clause = Union[Requires, Fails, MayFail, Unspecified, Ensures, NotThreadSafe, OnlyIn, Effect, Order]
-RULE_CLAUSES = (Requires, Fails, MayFail, Unspecified, Ensures, NotThreadSafe, OnlyIn, Effect)
 
 
 # ---------------------------------------------------------------- declarations

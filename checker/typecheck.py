@@ -21,7 +21,6 @@ from . import syntax as S
 from .diagnostics import Diagnostic, Note, RegcheckError, error, has_errors, warning
 from .source import Span
 
-ADDR_LIMIT = 2**64
 INT_BOUNDS = {
     "int": None,
     "u32": (0, 2**32 - 1),
@@ -435,7 +434,8 @@ class _Checker:
         value = self.constant(value_expr)
         into[d.name] = (t, value)
         if value is _NOT_CONST:
-            self.err("E0303", f"the value of {category} '{d.name}' must be a constant expression", value_expr.span)
+            self.err("E0303", f"the value of {category} '{d.name}' must be a constant expression"
+                     + _power_hint(value_expr), value_expr.span)
 
     def declare_table(self, d: S.TableDecl) -> None:
         key = self.resolve_type(d.key)
@@ -924,3 +924,17 @@ def _diag_key(d: Diagnostic):
 def check_spec(ast: S.SpecFile) -> CheckedSpec:
     """Type-check a parsed spec; raise RegcheckError listing every error found."""
     return _Checker(ast).run()
+
+
+def _power_hint(e: S.Expr) -> str:
+    """Why a constant `**` did not fold: its exponent is outside 0..511 (exact integers, bounded size)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, S.Binary):
+            if x.op == "**" and isinstance(x.right, S.IntLit) and not 0 <= x.right.value < 512:
+                return f" (a constant power takes an exponent of 0 to 511, not {x.right.value})"
+            stack += [x.left, x.right]
+        elif isinstance(x, S.Unary):
+            stack.append(x.operand)
+    return ""

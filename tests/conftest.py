@@ -1,18 +1,34 @@
-"""Shared pytest options and fixtures.
+"""Shared pytest options, Hypothesis profiles and fixtures.
 
 `--update-golden` rewrites the golden files (traces/*/*.expect, tests/golden/**/*.expect) from the
 current output instead of comparing against them; review the diff before committing it.
+
+Hypothesis profiles: "ci" where the environment variable CI is set and not 0 or false (CI runs
+`.ci/run` with CI=true), "dev" otherwise; `--hypothesis-profile NAME` overrides either. The profile
+is loaded here, before any test module is imported, because a `@settings(...)` takes every option
+it does not set from the profile loaded when it is built (nothing is merged later): a test's own
+`max_examples` or `suppress_health_check` stays its own, and the rest (derandomize, in CI) comes
+from the profile. In CI the examples are the same on every run: `derandomize=True` seeds each test
+from its own name, and no test sets `derandomize=False` (tests/test_architecture.py checks both).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from checker.pinning import pinning_permitted
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# deadline=None in both: a shared or loaded machine makes timing-based failures noise, not signal.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI", "").lower() not in ("", "0", "false") else "dev")
 
 
 def pytest_addoption(parser):

@@ -1,6 +1,10 @@
 """The package's shape (STYLE.md): imports flow one way, one module per outside library, only the CLI prints."""
 
 import ast
+import fnmatch
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +106,205 @@ def calls_print(path: Path) -> list[int]:
 def test_only_the_cli_prints():
     printing = {module_name(p): calls_print(p) for p in MODULES if not module_name(p).startswith("checker.cli")}
     assert not {m: lines for m, lines in printing.items() if lines}
+
+
+# ---------------------------------------------------------------- stages
+
+# The package's stages in pipeline order (README, "Architecture"; STYLE.md, "Shape of the package").
+# A module may import modules of its own stage or an earlier one, never a later one. A new module
+# goes into the stage it belongs to; one without a stage fails `test_every_module_has_a_stage`.
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("source text and spans", ("checker", "source")),
+    ("diagnostics; reading and writing files", ("diagnostics", "files")),
+    ("the AST", ("syntax",)),
+    ("the parser", ("parser",)),
+    ("the printer", ("printer",)),
+    ("the type checker", ("typecheck",)),
+    ("loading specs", ("load",)),
+    ("the concrete semantics", ("semantics",)),
+    ("trace I/O", ("trace",)),
+    ("the Z3 encoding and the solver", ("encode", "solver")),
+    ("runs of the model", ("runs",)),
+    ("proofs, bounded model checking, random walks", ("prover", "bmc", "simulate")),
+    ("the replayer", ("stepcode", "fastpath", "replay", "shrink")),
+    ("pinned memory, drivers, execution", ("pinning", "executor", "execute")),
+    ("conformance suites and fuzzing", ("generate", "suite", "conform", "fuzz")),
+    ("emitters", ("emit_pytest", "junit", "pytest_plugin")),
+    ("recording", ("record",)),
+    ("corpus scale-out and output formats", ("parallel", "sarif", "itf", "diagram", "timeline", "progress")),
+    ("the command line", ("cli", "cli.*")),
+)
+
+
+def stage_of(module: str) -> int | None:
+    short = "checker" if module == "checker" else module.removeprefix("checker.")
+    found = [i for i, (_, members) in enumerate(STAGES) if any(fnmatch.fnmatchcase(short, m) for m in members)]
+    return found[0] if len(found) == 1 else None
+
+
+def test_every_module_has_a_stage():
+    assert len(MODULES) > 40, PKG  # the package was found
+    assert [m for m in sorted(GRAPH) if stage_of(m) is None] == []
+
+
+def test_every_stage_member_is_a_module():
+    shorts = {"checker" if m == "checker" else m.removeprefix("checker.") for m in GRAPH}
+    assert [m for _, members in STAGES for m in members if not fnmatch.filter(shorts, m)] == []
+
+
+def test_modules_import_only_their_own_or_earlier_stages():
+    late = sorted(f"{m} ({STAGES[stage_of(m)][0]}) imports {d} ({STAGES[stage_of(d)][0]})"
+                  for m, deps in GRAPH.items() for d in internal(deps) - {m}
+                  if stage_of(m) is not None and stage_of(d) is not None and stage_of(d) > stage_of(m))
+    assert late == []
+
+
+# ---------------------------------------------------------------- private names stay private
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(path: Path) -> list[str]:
+    """`from .x import _y` of a name (not of a submodule such as the C module checker._native), and
+    `x._y` where x names a module of the package, imported here."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found, module_aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            if not base.startswith("checker"):
+                continue
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                if target in KNOWN or (PKG.parent / target.replace(".", "/")).with_suffix(".c").exists() \
+                        or any(PKG.parent.glob(target.replace(".", "/") + ".*.so")):
+                    module_aliases[alias.asname or alias.name] = target  # a module, not a name in one
+                elif private(alias.name):
+                    found.append(f"{module_name(path)}:{node.lineno}: from {base} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("checker") and alias.asname:
+                    module_aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and private(node.attr)
+                and module_aliases.get(node.value.id, module_name(path)) != module_name(path)
+                and module_aliases[node.value.id] in KNOWN):
+            found.append(f"{module_name(path)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """STYLE.md: a name that other modules need is public and documented."""
+    assert [use for p in MODULES for use in private_imports(p)] == []
+
+
+def private_names_defined(path: Path) -> set[str]:
+    """The private names a module defines: functions, classes, assigned names and attributes, slots."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)  # __slots__ entries, getattr names
+    return {n for n in names if private(n)}
+
+
+def test_no_module_reaches_into_another_modules_private_attributes():
+    """`obj._x` where this module defines no `_x` and another module of the package does: the other
+    module's object is being used through its private part."""
+    defined = {p: private_names_defined(p) for p in MODULES}
+    found = []
+    for p in MODULES:
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in defined[p]:
+                owners = sorted(module_name(q) for q in MODULES if q != p and node.attr in defined[q])
+                if owners:
+                    found.append(f"{module_name(p)}:{node.lineno}: {ast.unparse(node)} (defined in {', '.join(owners)})")
+    assert found == []
+
+
+# ---------------------------------------------------------------- the test suite itself
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_hypothesis_tests_are_deterministic_in_ci():
+    """conftest.py loads the "ci" profile (derandomize=True) under CI; a test's own settings keep it
+    unless they set derandomize=False, or a @seed or database that would replace it."""
+    from hypothesis import settings
+    assert settings.get_profile("ci").derandomize and settings.get_profile("ci").database is None
+    offending = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "derandomize" and not (
+                    isinstance(node.value, ast.Constant) and node.value.value is True):
+                offending.append(f"{path.name}:{node.value.lineno}: derandomize={ast.unparse(node.value)}")
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("seed", "hypothesis.seed"):
+                offending.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert offending == []
+
+
+def test_hypothesis_tests_use_the_loaded_profile():
+    """Every @given test of the collected modules was built after conftest.py loaded the profile: its
+    settings derandomize where the profile does (in CI, every run draws the same examples)."""
+    import importlib
+    from hypothesis import settings
+    if str(TESTS) not in sys.path:  # pytest's default import mode puts tests/ there: modules are test_*
+        pytest.fail("tests/ is not on sys.path: run pytest in its default (prepend) import mode")
+    modules = [sys.modules.get(p.stem) or importlib.import_module(p.stem) for p in sorted(TESTS.glob("test_*.py"))]
+    tests = [obj for mod in modules for obj in vars(mod).values() if callable(obj) and hasattr(obj, "hypothesis")]
+    assert len(tests) >= 20  # the test modules' properties were found
+    assert all(t._hypothesis_internal_use_settings.derandomize >= settings.default.derandomize for t in tests), \
+        [t.__qualname__ for t in tests if not t._hypothesis_internal_use_settings.derandomize]
+
+
+# ---------------------------------------------------------------- dead code
+
+
+WHITELIST = TESTS / "vulture_whitelist.py"
+
+
+def grammar_callbacks() -> set[str]:
+    """Rule names and aliases of the grammar: lark calls the parser's methods of those names."""
+    text = (PKG / "grammar.lark").read_text(encoding="utf-8")
+    return set(re.findall(r"^[?!]?([a-z_][a-z0-9_]*)\s*:", text, re.M)) | set(re.findall(r"->\s*([a-z_][a-z0-9_]*)", text))
+
+
+def test_no_dead_code():
+    """vulture over the package, its tests and benchmarks (a name those use counts as used) and the
+    whitelist (names used only dynamically: hooks, callbacks, fields read by position). Only what
+    lies in checker/ is reported; the parser's grammar callbacks are lark's to call."""
+    root = PKG.parent
+    proc = subprocess.run([sys.executable, "-m", "vulture", "checker", "tests", "bench", "setup.py",
+                           "--min-confidence", "60"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 3), f"vulture did not run (pip install -e '.[test]'): {proc.stderr}"
+    callbacks = grammar_callbacks()
+    dead = []
+    for line in proc.stdout.splitlines():
+        path, _, rest = line.partition(":")
+        name = re.search(r"'([^']+)'", rest)
+        if not path.startswith("checker/"):
+            continue
+        if path == "checker/parser.py" and "unused method" in rest and name and name[1] in callbacks:
+            continue
+        dead.append(line)
+    assert dead == []
+
+
+def test_the_whitelist_names_only_what_exists():
+    """A whitelist entry whose name is no longer in the package keeps nothing alive: remove it."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in MODULES)
+    names = {n.attr if isinstance(n, ast.Attribute) else n.id
+             for n in ast.walk(ast.parse(WHITELIST.read_text(encoding="utf-8")))
+             if isinstance(n, ast.Attribute) or (isinstance(n, ast.Name) and n.id != "_")}
+    assert sorted(n for n in names if not re.search(rf"\b{re.escape(n)}\b", source)) == []

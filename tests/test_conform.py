@@ -36,6 +36,7 @@ def first_covering(spec: str, fragment: str):
 # ---------------------------------------------------------------- the reference driver
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["acl", "cupva"])
 def test_the_reference_driver_passes_the_whole_suite(spec):
     baseline = vmlck_bytes()
@@ -196,6 +197,7 @@ def test_cli_conform_input_errors(small_suite, tmp_path):
     assert code == 2 and "T0736" in err
 
 
+@pytest.mark.slow
 def test_emitted_pytest_module_runs_against_a_driver(small_suite, tmp_path):
     _, suite = small_suite
     module = tmp_path / "test_acl_conformance.py"

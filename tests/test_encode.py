@@ -13,6 +13,7 @@ deciding each formula with the solver.
 
 from __future__ import annotations
 
+import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -257,18 +258,21 @@ def check_agreement(name, situation, bounded=True):
     assert got == want, (call, inputs, outputs, state, env)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(situations(load_spec("acl")))
 def test_acl_encoding_agrees_with_semantics(situation):
     check_agreement("acl", situation)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(situations(load_spec("cupva")))
 def test_cupva_encoding_agrees_with_semantics(situation):
     check_agreement("cupva", situation)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(st.sampled_from(["acl", "cupva"]).flatmap(lambda n: st.tuples(st.just(n), situations(load_spec(n)))))
 def test_quantified_encoding_agrees_with_semantics(named):

@@ -698,12 +698,14 @@ def run_conformance(data, spec: str, env: dict, calls: list[str]) -> None:
             assert driver.expected_locked_pages() == driver.arena_locked_pages()
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), product=st.sampled_from(["AtlasA2", "AtlasA2", "AtlasTraining"]))
 def test_the_reference_driver_conforms_to_the_acl_spec(data, product):
     run_conformance(data, "acl", {"product": product}, ACL_CALLS)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), version=st.sampled_from([2005, 2006]), qnx=st.booleans())
 def test_the_reference_driver_conforms_to_the_cupva_spec(data, version, qnx):

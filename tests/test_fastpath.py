@@ -22,7 +22,7 @@ import checker.fastpath as fastpath_mod
 import checker.replay as replay_mod
 from checker.diagnostics import RegcheckError
 from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
-from checker.load import load_spec
+from checker.load import bundled_spec_names, load_spec
 from checker.replay import Replayer, _replay_stream, semantics_for
 from checker.semantics import NATIVE
 from checker.trace import EventStream, read_trace_text
@@ -331,16 +331,23 @@ def header_for(draw, name):
     if name == "acl":
         env = {"os_kernel": draw(st.sampled_from(["5.10", "6.6"])),
                "product": draw(st.sampled_from(["AtlasA2", "Ascend950PR", "AtlasInference"]))}
-    else:
+    elif name == "cupva":
         env = {"driver_version": draw(st.sampled_from([2005, 2006])), "qnx_safety": draw(st.booleans())}
+    elif name == "cuda":
+        env = {"cuda_runtime": draw(st.sampled_from(["4.0", "12.4"])), "can_map_host": draw(st.booleans()),
+               "observed": draw(st.booleans())}
+    else:
+        env = {"hip_runtime": draw(st.sampled_from(["5.7", "6.2"])), "observed": draw(st.booleans())}
     return orjson.dumps({"regcheck": 1, "spec": name, "env": env}) + b"\n"
 
 
 SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BUNDLED = bundled_spec_names()  # acl, cuda, cupva, hip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", LOOPS)
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.parametrize("name", BUNDLED)
 @settings(SLOW_OK, max_examples=120)
 @given(data=st.data())
 def test_random_traces_replay_the_same_both_ways(name, mode, data):
@@ -349,7 +356,8 @@ def test_random_traces_replay_the_same_both_ways(name, mode, data):
     assert_same(header + b"".join(lines), mode=mode)
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BUNDLED)
 @settings(SLOW_OK, max_examples=80)
 @given(data=st.data())
 def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
@@ -375,10 +383,10 @@ def _decoder(name):
     return fast_path(sem, sem.initial_state(), lambda line, call: None).decode
 
 
-DECODERS = {name: _decoder(name) for name in ("acl", "cupva")}
+DECODERS = {name: _decoder(name) for name in BUNDLED}
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.parametrize("name", BUNDLED)
 @settings(SLOW_OK, max_examples=400)
 @given(data=st.data())
 def test_a_line_the_decoder_takes_is_the_same_json_to_orjson(name, data):

@@ -73,9 +73,10 @@ def test_each_fails_branch_is_isolated_in_every_configuration_where_it_can_be(na
     found no run of 5 calls that isolates it there (recorded in the coverage notes)."""
     suite = bundled_suite(name)
     spec = load_spec(name)
-    for rule, info in spec.rules.items():
-        if info.kind != "fails" or spec.calls[info.call].decl.kind != "call":
-            continue
+    fails = [rule for rule, info in spec.rules.items()
+             if info.kind == "fails" and spec.calls[info.call].decl.kind == "call"]
+    assert len(fails) >= 5 and suite.configs
+    for rule in fails:
         note = next(c.note for c in suite.coverage if c.rule == rule)
         for env in suite.configs:
             label = ", ".join(f"{k}={'true' if v is True else 'false' if v is False else v}" for k, v in env.items())

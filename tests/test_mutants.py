@@ -29,6 +29,7 @@ def test_there_are_at_least_twelve_mutants_each_documented():
         assert cls.__doc__ and "Caught by" in cls.__doc__, path  # names the bug and what catches it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec, driver", MUTANTS, ids=[d.split(":")[1] for _, d in MUTANTS])
 def test_each_mutant_is_killed(spec, driver):
     by, detail, _ = kill(spec, driver)
@@ -40,6 +41,7 @@ def test_each_mutant_is_killed(spec, driver):
         assert by == "suite", detail
 
 
+@pytest.mark.slow
 def test_mutation_score_is_at_least_90_percent():
     missing = [d for _, d in MUTANTS if d not in _results]
     for spec, driver in MUTANTS:

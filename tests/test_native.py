@@ -46,6 +46,7 @@ def replay_all(paths: list[str], pure: bool) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 @needs_native
 def test_whole_replays_are_the_same_with_and_without_the_c_module(tmp_path):
     small, large = tmp_path / "mix.jsonl", tmp_path / "many-live.jsonl"
@@ -58,7 +59,7 @@ def test_whole_replays_are_the_same_with_and_without_the_c_module(tmp_path):
     paths = [str(p) for p in sorted((REPO / "traces").rglob("*.jsonl"))] + [str(small), str(large), str(broken)]
     c, python = replay_all(paths, pure=False), replay_all(paths, pure=True)
     assert c["native"] and not python["native"]
-    assert len(c["runs"]) == len(paths)
+    assert len(c["runs"]) == len(python["runs"]) == len(paths)
     for path, a, b in zip(paths, c["runs"], python["runs"]):
         assert a == b, path
 

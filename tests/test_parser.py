@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from checker import syntax as S
 from checker.diagnostics import RegcheckError
-from checker.load import read_spec_source
+from checker.load import bundled_spec_names, read_spec_source
 from checker.parser import parse_spec
 from checker.typecheck import check_spec
 
@@ -215,7 +215,7 @@ def test_strings_and_comments():
 
 
 def test_bundled_specs_parse():
-    for name in ("acl", "cupva"):
+    for name in bundled_spec_names():
         src = read_spec_source(name)
         spec = parse_spec(src.text, src.path)
         assert isinstance(spec.decls[0], S.SpecHeader) and spec.decls[0].name == name
@@ -268,6 +268,7 @@ def _tokens(text: str) -> list[str]:
 _ACL = read_spec_source("acl").text
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_spec_gives_diagnostics_never_a_crash(data):

@@ -5,11 +5,12 @@ AST equality ignores spans, and `IntLit` equality ignores how the literal was wr
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker import syntax as S
-from checker.load import load_spec, read_spec_source
+from checker.load import bundled_spec_names, load_spec, read_spec_source
 from checker.parser import parse_spec
 from checker.printer import print_clause, print_expr, print_spec
 from checker.typecheck import check_spec
@@ -126,12 +127,14 @@ def _reparse_expr(e: S.Expr) -> S.Expr:
     return spec.decls[0].body
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(exprs)
 def test_expression_round_trip(e):
     assert _reparse_expr(e) == e, print_expr(e)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(exprs)
 def test_expression_printing_is_stable(e):
@@ -139,6 +142,7 @@ def test_expression_printing_is_stable(e):
     assert print_expr(_reparse_expr(e)) == text  # literal spelling (hex, underscores) survives too
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=150)
 @given(st.lists(clauses, min_size=1, max_size=6))
 def test_clause_round_trip(cs):
@@ -147,6 +151,7 @@ def test_clause_round_trip(cs):
     assert parse_spec(text, "<c>").decls == (call,), text
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(decls, min_size=1, max_size=6))
 def test_declaration_round_trip(ds):
@@ -156,7 +161,7 @@ def test_declaration_round_trip(ds):
 
 
 def test_bundled_specs_round_trip_and_still_check():
-    for name in ("acl", "cupva"):
+    for name in bundled_spec_names():
         src = read_spec_source(name)
         ast = parse_spec(src.text, src.path)
         text = print_spec(ast)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -15,12 +17,14 @@ def run_pytest(tmp_path, *args):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_the_reference_driver_passes_the_generated_suite(tmp_path):
     code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva")
     assert code == 0, out
     assert " passed" in out and "failed" not in out
 
 
+@pytest.mark.slow
 def test_a_buggy_driver_fails_with_the_rule_it_breaks(tmp_path):
     code, out = run_pytest(tmp_path, "--regcheck-spec", "acl", "--regcheck-driver",
                            "tests.drivers.sloppy:WrongOverlapCode", "-k", "ACL_REG_OVERLAP")
@@ -34,6 +38,7 @@ def test_the_plugin_is_silent_without_its_options(tmp_path):
     assert code == 0 and "1 passed" in out
 
 
+@pytest.mark.slow
 def test_a_written_suite_can_be_used(tmp_path):
     suite = tmp_path / "suite"
     gen = subprocess.run([sys.executable, "-m", "checker.cli", "generate", "cupva", "-o", str(suite)],

@@ -23,7 +23,7 @@ def test_simulation_does_not_use_the_solver():
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent).returncode == 0
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip"])
 def test_no_violation_in_the_bundled_specs(name):
     result = simulate(load_spec(name), name, SimulationOptions(runs=150, steps=40, seed=7))
     assert result.violation is None and result.runs == 150

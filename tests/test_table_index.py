@@ -56,6 +56,7 @@ many_puts = st.lists(st.tuples(st.integers(0, 4).map(lambda x: x == 0), st.integ
                     min_size=30, max_size=150)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", CLASSES)
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.tuples(ops, st.just(None), st.sampled_from([None, 6])),
@@ -138,6 +139,7 @@ def fields(t) -> tuple:
             t._size_count, t._size_heap, t._largest, t.journal)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
 @settings(max_examples=300, deadline=None)
 @given(ops, queries, st.sampled_from([None, 6]), st.booleans())

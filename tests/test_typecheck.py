@@ -139,7 +139,7 @@ def test_rule_kinds_of_the_bundled_specs():
     assert cupva.status_type == Type("enum", "Error") and cupva.success == "ok" and acl.success == 0
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip"])
 def test_every_bundled_rule_cites_a_declared_source(name):
     spec = load_spec(name)
     for rule in spec.rules.values():
@@ -209,7 +209,7 @@ def _names_of(spec) -> list[S.Name]:
     return [x for x in walk(spec.ast) if isinstance(x, S.Name)]
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva", "tests/data/ops.spec"])
+@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip", "tests/data/ops.spec"])
 def test_every_name_of_a_checked_spec_has_one_binding(name):
     spec = load_spec(name)
     names = _names_of(spec)

@@ -12,6 +12,7 @@ from ..executor import load_factory
 from ..diagnostics import RegcheckError, error
 from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..load import load_spec
+from ..files import write_output
 from ..runs import semantics_for
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 
@@ -63,7 +64,7 @@ def parse_env(items: list[str]) -> dict:
             raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
         if value in ("true", "false"):
             env[name] = value == "true"
-        elif value.lstrip("-").isdigit():
+        elif value.isascii() and value.lstrip("-").isdigit():
             env[name] = int(value)
         else:
             env[name] = value
@@ -83,11 +84,7 @@ def run(args, out) -> int:
     path = None
     if failure is not None:
         path = args.out or f"{spec.name}.fuzz-{args.seed}.jsonl"
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(failure.trace_text())
-        except OSError as exc:
-            raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+        write_output(path, failure.trace_text())
     if args.format == "json":
         out.json({"spec": args.spec, "driver": result.driver, "max_examples": args.max_examples, "seed": args.seed,
                   "calls": result.calls, "seconds": round(result.seconds, 3),

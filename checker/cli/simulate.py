@@ -5,12 +5,11 @@ Exit codes: 0 no invariant broken in any run; 1 a violation (written as a trace)
 
 from __future__ import annotations
 
-from ..diagnostics import RegcheckError, error
 from ..load import load_spec
 from ..runs import format_env, format_state
 from ..simulate import SimulationOptions, simulate
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
-from .prove import _run_json, _steps, parse_env
+from .prove import count_steps, parse_env, run_json
 
 
 def register(sub) -> None:
@@ -33,7 +32,7 @@ def register(sub) -> None:
 
 def run_simulate(args, out) -> int:
     spec = load_spec(args.spec)
-    env = parse_env(args.env) if args.env else None
+    env = parse_env(args.env, spec) if args.env else None
     if env is not None:
         from ..runs import semantics_for
         semantics_for(spec, env)  # checks names and values: bad ones are input errors (exit 2)
@@ -41,16 +40,13 @@ def run_simulate(args, out) -> int:
     path = None
     if result.violation is not None:
         path = args.out or f"{spec.name}.simulate.jsonl"
-        try:
-            result.violation.run.write(path, spec)
-        except OSError as exc:
-            raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+        result.violation.run.write(path, spec)  # E0603 when it cannot be written
     if args.format == "json":
         out.json({"spec": args.spec, "runs": result.runs, "steps": result.steps, "successes": result.successes,
                   "seconds": round(result.seconds, 4), "steps_per_second": round(result.steps_per_second, 1),
                   "violation": None if result.violation is None else {
                       "invariants": list(result.violation.invariants),
-                      "run": _run_json(result.violation.run, spec, {}), "trace": path},
+                      "run": run_json(result.violation.run, spec, {}), "trace": path},
                   "rules_seen": dict(sorted(result.rules_seen.items()))})
     else:
         rate = f"{result.steps} steps in {result.seconds:.2f} s ({result.steps_per_second:,.0f} steps/s)"
@@ -62,7 +58,7 @@ def run_simulate(args, out) -> int:
                 out.out(f"clauses never exercised: {', '.join(silent)}")
         else:
             v = result.violation
-            out.out(f"violation in run {result.runs}: a run of {_steps(len(v.run.steps))} breaks "
+            out.out(f"violation in run {result.runs}: a run of {count_steps(len(v.run.steps))} breaks "
                     f"{', '.join(v.invariants)} (config: {format_env(spec, v.run.env)}):")
             for line in v.run.describe(spec):
                 out.out("  " + line)
