@@ -1,7 +1,7 @@
 """Write a large, realistic, conforming Ascend trace for the replay benchmarks.
 
 The mix: host allocations (malloc / aclrtMallocHost), registrations (MAPPED, PINNED or both),
-device-pointer lookups, unregistrations and frees, with a few hundred live ranges at any time.
+device-pointer lookups (of MAPPED registrations), unregistrations and frees, with a few hundred live ranges at any time.
 
     python bench/gen_trace.py OUT.jsonl --events 1000000 [--live 300] [--seed 1]
 """
@@ -22,6 +22,7 @@ def generate(path: str, events: int, live: int = 300, seed: int = 1) -> int:
     next_addr = 0x7F00_0000_0000
     free_allocs: dict[int, tuple[int, bool]] = {}  # unregistered allocations: base -> (size, from MallocHost)
     regs: dict[int, tuple[int, int, bool]] = {}  # registered: base -> (size, flag, from MallocHost)
+    mapped: dict[int, None] = {}  # the registrations made with MAPPED: only those may be queried
     n = 0
     t = 0
     with open(path, "wb") as f:
@@ -70,17 +71,18 @@ def generate(path: str, events: int, live: int = 300, seed: int = 1) -> int:
                 flag = MAPPED if host else rng.choice([MAPPED, PINNED, MAPPED | PINNED])
                 emit({"call": "aclrtHostRegisterV2", "args": {"ptr": base, "size": size, "flag": flag}, "ret": 0})
                 regs[base] = (size, flag, host)
-            elif r < 0.85 and regs:
-                base = pick(regs)
-                size, flag, host = regs[base]
                 if flag & MAPPED:
-                    emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 0,
-                          "out": {"pDevice": 0x10_0000_0000 + base}})
-                else:
-                    emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 107000})
-            elif regs:
+                    mapped[base] = None
+            elif r < 0.85 and mapped:
+                # A program asks only for the device address of a MAPPED registration (the caller's
+                # obligation ACL-GETDEV-MAPPED).
+                base = pick(mapped)
+                emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 0,
+                      "out": {"pDevice": 0x10_0000_0000 + base}})
+            elif regs and r >= 0.85:
                 base = pick(regs)
                 size, flag, host = regs.pop(base)
+                mapped.pop(base, None)
                 emit({"call": "aclrtHostUnregister", "args": {"ptr": base}, "ret": 0})
                 free_allocs[base] = (size, host)
     return n

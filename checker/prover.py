@@ -32,6 +32,7 @@ successes (inputs where a call succeeds and no clause or effect statement applie
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -45,8 +46,7 @@ from .solver import Answer, Session, SolverOptions, Verdict, Witness
 from .typecheck import CheckedSpec
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
-GROUP_FRAME = "API-GROUPS"
-GUARD_TIMEOUT_MS = 1000  # prefix of the implicit "changes only in its API groups" properties
+GROUP_FRAME = "API-GROUPS"  # prefix of the implicit "changes only in its API groups" properties
 
 
 # ---------------------------------------------------------------- results
@@ -112,12 +112,16 @@ class Guard:
 class Check:
     """One consistency item.
 
-    kind: clause | call | invariant | overlap | gap. status:
+    kind: clause | call | invariant | overlap | gap | policy. status:
       clause     live | shadowed | dead | unreached (satisfiable, no run within depth) | unknown
       call       reachable | never | unreached | unknown
       invariant  non-vacuous | vacuous | unreached | unknown
       overlap    overlap | possible (no run within depth) | (disjoint pairs are counted, not listed)
       gap        silent (a witness run) | possible
+      policy     unguarded (a `fails` whose citation says "must" / "should only" can decide the
+                 outcome of a call that keeps every obligation: the "must" has no `requires`) |
+                 possible (so in a state the invariants allow, no run shows it) | unknown
+                 (guarded clauses are counted, not listed)
     """
 
     kind: str
@@ -227,7 +231,7 @@ def _same(enc: Encoder, pre: SymState, post: SymState, target: str, is_var: bool
     if is_var:
         from .encode import equal
         return equal(pre.vars[target], post.vars[target])
-    return pre.tables[target].same_as(post.tables[target], enc._name("same"))
+    return pre.tables[target].same_as(post.tables[target], enc.fresh_name("same"))
 
 
 def _holds(sem: Semantics, st: State) -> list[str]:
@@ -459,11 +463,30 @@ class _Prover:
                 else:
                     checks.append(check)
                 continue
+            if info["kind"] == "policy":
+                checks.append(self._policy_check(t, info, c))
+                continue
             if c.witness is Witness.FOUND:
                 checks.append(self._found_check(t, info, c))
                 continue
             if info["kind"] in ("fails", "unspecified"):
                 sc = shadow_found.get(("shadow", t.key))
+                # A search that gave up (UNKNOWN) earns no definite word: "shadowed" needs the first
+                # search to have found nothing (NONE) or the unbounded query to show the clause never
+                # decides the outcome; "dead" needs the shadow search to have found nothing too.
+                if sc is not None and sc.witness is Witness.FOUND and c.witness is not Witness.NONE \
+                        and self._unbounded(t, info).witness is not Witness.NONE:
+                    checks.append(self._unbounded_check(t, info, c))
+                    continue
+                if sc is not None and sc.witness is Witness.UNKNOWN:
+                    check = self._unbounded_check(t, info, c)
+                    if check.status == "dead":
+                        check = Check(check.kind, check.subject, check.call, "unknown", False, check.rules,
+                                      "it never decides the outcome in a state satisfying the invariants; whether "
+                                      f"its condition holds where the outcome is open is unknown (solver: {sc.reason})",
+                                      check.seconds)
+                    checks.append(check)
+                    continue
                 if sc is not None and sc.witness is Witness.FOUND:
                     detail = ("the documents are silent only where the caller already broke an obligation"
                               if info["kind"] == "unspecified" else
@@ -494,6 +517,7 @@ class _Prover:
                         out.append(_clause_target(call, "requires", c.rule))
                     case S.OnlyIn():
                         out.append(_clause_target(call, "usage", c.rule))
+            out += [_policy_target(call, c.rule) for c in clauses if isinstance(c, S.Fails) and _says_must(c)]
             out.append(_success_target(call))
             if info.decl.kind == "call":
                 out.append(_gap_target(spec, call))
@@ -539,9 +563,29 @@ class _Prover:
         if ans.witness is Witness.NONE:
             return None
         status = "possible" if ans.witness is Witness.FOUND else "unknown"
+        searched = (f"no run of {self.options.witness_depth} steps shows it" if c.witness is Witness.NONE else
+                    f"the search for a run gave up (solver: {c.reason or 'unknown'})")
         return Check("overlap", f"{a} + {b}", t.call, status, True, (a, b),
-                     f"both can hold in a state satisfying the invariants, no run of {self.options.witness_depth} "
-                     f"steps shows it" if status == "possible" else f"solver: {ans.reason}", c.seconds + ans.seconds)
+                     f"both can hold in a state satisfying the invariants, {searched}" if status == "possible"
+                     else f"solver: {ans.reason}", c.seconds + ans.seconds)
+
+    def _policy_check(self, t: Target, info: dict, c: Covered) -> Check:
+        rule = info["rule"]
+        if c.witness is Witness.FOUND:
+            return Check("policy", rule, t.call, "unguarded", False, (rule,),
+                         "its citation says the caller must, but a call that keeps every obligation reaches it: "
+                         "encode the \"must\" as a `requires` (docs/language.md, obligations and documented errors)",
+                         c.seconds, self._finish_run(c.run, info))
+        ans = self._unbounded(t, info)
+        seconds = c.seconds + ans.seconds
+        if ans.witness is Witness.NONE:
+            return Check("policy", rule, t.call, "guarded", True, (rule,), "every state where it holds breaks an obligation",
+                         seconds)
+        if ans.witness is Witness.FOUND:
+            return Check("policy", rule, t.call, "possible", False, (rule,),
+                         "its citation says the caller must, and in a state the invariants allow a call that keeps "
+                         f"every obligation reaches it (no run of {self.options.witness_depth} steps shows it)", seconds)
+        return Check("policy", rule, t.call, "unknown", False, (rule,), f"solver: {ans.reason or c.reason}", seconds)
 
     def _outcomes(self, run: Run | None) -> str:
         if run is None or not run.steps:
@@ -580,6 +624,11 @@ class _Prover:
                       "vacuous": "its antecedent never holds in a state satisfying the invariants"}.get(
                 status, "its condition never holds in a state satisfying the invariants")
             return Check(ck, subject, t.call, status, False, info.get("rules", ()), detail, seconds)
+        if ans.witness is Witness.FOUND and c.witness is Witness.UNKNOWN and kind != "gap":
+            # It can hold; whether a run shows it is unknown (the bounded search gave up): never "unreached".
+            return Check(ck, subject, t.call, "unknown", False, info.get("rules", ()),
+                         f"holds in a state satisfying the invariants; the search for a run of {depth} steps gave "
+                         f"up (solver: {c.reason or 'unknown'})", seconds)
         if ans.witness is Witness.FOUND:
             status = "possible" if kind == "gap" else "unreached"
             return Check(ck, subject, t.call, status, kind == "gap", info.get("rules", ()),
@@ -751,6 +800,26 @@ class _Shadow:
         return Target(("shadow", self.original.key), self.original.call,
                       lambda enc, env, cc, st: _clause_cond(cc, kind, rule),
                       lambda sem, st, step: _clause_holds(sem.allowed(st, step.call, step.inputs), kind, rule))
+
+
+# Citations that word a caller obligation: such a clause's condition must break a `requires`.
+_MUST = re.compile(r"\b(must|should only)\b", re.IGNORECASE)
+
+
+def _says_must(c: S.Fails) -> bool:
+    return c.cite is not None and _MUST.search(c.cite.clause) is not None
+
+
+def _policy_target(call: str, rule: str) -> tuple[Target, dict]:
+    """The `fails` clause holds while every obligation of the call is kept."""
+    def formula(enc, env, cc, st):
+        kept = [c for _, c in cc.usage] + [c for _, _, c in cc.requires]
+        return conj([_clause_cond(cc, "fails", rule)] + kept)
+
+    def holds(sem, st, step):
+        al = sem.allowed(st, step.call, step.inputs)
+        return _clause_holds(al, "fails", rule) and not al.broken
+    return Target(("policy", rule), call, formula, holds), {"kind": "policy", "rule": rule, "rules": (rule,), "call": call}
 
 
 def _success_target(call: str) -> tuple[Target, dict]:

@@ -27,12 +27,11 @@ from . import syntax as S
 from .diagnostics import RegcheckError, error
 from .fastpath import DECODE_ERRORS, fast_path
 from .load import load_spec
-from .semantics import NATIVE, Semantics, State, coerce_value
+from .semantics import NATIVE, Semantics, State, coerce_value, resolve_config
 from .source import Span
 from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
 from .typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
 
-KINDS = ("usage", "conformance", "unspecified")
 _ABSENT = object()
 _NO_FINDINGS: list = []  # shared by every event without findings: callers must not append to it
 THREAD_WINDOW = 64  # calls per non-thread-safe function kept for the overlap check
@@ -48,10 +47,16 @@ class Finding:
     message: str
     related: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    # A usage finding on a call the runtime rejected with a status one of its documented errors
+    # allows: the caller broke the rule, the runtime caught it (a team probing on purpose filters these).
+    rejected: bool = False
 
     def to_json(self) -> dict:
-        return {"line": self.line, "kind": self.kind, "rule": self.rule, "call": self.call,
-                "message": self.message, "related": list(self.related)}
+        out = {"line": self.line, "kind": self.kind, "rule": self.rule, "call": self.call,
+               "message": self.message, "related": list(self.related)}
+        if self.rejected:
+            out["rejected"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,12 @@ class ReplayReport:
     @property
     def verdict(self) -> str:
         return "violates" if any(f.kind != "unspecified" for f in self.findings) else "conforms"
+
+    def without_rejected(self) -> "ReplayReport":
+        """The report without the usage findings on calls the runtime rejected with a documented
+        error (`Finding.rejected`): for programs that probe the documented errors on purpose."""
+        return ReplayReport(self.path, self.spec, self.events, tuple(f for f in self.findings if not f.rejected),
+                            self.truncated)
 
     def to_json(self) -> dict:
         out = {"verdict": self.verdict, "events": self.events, "findings": [f.to_json() for f in self.findings]}
@@ -222,21 +233,22 @@ class Replayer:
     def _explain(self, ev, shape, cc, allowed, args, status, outs) -> list[Finding]:
         """The findings of one event (the slow path: only events that may have any)."""
         findings: list[Finding] = []
+        rejected = status != self.success and any(e.allows(status) for e in allowed.errors)
         for rule in allowed.broken:
-            findings.append(self._usage(ev, rule, args))
+            findings.append(self._usage(ev, rule, args, status if rejected else None))
         if cc.thread_rule is not None and ev.t0 is not None and ev.tid is not None:
             clash = self._thread_clash(shape.name, ev)
             if clash is not None:
-                findings.append(self._finding(ev, "usage", cc.thread_rule,
-                                              f"called from thread {ev.tid} while the call at line {clash} "
-                                              f"from another thread was still running; the function is not thread-safe",
-                                              ((clash, shape.name),)))
+                findings.append(self.finding(ev, "usage", cc.thread_rule,
+                                             f"called from thread {ev.tid} while the call at line {clash} "
+                                             f"from another thread was still running; the function is not thread-safe",
+                                             ((clash, shape.name),)))
         judgement = self.sem.judge(allowed, self.state, args, status, outs)
         if not judgement.conforms:
             findings.append(self._conformance(ev, judgement, args, status, outs))
         for rule in allowed.unspecified:
-            findings.append(self._finding(ev, "unspecified", rule, "the documents do not say what happens here; "
-                                          f"recorded result {status!r} accepted", self._related(rule, ev, args)))
+            findings.append(self.finding(ev, "unspecified", rule, "the documents do not say what happens here; "
+                                         f"recorded result {status!r} accepted", self._related(rule, ev, args)))
         return findings
 
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
@@ -289,13 +301,16 @@ class Replayer:
             notes.append(f"document: {info.source.location}: {info.cite.clause}")
         return tuple(notes)
 
-    def _finding(self, ev: TraceEvent, kind: str, rule: str, message: str,
-                 related: tuple[tuple[int, str], ...] = ()) -> Finding:
+    def finding(self, ev: TraceEvent, kind: str, rule: str, message: str,
+                related: tuple[tuple[int, str], ...] = ()) -> Finding:
+        """A finding at `ev`'s line with the notes every finding carries (the related events, the
+        rule's clause and citation); the executor reports its own kinds through it too."""
         notes = tuple(f"{self.path}:{line}: related: the {call} recorded here" for line, call in related)
         return Finding(ev.line, kind, rule, ev.call, f"{ev.call}: {message}", tuple(line for line, _ in related),
                        notes + self._cite_note(rule))
 
-    def _usage(self, ev: TraceEvent, rule: str, args: Mapping) -> Finding:
+    def _usage(self, ev: TraceEvent, rule: str, args: Mapping, rejected_with=None) -> Finding:
+        """A broken obligation; `rejected_with`: the documented error status the runtime returned."""
         info = self.spec.rules[rule]
         if info.kind == "usage":
             groups = ", ".join(self.sem.group_of(self.state)) or "none"
@@ -304,14 +319,18 @@ class Replayer:
             msg = "caller obligation broken" + ("; the documents leave the outcome undefined" if info.kind == "undefined" else "")
         if info.cite:
             msg += f": {info.cite.clause}"
-        return self._finding(ev, "usage", rule, msg, self._related(rule, ev, args))
+        f = self.finding(ev, "usage", rule, msg, self._related(rule, ev, args))
+        if rejected_with is None:
+            return f
+        note = f"the runtime rejected the call with {rejected_with!r}, a documented error here (--ignore-rejected hides such findings)"
+        return Finding(f.line, f.kind, f.rule, f.call, f.message, f.related, f.notes + (note,), True)
 
     def _conformance(self, ev: TraceEvent, judgement, args: Mapping, status, outs: Mapping) -> Finding:
         rules = judgement.rules or ("(none)",)
         rule = rules[0]
         kind = self.spec.rules[rule].kind if rule in self.spec.rules else ""
         if status == self.success and kind == "ensures":
-            shown = ", ".join(f"{n}={_show(v)}" for n, v in outs.items())
+            shown = ", ".join(f"{n}={show_value(v)}" for n, v in outs.items())
             info = self.spec.rules[rule]
             msg = f"succeeded with {shown}, which breaks the promise {rule}" + (f": {info.cite.clause}" if info.cite else "")
         elif kind == "effect":
@@ -321,7 +340,7 @@ class Replayer:
             msg = f"returned {status!r}; the spec allows {judgement.expected}"
         scope = {**args, **outs}
         related = tuple(sorted({made for r in rules for made in self._related(r, ev, scope)}))
-        f = self._finding(ev, "conformance", rule, msg, related)
+        f = self.finding(ev, "conformance", rule, msg, related)
         if len(rules) > 1:
             f = Finding(f.line, f.kind, f.rule, f.call, f.message + f" (also {', '.join(rules[1:])})", f.related, f.notes)
         return f
@@ -348,7 +367,7 @@ def _python_remembering(created: dict, removed: deque, journal: list) -> Callabl
     return remember
 
 
-def _show(v) -> str:
+def show_value(v) -> str:
     """Addresses in hex, statuses and names as they are."""
     if type(v) is int and (v >= 0x10000 or v < 0):
         return hex(v)
@@ -366,9 +385,24 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
         raise RegcheckError([error("T0736", f"the trace header names spec '{header.spec}' but spec '{spec.name}' "
                                    "was given", Span(path, header.line, 1))])
     try:
-        return Semantics(spec, header.env)
+        config = resolve_config(spec, header.env)
     except RegcheckError as exc:
         raise RegcheckError([error(d.code, d.message, Span(path, header.line, 1)) for d in exc.diagnostics]) from None
+    # One compiled semantics (and fast path) per (spec, configuration), shared by every trace of a
+    # corpus this process replays: compiling costs tens of milliseconds, a short trace less.
+    key = (id(spec), tuple(sorted(config.items())))
+    hit = _SEMANTICS.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_SEMANTICS) >= _SEMANTICS_KEPT:
+        _SEMANTICS.pop(next(iter(_SEMANTICS)))
+    sem = Semantics(spec, config)
+    _SEMANTICS[key] = (spec, sem)
+    return sem
+
+
+_SEMANTICS: dict[tuple, tuple[CheckedSpec, Semantics]] = {}
+_SEMANTICS_KEPT = 64
 
 
 PROGRESS_EVERY = 65536

@@ -12,11 +12,12 @@ its kind and its document citation as help text, and each result points at a fil
     log = conform_log(conform_report, spec, files)        # a conformance run's failed tests
 
 A result is a `SarifResult` or any 6-tuple in the same order:
-(rule_id, level, message, artifact_uri, line, related_locations), where level is one of
+(rule_id, level, message, artifact_uri, line, related_locations[, properties]), where level is one of
 "error", "warning", "note", "none"; artifact_uri is a path (relative paths stay relative, so a
 dashboard resolves them against the repository root; absolute paths become file:// URIs);
 line is 1-based (0 or None: no region); related_locations is an iterable of
-(artifact_uri, line, message) triples.
+(artifact_uri, line, message) triples; properties, if given, a dict written as the result's
+`properties` (replay's `rejected` flag).
 
 A rule ID that is not a rule of the spec (the executor's own checks, the prover's implicit
 properties) is described by a `ToolRule`, which carries the same help text and citation a spec
@@ -74,6 +75,7 @@ class SarifResult(NamedTuple):
     artifact_uri: str
     line: int | None
     related_locations: Iterable[tuple[str, int | None, str]] = ()
+    properties: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +205,7 @@ def _undeclared_rule(rule: str) -> dict:
 def _result(r: tuple, index: dict[str, int]) -> dict:
     rule_id, level, message, uri, line, *rest = r
     related = rest[0] if rest else ()
+    properties = rest[1] if len(rest) > 1 else None
     if level not in LEVELS:
         raise ValueError(f"SARIF level must be one of {', '.join(LEVELS)}, not {level!r}")
     out: dict[str, Any] = {
@@ -215,6 +218,8 @@ def _result(r: tuple, index: dict[str, int]) -> dict:
     rel = [_location(u, ln, msg, i) for i, (u, ln, msg) in enumerate(related or ())]
     if rel:
         out["relatedLocations"] = rel
+    if properties:
+        out["properties"] = dict(properties)
     return out
 
 
@@ -310,8 +315,10 @@ def replay_results(report: Any, spec: Any) -> list[SarifResult]:
         info = spec.rules.get(f.rule)
         if info is not None and info.span is not None and info.span.line:
             related.append((info.span.path, info.span.line, f"rule {f.rule} ({info.kind}) is defined here"))
+        # A usage finding on a call the runtime rejected with a documented error: tools filter on it.
+        props = {"rejected": True} if getattr(f, "rejected", False) else None
         out.append(SarifResult(f.rule, FINDING_LEVEL.get(f.kind, "warning"), f"{f.kind}[{f.rule}]: {f.message}",
-                               report.path, f.line, tuple(related)))
+                               report.path, f.line, tuple(related), props))
     return out
 
 
@@ -496,6 +503,8 @@ def _check_result(c: Any, spec: Any) -> tuple[str | None, str, str]:
     if c.kind == "overlap":
         a, _, b = c.subject.partition(" + ")
         return a, "note", f"overlapping error conditions in {c.call}: {a} and {b} hold together ({c.status}): {c.detail}"
+    if c.kind == "policy" and not c.ok:
+        return c.subject, "warning", f"{c.status} documented error {c.subject} ({c.call}): {c.detail}"
     if c.kind == "gap" and c.status != "none":
         return (c.rules[0] if c.rules else _SILENT_SUCCESS, "note",
                 f"documentation gap ({c.status}): {c.subject} {c.detail}; rules around: {', '.join(c.rules) or '-'}")

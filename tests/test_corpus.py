@@ -5,13 +5,13 @@ line, then exactly what `regcheck replay traces/SPEC/NAME.jsonl` prints on stdou
 repository root. `pytest --update-golden tests/test_corpus.py` rewrites the goldens from the
 current output (review the diff before committing it).
 
-Coverage: every rule of both specs except invariants (proved by `regcheck prove`) and `pinned`
+Coverage: every rule of every bundled spec except invariants (proved by `regcheck prove`) and `pinned`
 declarations (checked by `regcheck execute`) must be exercised by the corpus, as
   - a usage finding (requires / undefined / usage rules),
   - a conformance finding (fails, ensures and effect rules),
   - an unspecified finding (unspecified rules),
-  - or, in a conforming trace, a recorded failure the rule explains (fails / may-fail rules) or a
-    recorded success that runs the rule's effect (effect rules).
+  - or, in a conforming or a `probe_` trace, a recorded failure the rule explains (fails / may-fail
+    rules) or a recorded success that runs the rule's effect (effect rules).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE_DIR = REPO / "traces"
-SPECS = ("acl", "cupva")
+SPECS = ("acl", "cupva", "cuda", "hip")
 MIN_OK, MIN_BAD = 10, 20
 
 TRACES = sorted(p.relative_to(REPO).as_posix() for p in TRACE_DIR.glob("*/*.jsonl"))
@@ -71,9 +71,13 @@ def test_golden(trace, update_golden):
 @pytest.mark.parametrize("trace", TRACES)
 def test_name_prefix_matches_exit_code(trace):
     name = Path(trace).name
-    assert name.startswith(("ok_", "bad_")), f"{trace}: corpus traces are named ok_* or bad_*"
+    assert name.startswith(("ok_", "bad_", "probe_")), f"{trace}: corpus traces are named ok_*, bad_* or probe_*"
     code, _, err = replay(trace)
     assert code == (0 if name.startswith("ok_") else 1), f"{trace}: exit {code}\n{err}"
+    if name.startswith("probe_"):  # every finding: a broken obligation the runtime rejected
+        doc = json.loads(replay("--format", "json", trace)[1])
+        assert doc["findings"] and all(f["kind"] == "usage" and f.get("rejected") for f in doc["findings"])
+        assert replay("--ignore-rejected", trace)[0] == 0
 
 
 @pytest.mark.parametrize("trace", TRACES)
@@ -99,7 +103,7 @@ def test_every_trace_has_a_golden_and_every_golden_a_trace():
 
 
 def test_corpus_size():
-    counts = {spec: {"ok": 0, "bad": 0} for spec in SPECS}
+    counts = {spec: {"ok": 0, "bad": 0, "probe": 0} for spec in SPECS}
     for t in TRACES:
         spec, name = Path(t).parent.name, Path(t).name
         assert spec in SPECS, f"{t}: traces live in traces/<spec>/ for a bundled spec"
@@ -109,7 +113,9 @@ def test_corpus_size():
 
 
 def test_readme_describes_every_trace():
-    readme = (TRACE_DIR / "README.md").read_text(encoding="utf-8")
+    # traces/README.md, plus the per-spec tables kept beside the traces (traces/cuda/README.md, ...)
+    readmes = [TRACE_DIR / "README.md", *sorted(TRACE_DIR.glob("*/README.md"))]
+    readme = "\n".join(p.read_text(encoding="utf-8") for p in readmes)
     missing = [t for t in TRACES if f"`{Path(t).parent.name}/{Path(t).name}`" not in readme]
     assert not missing, f"traces/README.md does not describe: {missing}"
 
@@ -177,7 +183,7 @@ def test_every_rule_is_covered():
             info = spec.rules.get(f["rule"])
             if info is not None and FINDING_KINDS.get(info.kind) == f["kind"]:
                 covered[spec_name].add(f["rule"])
-        if code == 0:
+        if code == 0 or Path(trace).name.startswith("probe_"):  # probe_: its findings are all rejected calls
             covered[spec_name] |= explained_outcomes(trace)
     uncovered = []
     for spec_name in SPECS:

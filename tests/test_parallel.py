@@ -28,11 +28,13 @@ def replay(*argv: str) -> tuple[int, str, str]:
 def corpus(tmp_path, monkeypatch):
     """The bundled traces of both specs plus one unreadable trace, under relative paths."""
     monkeypatch.chdir(tmp_path)
-    shutil.copytree(REPO / "traces", tmp_path / "traces", ignore=shutil.ignore_patterns("*.expect", "*.md"))
+    for spec in ("acl", "cupva"):
+        shutil.copytree(REPO / "traces" / spec, tmp_path / "traces" / spec, ignore=shutil.ignore_patterns("*.expect", "*.md"))
     (tmp_path / "traces" / "acl" / "zz_broken.jsonl").write_text('{"regcheck":1,"spec":"acl"}\n{"call":"mmap"}\n')
     return sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "traces").glob("*/*.jsonl"))
 
 
+@pytest.mark.slow
 def test_jobs_2_gives_the_same_report_as_jobs_1(corpus):
     one = replay("--format", "json", "traces/acl", "traces/cupva")
     two = replay("--format", "json", "-j", "2", "traces/acl", "traces/cupva")
@@ -45,6 +47,7 @@ def test_jobs_2_gives_the_same_report_as_jobs_1(corpus):
     assert text1 == text2
 
 
+@pytest.mark.slow
 def test_outcomes_keep_the_given_order(corpus):
     paths = list(reversed(corpus))
     seen = []
@@ -108,6 +111,7 @@ def test_jobs_and_dask_exclude_each_other(corpus):
 # ---------------------------------------------------------------- Dask
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_report(corpus):
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (the test extra has it)")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
@@ -119,6 +123,7 @@ def test_dask_local_cluster_gives_the_same_report(corpus):
     assert json.loads(out) == json.loads(local[1])  # relative paths as given, though workers got absolute ones
 
 
+@pytest.mark.slow
 def test_dask_unreachable_scheduler(corpus, monkeypatch):
     pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (the test extra has it)")
     monkeypatch.setattr(parallel, "DASK_CONNECT_TIMEOUT_S", 2)
@@ -190,7 +195,7 @@ def test_replay_cli_draws_progress_only_on_a_terminal(corpus):
 def test_spec_file_option_in_parallel(corpus, tmp_path):
     (tmp_path / "specs").mkdir()
     shutil.copy(REPO / "spec" / "acl.spec", tmp_path / "specs" / "acl.spec")
-    args = ("--spec", "specs/acl.spec", "traces/acl/ok_double_register_rejected.jsonl", "traces/acl/bad_double_free.jsonl")
+    args = ("--spec", "specs/acl.spec", "traces/acl/probe_double_register_rejected.jsonl", "traces/acl/bad_double_free.jsonl")
     one = replay("--format", "json", *args)
     two = replay("--format", "json", "-j", "2", *args)
     assert one[0] == two[0] == 1 and json.loads(one[1]) == json.loads(two[1])

@@ -12,7 +12,7 @@ import z3
 from checker.load import load_spec
 from checker.prover import GROUP_FRAME, TYPES, ProveOptions, prove
 from checker.replay import replay_trace
-from checker.runs import replay_prefix, semantics_for
+from checker.runs import replay_prefix, semantics_for, step_allowed
 from checker.solver import Session, SolverOptions, Verdict, Witness
 from checker.trace import read_trace
 from tests.helpers import run_cli
@@ -33,13 +33,13 @@ SEEDED_BUGS = {
 
 @pytest.fixture(scope="module")
 def reports():
-    return {n: prove(load_spec(n), n) for n in ("acl", "cupva")}
+    return {n: prove(load_spec(n), n) for n in ("acl", "cupva", "cuda", "hip")}
 
 
 # ---------------------------------------------------------------- the bundled specs
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip"])
 def test_every_obligation_of_the_bundled_specs_is_proved(reports, name):
     spec, report = load_spec(name), reports[name]
     assert [o for o in report.obligations if o.verdict is not Verdict.PROVED] == []
@@ -67,7 +67,7 @@ def test_cupva_registrations_change_only_in_their_api_groups(reports):
     assert {"PVA-REG-API-GROUP", "PVA-UNREG-API-GROUP"} <= set(obs[0].rules)
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva"])
+@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip"])
 def test_the_bundled_specs_are_consistent(reports, name):
     spec, report = load_spec(name), reports[name]
     assert [c for c in report.checks if not c.ok] == []
@@ -81,13 +81,29 @@ def test_the_bundled_specs_are_consistent(reports, name):
 
 
 def test_witness_runs_replay_concretely(reports):
+    """Every witness run is allowed step by step by the concrete semantics; a check about a call ends
+    with that call, whose recorded status the semantics allows there (and, for a clause, through
+    that clause's rule)."""
     for name, report in reports.items():
         spec = load_spec(name)
-        for c in report.checks:
-            if c.run is None:
-                continue
+        witnessed = [c for c in report.checks if c.run is not None]
+        assert {c.kind for c in witnessed} >= {"clause", "call", "invariant", "overlap"}, name
+        for c in witnessed:
             sem = semantics_for(spec, c.run.env)
-            assert replay_prefix(sem, c.run.steps[:-1] if c.call else c.run.steps) is not None, c
+            st = replay_prefix(sem, c.run.steps[:-1] if c.call else c.run.steps)
+            assert st is not None, c
+            if c.call is None:
+                continue
+            last = c.run.steps[-1]
+            assert last.call == c.call, c
+            allowed = sem.allowed(st, last.call, last.inputs)
+            if last.status is not None:
+                assert allowed.allows_status(last.status, sem.success), (c, allowed)
+            if c.kind == "call":
+                assert step_allowed(sem, st, last) is not None, c
+            if c.kind == "clause":
+                fired = {e.rule for e in allowed.errors + allowed.env_errors} | {*allowed.broken, *allowed.undefined, *allowed.unspecified}
+                assert c.subject in fired or c.status == "shadowed", (c, allowed)
 
 
 def test_cupva_overlap_clause_is_both_an_obligation_and_an_error(reports):
@@ -107,7 +123,8 @@ def test_documentation_gaps_are_listed(reports):
 
 
 def test_each_way_to_free_registered_memory_is_a_broken_obligation(reports):
-    found = {(g.property, g.call, g.rule) for r in reports.values() for g in r.guards if g.witness is Witness.FOUND}
+    seeds = (reports["acl"], reports["cupva"])  # the seed specs' frees; cuda and hip are checked below
+    found = {(g.property, g.call, g.rule) for r in seeds for g in r.guards if g.witness is Witness.FOUND}
     assert ("ACL-INV-REG-IN-ALLOC", "free", "ACL-FREE-REGISTERED") in found
     assert ("ACL-INV-REG-IN-ALLOC", "aclrtFreeHost", "ACL-FREEHOST-REGISTERED") in found
     assert ("PVA-INV-REG-IN-ALLOC", "cudaFree", "PVA-FREE-REGISTERED") in found
@@ -115,12 +132,15 @@ def test_each_way_to_free_registered_memory_is_a_broken_obligation(reports):
     for prop, call in frees:  # only through the unregister-before-free obligations
         rules = {r for p, c, r in found if (p, c) == (prop, call)}
         assert rules <= {"ACL-FREE-REGISTERED", "ACL-FREEHOST-REGISTERED", "PVA-FREE-REGISTERED"}, (prop, call, rules)
+    cuda_hip = {(g.call, g.rule) for n in ("cuda", "hip") for g in reports[n].guards if g.witness is Witness.FOUND}
+    assert {("free", "CUDA-FREE-REGISTERED"), ("free", "HIP-FREE-REGISTERED")} <= cuda_hip
     for r in reports.values():
         for g in r.guards:
             if g.witness is Witness.FOUND:
                 assert g.example.validated and g.property in g.example.failing and g.rule in g.example.rules
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["acl", "cupva"])
 def test_consistency_witnesses_replay_with_the_replayer(tmp_path, name):
     code, out, _ = run_cli("prove", name, "--witness-dir", str(tmp_path), "--no-guards")
@@ -128,6 +148,7 @@ def test_consistency_witnesses_replay_with_the_replayer(tmp_path, name):
     spec = load_spec(name)
     traces = sorted(tmp_path.glob("*.jsonl"))
     assert len(traces) > 20
+    assert {p.stem[len(name) + 1:].split("-")[0] for p in traces} >= {"call", "clause"}  # the checks below run
     for path in traces:
         header, events = read_trace(path)
         assert header.spec == name
@@ -293,3 +314,45 @@ def test_bad_input_exits_2(tmp_path):
     code, _, err = run_cli("prove", str(unsupported))
     assert code == 2 and "P0901" in err
     assert run_cli("prove", "acl", "--witness-depth", "x")[0] == 2
+
+
+# ---------------------------------------------------------------- the obligations policy
+
+POLICY_SPEC = """
+spec policy "a documented 'must' with and without its obligation"
+source D "d" "d"
+status int success 0
+var n: int = 0
+call c(flag: u32) {
+  REQUIRES
+  fails T-FLAG: 1 when flag != 0
+    cite D "flag is reserved and must be 0"
+  fails T-ODD: 2 when flag == 3
+    cite D "3 is an error"
+  effect T-E: { n = n + 1 }
+    cite D "counts"
+}
+"""
+
+
+@pytest.mark.parametrize("requires, status", [("", "unguarded"),
+                                              ("requires T-FLAG-ZERO: flag == 0\n    cite D \"the caller must pass 0\"",
+                                               "guarded")])
+def test_a_must_without_an_obligation_is_a_consistency_problem(tmp_path, requires, status):
+    path = tmp_path / "policy.spec"
+    path.write_text(POLICY_SPEC.replace("REQUIRES", requires), encoding="utf-8")
+    report = prove(load_spec(str(path)), str(path), ProveOptions(guards=False, reach_depth=0))
+    policy = [c for c in report.checks if c.kind == "policy"]
+    assert [(c.subject, c.status) for c in policy] == [("T-FLAG", status)]  # T-ODD cites no "must"
+    assert report.consistent == (status == "guarded")
+    if status == "unguarded":  # the witness: a call that keeps every obligation and meets T-FLAG
+        last = policy[0].run.steps[-1]
+        assert last.call == "c" and last.inputs["flag"] != 0
+
+
+def test_the_bundled_specs_guard_every_must(reports):
+    for name in ("acl", "cupva"):
+        policy = [c for c in reports[name].checks if c.kind == "policy"]
+        assert all(c.status == "guarded" for c in policy), policy
+    assert {c.subject for c in reports["acl"].checks if c.kind == "policy"} == {
+        "ACL-MALLOCHOST-SIZE-ZERO", "ACL-GETDEV-FLAG", "ACL-GETDEV-UNMAPPED"}

@@ -96,8 +96,11 @@ def shape(evs) -> list[tuple[str, int | None]]:
     return [(e.call, e.ret) for e in evs]
 
 
-def replay_json(trace: Path) -> tuple[int, dict]:
-    code, out, _ = run("replay", "--format", "json", str(trace))
+def replay_json(trace: Path, *options: str) -> tuple[int, dict]:
+    """Replay with --ignore-rejected: the test program probes two documented errors on purpose (a
+    second unregister, the device pointer of a PINNED-only range), which the obligations policy
+    reports as usage findings on rejected calls."""
+    code, out, _ = run("replay", "--format", "json", "--ignore-rejected", *options, str(trace))
     return code, json.loads(out)
 
 
@@ -141,6 +144,11 @@ def test_records_the_registration_activity_and_replay_finds_the_bug(app, tmp_pat
     assert bad_free.call == "free"
     assert [(f["kind"], f["rule"], f["line"]) for f in report["findings"]] == \
         [("usage", "ACL-FREE-REGISTERED", bad_free.line)]
+    # Without --ignore-rejected the two probes show too, marked as rejected by the runtime.
+    code, out, _ = run("replay", "--format", "json", str(trace))
+    at = {e.line: e.call for e in events}
+    rejected = [(f["rule"], at[f["line"]]) for f in json.loads(out)["findings"] if f.get("rejected")]
+    assert sorted(rejected) == [("ACL-GETDEV-MAPPED", "aclrtHostGetDevicePointer"), ("ACL-UNREG-REGISTERED", "aclrtHostUnregister")]
 
 
 @needs_cc

@@ -125,6 +125,7 @@ def test_results_match_the_json_report(corpus_sarif):
 def test_related_locations_point_at_events_and_the_rule(corpus_sarif):
     _, doc, js, _ = corpus_sarif
     related = {(t["trace"], f["line"], f["rule"]): f["related"] for t in js["traces"] for f in t["findings"]}
+    at_events = at_rules = 0
     for run in doc["runs"]:
         spec = load_spec(run["properties"]["spec"])
         for res in run["results"]:
@@ -134,9 +135,12 @@ def test_related_locations_point_at_events_and_the_rule(corpus_sarif):
             in_trace = [r["physicalLocation"]["region"]["startLine"] for r in rel
                         if r["physicalLocation"]["artifactLocation"]["uri"] == key[0]]
             assert in_trace == related[key]
+            at_events += bool(in_trace)
             info = spec.rules.get(res["ruleId"])
             if info is not None:
                 assert {"uri": info.span.path} in [r["physicalLocation"]["artifactLocation"] for r in rel]
+                at_rules += 1
+    assert at_events > 10 and at_rules > 50  # the corpus has findings of both sorts
 
 
 def test_input_errors_become_notifications(tmp_path):
@@ -594,6 +598,7 @@ def test_conform_sarif_a_problem_without_a_rule_is_a_runner_rule(conform_suite):
     assert res["ruleId"] == "CONFORM-DRIVER-ERROR" and "device busy" in res["message"]["text"]
 
 
+@pytest.mark.slow
 def test_conform_sarif_generated_suite_is_located_in_the_spec():
     from checker.pinning import pinning_permitted
 
@@ -623,3 +628,16 @@ def test_conform_sarif_bad_input_is_a_notification(tmp_path):
     code, out, _ = conform("acl", "--driver", "no_such_module:f", "--format", "sarif")
     doc = json.loads(out)
     assert code == 2 and schema_errors(doc) == [] and doc["runs"][0]["results"] == []
+
+
+def test_usage_findings_on_rejected_calls_carry_the_rejected_property(repo_root):
+    code, out, _ = replay("--format", "sarif", "traces/acl/probe_getdev_after_failed_register.jsonl")
+    doc = json.loads(out)
+    assert code == 1 and not schema_errors(doc)
+    results = doc["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["ACL-GETDEV-MAPPED", "ACL-UNREG-REGISTERED"]
+    assert all(r["properties"] == {"rejected": True} for r in results)
+    code, out, _ = replay("--format", "sarif", "traces/acl/bad_getdev_unmapped_succeeds.jsonl")
+    assert all("properties" not in r for r in json.loads(out)["runs"][0]["results"])  # the runtime accepted it
+    code, out, _ = replay("--format", "sarif", "--ignore-rejected", "traces/acl/probe_getdev_after_failed_register.jsonl")
+    assert code == 0 and json.loads(out)["runs"][0]["results"] == []

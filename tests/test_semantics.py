@@ -387,6 +387,17 @@ def _():
 
 # ---- aclrtMallocHost / aclrtFreeHost
 
+@case("acl", "ACL-MALLOCHOST-SIZE", "fires")
+def _():  # a plain obligation: the documented error still decides the outcome
+    al = assert_broken(acl(), "aclrtMallocHost", "ACL-MALLOCHOST-SIZE", False, size=0)
+    assert error_rules(al) == {"ACL-MALLOCHOST-SIZE-ZERO"}
+
+
+@case("acl", "ACL-MALLOCHOST-SIZE", "holds")
+def _():
+    assert_kept(acl(), "aclrtMallocHost", "ACL-MALLOCHOST-SIZE", size=1)
+
+
 @case("acl", "ACL-MALLOCHOST-SIZE-ZERO", "fires")
 def _():
     assert_fails(acl(), "aclrtMallocHost", "ACL-MALLOCHOST-SIZE-ZERO", INVALID_PARAM, size=0)
@@ -780,6 +791,87 @@ def _():
     assert_not_fails(acl_registered(), "aclrtHostGetDevicePointer", "ACL-GETDEV-NULL", pHost=A, flag=0)
 
 
+@case("acl", "ACL-GETDEV-FLAG-ZERO", "fires")
+def _():
+    for flag in (1, MAPPED):
+        al = assert_broken(acl_registered(), "aclrtHostGetDevicePointer", "ACL-GETDEV-FLAG-ZERO", False, pHost=A, flag=flag)
+        assert "ACL-GETDEV-FLAG" in error_rules(al)
+
+
+@case("acl", "ACL-GETDEV-FLAG-ZERO", "holds")
+def _():
+    assert_kept(acl_registered(), "aclrtHostGetDevicePointer", "ACL-GETDEV-FLAG-ZERO", pHost=A, flag=0)
+
+
+@case("acl", "ACL-GETDEV-MAPPED", "fires")
+def _():
+    w = acl_registered(PINNED)  # registered, but not MAPPED
+    assert_broken(w, "aclrtHostGetDevicePointer", "ACL-GETDEV-MAPPED", False, pHost=A, flag=0)
+    assert_broken(w, "aclrtHostGetDevicePointer", "ACL-GETDEV-MAPPED", False, pHost=B, flag=0)  # never registered
+    assert_broken(w, "aclrtHostGetDevicePointer", "ACL-GETDEV-MAPPED", False, pHost=0, flag=0)  # null
+    w = acl_registered()
+    w.do("aclrtHostUnregister", ptr=A)
+    assert_broken(w, "aclrtHostGetDevicePointer", "ACL-GETDEV-MAPPED", False, pHost=A, flag=0)  # unregistered
+
+
+@case("acl", "ACL-GETDEV-MAPPED", "holds")
+def _():
+    w = acl_registered()
+    assert_kept(w, "aclrtHostGetDevicePointer", "ACL-GETDEV-MAPPED", pHost=A, flag=0)
+    assert_kept(w, "aclrtHostGetDevicePointer", "ACL-GETDEV-MAPPED", pHost=A + PAGE, flag=0)  # interior: unspecified
+
+
+@case("acl", "ACL-UNREG-REGISTERED", "fires")
+def _():
+    w = acl_registered()
+    assert_broken(w, "aclrtHostUnregister", "ACL-UNREG-REGISTERED", False, ptr=B)
+    assert_broken(w, "aclrtHostUnregister", "ACL-UNREG-REGISTERED", False, ptr=0)
+    w.do("aclrtHostUnregister", ptr=A)
+    al = assert_broken(w, "aclrtHostUnregister", "ACL-UNREG-REGISTERED", False, ptr=A)  # twice
+    assert error_rules(al) == {"ACL-UNREG-NOT-REGISTERED"}
+
+
+@case("acl", "ACL-UNREG-REGISTERED", "holds")
+def _():
+    w = acl_registered()
+    assert_kept(w, "aclrtHostUnregister", "ACL-UNREG-REGISTERED", ptr=A)
+    assert_kept(w, "aclrtHostUnregister", "ACL-UNREG-REGISTERED", ptr=A + PAGE)
+
+
+@case("acl", "ACL-REG-FLAG-KNOWN", "fires")
+def _():
+    w = acl()
+    w.do("malloc", {"ptr": A}, size=SZ)
+    for flag in (0, 0x1, MAPPED | 0x20):
+        al = assert_broken(w, "aclrtHostRegisterV2", "ACL-REG-FLAG-KNOWN", False, ptr=A, size=SZ, flag=flag)
+        assert "ACL-REG-FLAG-INVALID" in error_rules(al)
+
+
+@case("acl", "ACL-REG-FLAG-KNOWN", "holds")
+def _():
+    w = acl()
+    w.do("malloc", {"ptr": A}, size=SZ)
+    for flag in (MAPPED, PINNED, MAPPED | PINNED):
+        assert_kept(w, "aclrtHostRegisterV2", "ACL-REG-FLAG-KNOWN", ptr=A, size=SZ, flag=flag)
+
+
+@case("acl", "ACL-REG-PINNED-PAGEABLE", "fires")
+def _():
+    w = acl()
+    w.do("aclrtMallocHost", {"hostPtr": A}, size=SZ)  # page-locked already
+    al = assert_broken(w, "aclrtHostRegisterV2", "ACL-REG-PINNED-PAGEABLE", False, ptr=A, size=SZ, flag=PINNED)
+    assert "ACL-REG-PINNED-LOCKED" in error_rules(al)
+
+
+@case("acl", "ACL-REG-PINNED-PAGEABLE", "holds")
+def _():
+    w = acl()
+    w.do("aclrtMallocHost", {"hostPtr": A}, size=SZ)
+    w.do("malloc", {"ptr": B}, size=SZ)
+    assert_kept(w, "aclrtHostRegisterV2", "ACL-REG-PINNED-PAGEABLE", ptr=A, size=SZ, flag=MAPPED)
+    assert_kept(w, "aclrtHostRegisterV2", "ACL-REG-PINNED-PAGEABLE", ptr=B, size=SZ, flag=PINNED)
+
+
 @case("acl", "ACL-GETDEV-FLAG", "fires")
 def _():
     w = acl_registered()
@@ -977,7 +1069,7 @@ def test_acl_every_holding_error_is_allowed():
     w = acl(product="AtlasTraining")
     args = dict(ptr=0, size=0, flag=0)
     al = w.allowed("aclrtHostRegisterV2", **args)
-    assert al.broken == () and not al.open
+    assert al.broken == ("ACL-REG-FLAG-KNOWN",) and not al.open  # a plain obligation: the outcome stays determinate
     assert error_rules(al) == {"ACL-REG-PRODUCT", "ACL-REG-NULL", "ACL-REG-SIZE-ZERO", "ACL-REG-FLAG-INVALID"}
     assert not al.success
     for status in (FEATURE_NOT_SUPPORT, *INVALID_PARAM, 507899):
@@ -1355,6 +1447,10 @@ def _():
     w.do("cudaMalloc", {"devPtr": A}, size=SZ)
     assert_broken(w, REG, "PVA-REG-ALLOCATED", True, ptr=B, size=PAGE, externalAllocType="CUDA")
     assert_broken(w, REG, "PVA-REG-ALLOCATED", True, ptr=A, size=SZ + 1, externalAllocType="CUDA")
+    # the kinds swapped: a CUDA buffer passed as HOST memory, a host buffer passed as CUDA
+    w.do("malloc", {"ptr": C}, size=SZ)
+    assert_broken(w, REG, "PVA-REG-ALLOCATED", True, ptr=A, size=PAGE, externalAllocType="HOST")
+    assert_broken(w, REG, "PVA-REG-ALLOCATED", True, ptr=C, size=PAGE, externalAllocType="CUDA")
 
 
 @case("cupva", "PVA-REG-ALLOCATED", "holds")
@@ -1362,7 +1458,9 @@ def _():
     w = pva(**OLD)
     w.do("cudaMalloc", {"devPtr": A}, size=SZ)
     assert_kept(w, REG, "PVA-REG-ALLOCATED", ptr=A + PAGE, size=PAGE, externalAllocType="CUDA")
+    w.do("malloc", {"ptr": B}, size=SZ)
     assert_kept(w, REG, "PVA-REG-ALLOCATED", ptr=B, size=PAGE, externalAllocType="HOST")
+
 
 
 @case("cupva", "PVA-REG-NULL", "fires")
@@ -1603,6 +1701,29 @@ def _():
     w = pva_registered()
     w.do("vm_state", state="DeInit")
     assert assert_not_fails(w, UNREG, "PVA-UNREG-OPERATIONAL", ptr=A).success
+
+
+@case("cupva", "PVA-UNREG-REGISTERED", "fires")
+def _():
+    w = pva_registered()
+    w.do("vm_state", state="DeInit")
+    for ptr in (0, B, A + SZ):
+        al = assert_broken(w, UNREG, "PVA-UNREG-REGISTERED", False, ptr=ptr)
+        assert "PVA-UNREG-INVALID" in error_rules(al)
+    w.do(UNREG, ptr=A)
+    assert_broken(w, UNREG, "PVA-UNREG-REGISTERED", False, ptr=A)  # twice
+
+
+@case("cupva", "PVA-UNREG-REGISTERED", "holds")
+def _():
+    w = pva_registered()
+    w.do("vm_state", state="DeInit")
+    assert_kept(w, UNREG, "PVA-UNREG-REGISTERED", ptr=A)
+    assert_kept(w, UNREG, "PVA-UNREG-REGISTERED", ptr=A + PAGE)  # interior: unspecified
+    w2 = pva()  # driver 2006: a CUDA allocation is registered automatically
+    w2.do("cudaMalloc", {"devPtr": A}, size=SZ)
+    w2.do("vm_state", state="DeInit")
+    assert_kept(w2, UNREG, "PVA-UNREG-REGISTERED", ptr=A)
 
 
 @case("cupva", "PVA-UNREG-INVALID", "fires")

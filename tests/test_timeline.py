@@ -58,7 +58,9 @@ def test_lifetimes(tmp_path):
     }
     reg = next(b for b in tl.bars if b.table == "regs")
     assert reg.record["dev"] == 0x12C0000000
-    assert [(m.index, m.finding.kind, m.finding.rule) for m in tl.marks] == [(6, "usage", "ACL-FREE-REGISTERED")]
+    # event 5 breaks ACL-REG-FLAG-KNOWN (flag 0) and the runtime rejects it; event 6 frees registered memory
+    assert [(m.index, m.finding.kind, m.finding.rule, m.finding.rejected) for m in tl.marks] == [
+        (5, "usage", "ACL-REG-FLAG-KNOWN", True), (6, "usage", "ACL-FREE-REGISTERED", False)]
     assert tl.events[4].text == "line 6: aclrtHostRegisterV2(ptr=0x7f3a2d000000, size=0x1000, flag=0) = 107000"
 
 

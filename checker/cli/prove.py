@@ -12,8 +12,8 @@ progress bar on standard error when it is a terminal.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
-from pathlib import Path
 
 import orjson
 
@@ -22,6 +22,7 @@ from ..runs import Run, format_env, format_state, format_step
 from ..diagnostics import RegcheckError, error
 from ..itf import counterexample_to_itf, run_to_itf
 from ..load import load_spec
+from ..files import make_directory, write_output
 from ..progress import progress_bar
 from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
 from ..sarif import prove_log
@@ -80,15 +81,23 @@ def _solver_args(p) -> None:
                    help="ask a query that timed out again, up to N times, each with the next seed (default 2)")
 
 
-def parse_env(items: list[str]) -> dict:
-    """NAME=VALUE pairs as trace header values (true/false become booleans)."""
-    env = {}
+def parse_env(items: list[str], spec: CheckedSpec | None = None) -> dict:
+    """NAME=VALUE pairs as trace header values: true/false become booleans, and a decimal VALUE
+    (ASCII digits, optionally after `-`) of an integer parameter of `spec` becomes an integer."""
+    env: dict = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
-        env[name] = {"true": True, "false": False}.get(value, value)
+        declared = spec.params.get(name) if spec is not None else None
+        if declared is not None and declared[0].kind == "int" and _DECIMAL(value):
+            env[name] = int(value)
+        else:
+            env[name] = {"true": True, "false": False}.get(value, value)
     return env
+
+
+_DECIMAL = re.compile(r"-?[0-9]+").fullmatch
 
 
 # ---------------------------------------------------------------- prove
@@ -116,16 +125,13 @@ def run_prove(args, out) -> int:
 
 def _write_witnesses(report: ProofReport, spec: CheckedSpec, directory: str) -> dict[int, str]:
     """Write witness runs as traces; returns id(run) -> path."""
-    Path(directory).mkdir(parents=True, exist_ok=True)
+    make_directory(directory)
     written: dict[int, str] = {}
     runs = [(f"{c.kind}-{c.subject}", c.run) for c in report.checks if c.run is not None]
     runs += [(f"violation-{'-'.join(r.violation.invariants)}", r.violation.run) for r in report.reach if r.violation]
     for label, run in runs:
         path = os.path.join(directory, _file_name(spec, label, ".jsonl"))
-        try:
-            run.write(path, spec)
-        except OSError as exc:
-            raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+        run.write(path, spec)  # E0603 when it cannot be written
         written[id(run)] = path
     return written
 
@@ -138,10 +144,7 @@ def _file_name(spec: CheckedSpec, label: str, ext: str) -> str:
 def _write_itf(report: ProofReport, spec: CheckedSpec, directory: str) -> dict[int, str]:
     """Counterexamples to induction (pre- and post-state) and reachable violations (whole runs) as
     ITF JSON; returns id(obligation or run) -> path."""
-    try:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RegcheckError([error("E0603", f"cannot create {directory}: {exc.strerror}")]) from None
+    make_directory(directory)
     written: dict[int, str] = {}
     for o in report.obligations:
         if o.cex is not None and o.verdict is not Verdict.PROVED:
@@ -152,7 +155,7 @@ def _write_itf(report: ProofReport, spec: CheckedSpec, directory: str) -> dict[i
     for r in report.reach:
         if r.violation is not None:
             run = r.violation.run
-            doc = run_to_itf(spec, run, f"a run of {_steps(len(run.steps))} from the initial state that breaks "
+            doc = run_to_itf(spec, run, f"a run of {count_steps(len(run.steps))} from the initial state that breaks "
                                         f"{', '.join(r.violation.invariants)} ({report.spec})")
             path = os.path.join(directory, _file_name(spec, f"violation-{'-'.join(r.violation.invariants)}", ".itf.json"))
             written[id(run)] = _write_json(path, doc)
@@ -160,15 +163,11 @@ def _write_itf(report: ProofReport, spec: CheckedSpec, directory: str) -> dict[i
 
 
 def _write_json(path: str, doc: dict) -> str:
-    try:
-        with open(path, "wb") as f:
-            f.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    except OSError as exc:
-        raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
-    return path
+    return write_output(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
 
 
-def _steps(n: int) -> str:
+def count_steps(n: int) -> str:
+    """`1 step`, `3 steps`."""
     return f"{n} step" if n == 1 else f"{n} steps"
 
 
@@ -263,7 +262,7 @@ def _cex_lines(cex: CounterExample, spec: CheckedSpec, what: str) -> list[str]:
 def _reach_lines(r: BmcResult, spec: CheckedSpec, written: dict[int, str]) -> list[str]:
     if r.violation is not None:
         v = r.violation
-        lines = [f"reachable: a run of {_steps(len(v.run.steps))} from the initial state breaks "
+        lines = [f"reachable: a run of {count_steps(len(v.run.steps))} from the initial state breaks "
                  f"{', '.join(v.invariants)} (config: {format_env(spec, v.run.env)}):"]
         lines += ["  " + x for x in v.run.describe(spec)]
         path = written.get(id(v.run))
@@ -303,6 +302,13 @@ def _consistency_lines(report: ProofReport, spec: CheckedSpec, verbose: bool, wr
         lines.append(f"    {c.call}: {c.subject}: {c.detail}" if c.status == "overlap"
                      else f"    {c.call}: {c.subject}: {c.status}: {c.detail}")
         lines += _run_lines(c.run, spec, written, verbose)
+    policy = by_kind.get("policy", [])
+    unguarded = [c for c in policy if not c.ok]
+    lines.append(f"  documented errors the caller \"must\" avoid: {len(policy) - len(unguarded)} of {len(policy)} "
+                 "guarded by an obligation")
+    for c in unguarded:
+        lines.append(f"    {c.status:<9} {c.subject} ({c.call}): {c.detail}")
+        lines += _run_lines(c.run, spec, written, True)
     gaps = [c for c in by_kind.get("gap", []) if c.status != "none"]
     unspecified = [c for c in clauses if spec.rules[c.subject].kind == "unspecified"]
     lines.append(f"  documentation gaps: {len(gaps)} silent successes, {len(unspecified)} `unspecified` clauses")
@@ -367,11 +373,11 @@ def report_json(report: ProofReport, spec: CheckedSpec, written: dict[int, str],
                     "example": _cex_json(g.example, spec) if g.example else None} for g in report.guards],
         "reach": [{"depth": r.depth, "witness": r.witness.value, "reason": r.reason,
                    "invariants": list(r.violation.invariants) if r.violation else [],
-                   "run": _run_json(r.violation.run, spec, written) if r.violation else None,
+                   "run": run_json(r.violation.run, spec, written) if r.violation else None,
                    "itf": itf.get(id(r.violation.run)) if r.violation else None} for r in report.reach],
         "consistency": [{"kind": c.kind, "subject": c.subject, "call": c.call, "status": c.status, "ok": c.ok,
                          "rules": list(c.rules), "detail": c.detail, "seconds": round(c.seconds, 4),
-                         "run": _run_json(c.run, spec, written) if c.run else None} for c in report.checks],
+                         "run": run_json(c.run, spec, written) if c.run else None} for c in report.checks],
         "disjoint_pairs": report.disjoint_pairs,
     }
 
@@ -396,7 +402,8 @@ def _cex_json(cex: CounterExample, spec: CheckedSpec) -> dict:
             "validated": cex.validated}
 
 
-def _run_json(run: Run, spec: CheckedSpec, written: dict[int, str]) -> dict:
+def run_json(run: Run, spec: CheckedSpec, written: dict[int, str]) -> dict:
+    """A run as JSON: its trace header and events, and the trace file it was written to (by `id(run)`)."""
     from ..trace import event_to_json, header_to_json
     return {"header": header_to_json(run.header(spec)), "events": [event_to_json(e) for e in run.events(spec)],
             "trace": written.get(id(run))}
@@ -407,7 +414,7 @@ def _run_json(run: Run, spec: CheckedSpec, written: dict[int, str]) -> dict:
 
 def run_bmc(args, out) -> int:
     spec = load_spec(args.spec)
-    env = parse_env(args.env) if args.env else None
+    env = parse_env(args.env, spec) if args.env else None
     if args.invariant:
         unknown = [r for r in args.invariant if r not in {inv.rule for inv in spec.invariants}]
         if unknown:
@@ -416,13 +423,10 @@ def run_bmc(args, out) -> int:
     path = itf = None
     if result.violation is not None:
         path = args.out or f"{spec.name}.bmc.jsonl"
-        try:
-            result.violation.run.write(path, spec)
-        except OSError as exc:
-            raise RegcheckError([error("E0603", f"cannot write {path}: {exc.strerror}")]) from None
+        result.violation.run.write(path, spec)  # E0603 when it cannot be written
         if args.itf:
             run = result.violation.run
-            itf = _write_json(args.itf, run_to_itf(spec, run, f"a run of {_steps(len(run.steps))} from the initial "
+            itf = _write_json(args.itf, run_to_itf(spec, run, f"a run of {count_steps(len(run.steps))} from the initial "
                                                                f"state that breaks {', '.join(result.violation.invariants)} "
                                                                f"({args.spec}, regcheck bmc --depth {args.depth})"))
     if args.format == "json":
@@ -430,7 +434,7 @@ def run_bmc(args, out) -> int:
                   "seconds": round(result.seconds, 4),
                   "queries": [{"depth": d, "seconds": round(s, 4)} for d, s in result.queries],
                   "invariants": list(result.violation.invariants) if result.violation else [],
-                  "run": _run_json(result.violation.run, spec, {}) if result.violation else None, "trace": path,
+                  "run": run_json(result.violation.run, spec, {}) if result.violation else None, "trace": path,
                   "itf": itf})
     else:
         _bmc_text(out, result, spec, path, env)
@@ -445,7 +449,7 @@ def _bmc_text(out, r: BmcResult, spec: CheckedSpec, path: str | None, env) -> No
     config = "configuration " + ", ".join(f"{k}={v}" for k, v in env.items()) if env else "every configuration"
     if r.violation is not None:
         v = r.violation
-        out.out(f"violation: a run of {_steps(len(v.run.steps))} breaks {', '.join(v.invariants)} "
+        out.out(f"violation: a run of {count_steps(len(v.run.steps))} breaks {', '.join(v.invariants)} "
                 f"(config: {format_env(spec, v.run.env)}):")
         for line in v.run.describe(spec):
             out.out("  " + line)

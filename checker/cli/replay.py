@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
+from dataclasses import replace
 
 from ..diagnostics import RegcheckError, error
 from ..load import load_spec
+from ..files import write_output
 from ..parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
 from ..progress import is_terminal, progress_bar
 from ..replay import ReplayReport
 from ..sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
 from ..source import NO_SPAN
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all, positive_int
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, render_all, positive_int
 
 
 def register(sub) -> None:
@@ -32,10 +35,14 @@ def register(sub) -> None:
     p.add_argument("traces", nargs="+", metavar="TRACE",
                    help="trace file, a directory (its *.jsonl files) or a glob pattern such as 'runs/**/*.jsonl'")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
+    add_trace_limits(p)
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when a trace violates the spec (input errors still exit 2)")
     p.add_argument("--max-findings", type=positive_int, metavar="N",
                    help="stop a trace after N usage/conformance findings (N >= 1)")
+    p.add_argument("--ignore-rejected", action="store_true",
+                   help="leave out usage findings on calls the runtime rejected with a documented error "
+                        "(for programs that probe the documented errors on purpose)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
                        help="replay N traces at a time on local worker processes (default: 1)")
@@ -94,6 +101,8 @@ def run(args, out) -> int:
         with progress_bar(out.stderr if many else None, len(args.traces), "replaying") as bar:
             outcomes = replay_corpus(args.traces, args.spec, args.max_findings, jobs=args.jobs,
                                      dask_address=args.dask, on_done=lambda _: bar.advance())
+    if args.ignore_rejected:
+        outcomes = [replace(o, report=o.report.without_rejected()) if o.report is not None else o for o in outcomes]
     corpus = CorpusReport(tuple(outcomes))
     reports = corpus.reports
     errors = corpus.errors
@@ -141,9 +150,11 @@ def _replay_with_progress(path: str, spec: str | None, max_findings: int | None,
 def _count_events(path: str) -> int | None:
     """The number of event lines (the bar's total): one cheap pass over the file's bytes."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a FIFO or device: never opened here (the replay refuses it)
         with open(path, "rb") as f:
             lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except OSError:
+    except (OSError, ValueError):
         return None  # the replay reports it
     return max(lines - 1, 0)
 
@@ -187,8 +198,4 @@ def _write_timeline(path: str, spec: str | None, target: str) -> None:
     from ..timeline import build_timeline, render_html
 
     page = render_html(build_timeline(path, spec))
-    try:
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(page)
-    except OSError as exc:
-        raise RegcheckError([error("E0603", f"cannot write {target}: {exc.strerror}")]) from None
+    write_output(target, page)
