@@ -109,7 +109,7 @@ def test_check_exit_2_for_a_missing_file(repo_root):
 
 def test_check_exit_2_for_an_unknown_bundled_name():
     code, out, err = run("check", "nosuch")
-    assert code == 2 and "error[E0601]: unknown spec 'nosuch' (bundled specs: acl, cupva" in err
+    assert code == 2 and "error[E0601]: unknown spec 'nosuch' (bundled specs: acl, cuda, cupva, hip" in err
 
 
 def test_check_worst_exit_code_wins(repo_root):

@@ -114,11 +114,11 @@ def test_events_are_lazy():
 
     _, events = read_trace_lines(lines())
     assert isinstance(events, Iterator) and not isinstance(events, (list, tuple))
-    for _, _ in zip(range(10), events):
-        pass
-    assert pulled <= 11
+    taken = [e for _, e in zip(range(10), events)]
+    assert [e.call for e in taken] == ["aclrtHostRegisterV2"] * 10 and 10 <= pulled <= 11
 
 
+@pytest.mark.slow
 def test_reading_200k_lines_streams_in_bounded_memory(tmp_path):
     path = tmp_path / "big.jsonl"
     n = 200_000
@@ -392,6 +392,7 @@ headers = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(header=headers, pairs=st.lists(events(), max_size=8), blank=st.booleans())
 def test_random_valid_events_round_trip(header, pairs, blank):
@@ -420,10 +421,10 @@ def _doc_traces() -> list[str]:
 
 def test_docs_have_an_example_for_each_spec():
     specs = [read_trace_text(block)[0].spec for block in _doc_traces()]
-    assert {"acl", "cupva"} <= set(specs)
+    assert {"acl", "cupva", "cuda", "hip"} <= set(specs)
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(len(_doc_traces())))
 def test_doc_examples_read_and_validate_against_the_schema(index):
     validator = _schema_validator()
     block = _doc_traces()[index]
@@ -463,6 +464,7 @@ def test_schema_rejects_lines_the_reader_rejects(data):
     assert not validator.is_valid(json.loads(bad_line))
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(header=headers, pairs=st.lists(events(), max_size=4))
 def test_every_written_line_validates_against_the_schema(header, pairs):
