@@ -35,6 +35,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
+from .diagnostics import RegcheckError, error
 from .replay import Finding, Replayer, semantics_for
 from .runs import Run
 from .semantics import Semantics, State
@@ -144,18 +145,31 @@ def itf_document(spec: CheckedSpec, config: Mapping[str, Any], steps: Iterable[I
             "states": [encode_step(spec, config, s, i, ints) for i, s in enumerate(steps)]}
 
 
+DEFAULT_MAX_ITF_BYTES = 256 << 20  # 256 MiB
+
+
 def write_itf(out, spec: CheckedSpec, config: Mapping[str, Any], steps: Iterable[ItfStep], meta_of,
-              ints: str = "bigint") -> int:
+              ints: str = "bigint", max_bytes: int = DEFAULT_MAX_ITF_BYTES) -> int:
     """Stream an ITF trace to a binary file, one state at a time (a long trace never sits in memory
     whole). `meta_of()` is called after the last step, so it can report how the walk ended.
-    Returns the number of states written."""
+    Returns the number of states written.
+
+    Every ITF state is a whole snapshot of the tables, so the output grows with events times live
+    entries (quadratically for a trace that only adds entries): past `max_bytes` the export stops
+    with E0605 instead of filling the disk."""
     _check_ints(ints)
     out.write(b'{"vars":' + orjson.dumps(variables(spec)) + b',"states":[')
-    n = 0
+    n = written = 0
     for step in steps:
         if n:
             out.write(b",\n")
-        out.write(orjson.dumps(encode_step(spec, config, step, n, ints)))
+        state = orjson.dumps(encode_step(spec, config, step, n, ints))
+        written += len(state) + 2
+        if written > max_bytes:
+            raise RegcheckError([error("E0605", f"the ITF output passes {max_bytes} bytes at state {n} (each state "
+                                       "holds every live table entry); export fewer events with --max-events, "
+                                       "or raise --max-bytes")])
+        out.write(state)
         n += 1
     out.write(b'],\n"#meta":' + orjson.dumps(meta_of()) + b"}\n")
     return n

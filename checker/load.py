@@ -47,7 +47,7 @@ def _exists(p: Path) -> bool:
 def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceFile:
     """A bundled spec name or a path; E0601 when neither exists (or the path is not a regular
     file), E0602 when it is not UTF-8, E0604 when it is larger than `max_bytes` (MAX_SPEC_BYTES)."""
-    limit = MAX_SPEC_BYTES if max_bytes is None else max_bytes
+    limit = _limits["bytes"] if max_bytes is None else max_bytes
     path = Path(name_or_path)
     bundled = ("/" not in name_or_path and path.suffix != ".spec"
                and _is_file(_spec_dir().joinpath(f"{name_or_path}.spec")))
@@ -60,7 +60,7 @@ def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceF
             raise RegcheckError([error("E0601", f"cannot read spec {name_or_path!r}: not a file name")]) from None
         if len(data) > limit:
             raise RegcheckError([error("E0604", f"spec '{name_or_path}' is larger than {limit} bytes, the "
-                                       "maximum spec size", Span(name_or_path, 0, 0))])
+                                       "maximum spec size (raise it with --max-spec-bytes)", Span(name_or_path, 0, 0))])
         display = name_or_path
     else:
         res = _spec_dir().joinpath(f"{name_or_path}.spec")
@@ -77,6 +77,17 @@ def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceF
 
 
 MAX_NESTING = 100  # the deepest AST a spec may have (expressions nested in clauses in calls); deeper is E0104
+_limits = {"bytes": MAX_SPEC_BYTES, "nesting": MAX_NESTING}
+
+
+def set_spec_limits(max_bytes: int | None = None, max_nesting: int | None = None) -> None:
+    """The spec size and nesting limits for what is read from now on (None: the default; the CLI's
+    --max-spec-bytes / --max-spec-nesting). Nesting beyond what the parser's and the checker's
+    recursion allow is still E0104."""
+    limits = {"bytes": max_bytes or MAX_SPEC_BYTES, "nesting": max_nesting or MAX_NESTING}
+    if limits != _limits:
+        _limits.update(limits)
+        load_spec.cache_clear()  # a spec read under other limits is read again
 
 
 def check_source(src: SourceFile) -> CheckedSpec:
@@ -85,16 +96,17 @@ def check_source(src: SourceFile) -> CheckedSpec:
     try:
         spec = parse_spec(src.text, src.path)
     except RecursionError:
-        raise _too_deep(f"more than the parser can nest (at most {MAX_NESTING} levels are allowed)",
+        raise _too_deep(f"more than the parser can nest (at most {_limits['nesting']} levels are allowed)",
                         Span(src.path, 0, 0)) from None
     depth, span = _deepest(spec)
-    if depth > MAX_NESTING:
-        raise _too_deep(f"{depth} levels, more than the {MAX_NESTING} allowed; split the expression with "
-                        "`def`s", span)
+    if depth > _limits["nesting"]:
+        raise _too_deep(f"{depth} levels, more than the {_limits['nesting']} allowed (--max-spec-nesting); split "
+                        "the expression with `def`s", span)
     try:
         return check_spec(spec)
     except RecursionError:  # a pass that recurses more per level than the limit allows for
-        raise _too_deep(f"too deep to check (at most {MAX_NESTING} levels are allowed)", Span(src.path, 0, 0)) from None
+        raise _too_deep(f"too deep to check (at most {_limits['nesting']} levels are allowed)",
+                        Span(src.path, 0, 0)) from None
 
 
 def _too_deep(what: str, span: Span) -> RegcheckError:

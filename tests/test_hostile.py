@@ -341,6 +341,32 @@ def test_nesting_within_the_limit_works_everywhere(tmp_path):
     assert code == 0, err + out
 
 
+def test_the_spec_limits_can_be_raised(tmp_path):
+    deep = hostile_spec(tmp_path, "deep", cond=" and ".join(["a > 0"] * 120))
+    code, _, err = run_cli("check", deep)
+    assert code == 1 and "E0104" in err and "--max-spec-nesting" in err
+    assert run_cli("check", "--max-spec-nesting", "200", deep)[0] == 0
+    trace = write_trace(tmp_path / "t.jsonl", [{"call": "poke", "args": {"a": 5}, "ret": 1}],
+                        header={"regcheck": 1, "spec": deep})
+    assert run_cli("replay", trace)[0] == 2  # the spec a header names is held to the same limits
+    assert run_cli("replay", "--max-spec-nesting", "200", trace)[0] == 0
+    code, _, err = run_cli("check", "--max-spec-bytes", "64", deep)
+    assert code == 2 and "E0604" in err and "--max-spec-bytes" in err
+    assert run_cli("check", deep)[0] == 1  # the option holds for its own run only
+
+
+def test_itf_output_is_bounded(tmp_path):
+    # 400 registrations that stay live: the ITF output grows with events x entries.
+    events = [{"call": "malloc", "args": {"size": 400 * 8192}, "out": {"ptr": 0x7F0000000000}}]
+    events += [{"call": "aclrtHostRegisterV2", "args": {"ptr": 0x7F0000000000 + 8192 * i, "size": 4096, "flag": 2},
+                "ret": 0} for i in range(400)]
+    trace = write_trace(tmp_path / "grow.jsonl", events)
+    out = tmp_path / "out.itf.json"
+    code, _, err = run_cli("itf", trace, "-o", str(out), "--max-bytes", "200000")
+    assert code == 2 and "E0605" in err and "Traceback" not in err and not out.exists()
+    assert run_cli("itf", trace, "-o", str(out))[0] == 0 and out.stat().st_size > 200000
+
+
 # ---------------------------------------------------------------- prover: a timeout is never a definite claim
 
 

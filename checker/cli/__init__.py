@@ -14,7 +14,7 @@ import sys
 from typing import Sequence, TextIO
 
 from ..diagnostics import RegcheckError
-from .common import EXIT_INPUT, EXIT_INTERNAL, Output, print_input_error
+from .common import EXIT_INPUT, EXIT_INTERNAL, Output, add_spec_limits, print_input_error
 
 # Subcommand modules, in the order `regcheck --help` lists them; a module that is absent is skipped.
 COMMAND_MODULES = ("check", "rules", "replay", "record", "shrink", "prove", "simulate", "execute", "generate", "conform", "fuzz", "itf", "diagram")
@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for command in sub.choices.values():  # every command reads a spec, named or in a trace header
+        add_spec_limits(command)
     return parser
 
 
@@ -65,9 +67,11 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if not getattr(args, "command", None):
         out.out(parser.format_help().rstrip())
         return EXIT_INPUT
+    from ..load import set_spec_limits
     from ..trace import DEFAULT_MAX_LINE_BYTES, set_max_line_bytes
 
     set_max_line_bytes(getattr(args, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES)  # per run, also in-process
+    set_spec_limits(args.max_spec_bytes, args.max_spec_nesting)
     try:
         return int(args.run(args, out))
     except RegcheckError as exc:
@@ -80,6 +84,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return 0
     finally:
         set_max_line_bytes(DEFAULT_MAX_LINE_BYTES)
+        set_spec_limits()
 
 
 def entry() -> None:

@@ -57,6 +57,14 @@ def add_trace_limits(parser) -> None:
                              "line is error T0713")
 
 
+def add_spec_limits(parser) -> None:
+    """`--max-spec-bytes N` and `--max-spec-nesting N`, on every command (docs/language.md, "Bounds")."""
+    parser.add_argument("--max-spec-bytes", type=positive_int, metavar="N",
+                        help="the largest spec file accepted, in bytes (default: 1048576, 1 MiB); larger is E0604")
+    parser.add_argument("--max-spec-nesting", type=positive_int, metavar="N",
+                        help="the deepest nesting of a spec's syntax accepted (default: 100); deeper is E0104")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1."""
     return _int_at_least(text, 1)

@@ -6,7 +6,7 @@ import argparse
 import io
 
 from ..diagnostics import RegcheckError
-from ..itf import INT_MODES, TraceWalk, trace_meta, write_itf
+from ..itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
 from ..files import OutputFile, cannot_write
 from .common import EXIT_OK, add_trace_limits
 
@@ -27,6 +27,9 @@ def register(sub) -> None:
                         "numbers when they fit in 53 bits (auto)")
     p.add_argument("--max-events", type=_count, metavar="N",
                    help="stop after N events (#meta.truncated then says so)")
+    p.add_argument("--max-bytes", type=_count, metavar="N", default=DEFAULT_MAX_ITF_BYTES,
+                   help="stop with error E0605 when the output would pass N bytes (default: 268435456, 256 MiB; "
+                        "every state holds every live table entry, so the output grows with events x entries)")
     p.set_defaults(run=run)
 
 
@@ -46,7 +49,7 @@ def run(args, out) -> int:
     if args.output is None:
         # Buffered, so that an input error part-way leaves no half document on standard output.
         buf = io.BytesIO()
-        write_itf(buf, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints)
+        write_itf(buf, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints, args.max_bytes)
         out.stdout.write(buf.getvalue().decode())
         return EXIT_OK
     try:
@@ -55,7 +58,7 @@ def run(args, out) -> int:
         walk.close()
         raise
     try:
-        n = write_itf(target.file, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints)
+        n = write_itf(target.file, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints, args.max_bytes)
     except OSError as exc:
         target.abort()
         raise cannot_write(args.output, exc) from None
