@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import syntax as S
 from .diagnostics import RegcheckError, error
 from .fastpath import DECODE_ERRORS, fast_path
 from .load import load_spec

@@ -20,16 +20,17 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 
 
 def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loop: bool = False,
-            machine: bool = True):
+            machine: bool = True, sem=None):
     """What one replay produces: ("error", diagnostics) or ("report", json, notes, state, memory).
     `fast`: the replayer's fast path (else the general path only); `python_loop`: the fast path's
     Python loop, even where checker._native has the C one; `machine`: False for the generated
-    Python steps even where the C step machine is built."""
+    Python steps even where the C step machine is built; `sem`: the semantics to replay with
+    (default: the one the header names)."""
     saved, replay_mod._PYTHON_LOOP = replay_mod._PYTHON_LOOP, python_loop
     saved_machine, fastpath_mod.MACHINE_STEPS = fastpath_mod.MACHINE_STEPS, machine
     try:
         header, events = read_trace_text(text, "t.jsonl")
-        sem = semantics_for(header, None, "t.jsonl")
+        sem = sem or semantics_for(header, None, "t.jsonl")
         r = Replayer(sem, "t.jsonl")
         run = _replay_stream if fast else _replay_iter
         report = run(r, events, max_findings, None)

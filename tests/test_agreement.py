@@ -44,25 +44,22 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import checker.fastpath as fastpath_mod
-import checker.replay as replay_mod
-from checker import stepcode
 from checker import syntax as S
 from checker.bmc import search_violation
 from checker.diagnostics import RegcheckError
-from checker.encode import leaves
 from checker.fastpath import fast_path
 from checker.load import check_source
 from checker.prover import ProveOptions, prove
-from checker.replay import Replayer, _replay_iter, _replay_stream
+from checker.replay import Replayer
 from checker.runs import semantics_for
 from checker.semantics import NATIVE, EvalError, Semantics, State, Table
 from checker.simulate import SimulationOptions, simulate
 from checker.solver import SolverOptions, Verdict, Witness
 from checker.source import SourceFile
-from checker.trace import read_trace_text
 from checker.typecheck import value_bounds
+from tests import helpers
 from tests.spec_strategies import GenSpec, RandomChooser, gen_spec, specs
-from tests.test_encode import Harness, call_outcome, quantified_outcome
+from tests.test_encode import Harness, quantified_outcome
 
 # AGREEMENT_NO_SHRINK=1: report the first failing spec as found (shrinking one can take minutes)
 SETTINGS = settings(derandomize=True, deadline=None, suppress_health_check=list(HealthCheck),
@@ -232,26 +229,8 @@ def effect_failure(sem: Semantics, state: State, call: str, inputs: dict, output
 
 
 def encoded_outcome(h: Harness, env, state: State, call: str, inputs: dict, outputs: dict, post: bool) -> dict:
-    """`Harness.outcome`, reading the post-state only when asked (an effect that cannot be
-    evaluated concretely has no value here either: `0 % 0` stays a term)."""
-    _, cc, post_state = h.call(call)
-    terms = [c for _, c in cc.usage] + [c for _, _, c in cc.requires] + [c for _, c in cc.unspecified]
-    terms += [c for _, _, c in cc.errors] + [c for _, _, c in cc.env_errors] + [cc.any_error]
-    terms += [c for _, c in cc.ensures] + [f for _, f in h.invariants] + [f for _, f in h.groups]
-    if post:
-        terms += [x for v in post_state.vars.values() for x in leaves(v)]
-        for tbl in post_state.tables.values():
-            for slot in tbl.slots:
-                terms += [slot.present] + leaves(slot.key) + [x for v in slot.fields.values() for x in leaves(v)]
-    m = h.model(env, state, call, inputs, outputs, terms)
-
-    def holds(f):
-        return z3.is_true(m.eval(f, model_completion=True))
-    out = {**call_outcome(cc, holds), "invariants": {r for r, f in h.invariants if not holds(f)},
-           "groups": {g for g, f in h.groups if holds(f)}}
-    if post:
-        out["post"] = h.enc.read_state(m, post_state)
-    return out
+    """`Harness.outcome` (tests/test_encode.py), reading the post-state only when asked."""
+    return h.outcome(env, state, call, inputs, outputs, post)
 
 
 def check_encoding(c: Compiled, rng: random.Random) -> None:
@@ -309,20 +288,8 @@ def test_quantified_encoding_agrees_with_semantics_on_random_specs(gen, seed):
 
 def outcome(sem: Semantics, text: bytes, fast: bool, python_loop: bool = False, machine: bool = True,
             max_findings: int | None = None):
-    """What one replay of `text` with `sem` produces (as tests/helpers.py's `outcome`)."""
-    saved, replay_mod._PYTHON_LOOP = replay_mod._PYTHON_LOOP, python_loop
-    saved_machine, fastpath_mod.MACHINE_STEPS = fastpath_mod.MACHINE_STEPS, machine
-    try:
-        _, events = read_trace_text(text, "t.jsonl")
-        r = Replayer(sem, "t.jsonl")
-        report = (_replay_stream if fast else _replay_iter)(r, events, max_findings, None)
-    except RegcheckError as exc:
-        return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
-    finally:
-        replay_mod._PYTHON_LOOP = saved
-        fastpath_mod.MACHINE_STEPS = saved_machine
-    return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
-            r.state.snapshot(), dict(r.created), list(r.removed))
+    """What one replay of `text` with `sem` produces (tests/helpers.py's `outcome`)."""
+    return helpers.outcome(text, fast, max_findings, python_loop, machine, sem=sem)
 
 
 def random_trace(rng: random.Random, spec, sem: Semantics, env: dict, n: int) -> bytes:

@@ -169,23 +169,28 @@ class Harness:
         done = z3.simplify(z3.substitute(pack(*terms), *pairs))
         return _Values({x.get_id(): done.arg(i) for i, x in enumerate(terms)})
 
-    def outcome(self, env, state, call, inputs, outputs):
-        _, cc, post = self.call(call)
+    def outcome(self, env, state, call, inputs, outputs, post: bool = True):
+        """The encoded verdicts of one call in one state; the post-state too unless `post` is False
+        (an effect that cannot be evaluated concretely has no value here either: `0 % 0` stays a term)."""
+        _, cc, post_state = self.call(call)
         terms = [c for _, c in cc.usage] + [c for _, _, c in cc.requires] + [c for _, c in cc.unspecified]
         terms += [c for _, _, c in cc.errors] + [c for _, _, c in cc.env_errors] + [cc.any_error]
         terms += [c for _, c in cc.ensures] + [f for _, f in self.invariants] + [f for _, f in self.groups]
-        terms += [x for v in post.vars.values() for x in leaves(v)]
-        for tbl in post.tables.values():
-            for slot in tbl.slots:
-                terms += [slot.present] + leaves(slot.key) + [x for v in slot.fields.values() for x in leaves(v)]
+        if post:
+            terms += [x for v in post_state.vars.values() for x in leaves(v)]
+            for tbl in post_state.tables.values():
+                for slot in tbl.slots:
+                    terms += [slot.present] + leaves(slot.key) + [x for v in slot.fields.values() for x in leaves(v)]
         m = self.model(env, state, call, inputs, outputs, terms)
 
         def holds(f):
             return z3.is_true(m.eval(f, model_completion=True))
-        return {**call_outcome(cc, holds),
-                "invariants": {r for r, f in self.invariants if not holds(f)},
-                "groups": {g for g, f in self.groups if holds(f)},
-                "post": self.enc.read_state(m, post)}
+        out = {**call_outcome(cc, holds),
+               "invariants": {r for r, f in self.invariants if not holds(f)},
+               "groups": {g for g, f in self.groups if holds(f)}}
+        if post:
+            out["post"] = self.enc.read_state(m, post_state)
+        return out
 
 
 def call_outcome(cc, holds) -> dict:

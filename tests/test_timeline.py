@@ -216,7 +216,8 @@ def test_chromium_hover_shows_the_events(tmp_path):
       }
       var bar = document.querySelector("rect.bar-regs"), box = bar.getBoundingClientRect();
       hover(bar, box.left + 2, box.top + 2);
-      var mark = document.querySelector("g.mark path"), mbox = mark.getBoundingClientRect();
+      var marks = document.querySelectorAll("g.mark path");  // event 5 (rejected), then event 6
+      var mark = marks[marks.length - 1], mbox = mark.getBoundingClientRect();
       hover(mark, mbox.left + 1, mbox.top + 1);
       var svg = document.getElementById("timeline"), sbox = svg.getBoundingClientRect();
       hover(svg, sbox.left + 150 + 2, sbox.bottom - 5);
