@@ -162,6 +162,34 @@ def test_program_without_the_bug_conforms(app, tmp_path):
     assert (code, report["verdict"], report["findings"]) == (0, "conforms", [])
 
 
+# app --free-in-signal: the free of b comes from a SIGUSR1 handler inside the registration of t.
+SIGNAL_MAIN = [("malloc", None), ("aclrtHostRegisterV2", 0), ("aclrtHostUnregister", 0),
+               ("malloc", None), ("free", None), ("aclrtHostRegisterV2", 0), ("aclrtHostUnregister", 0),
+               ("free", None),
+               ("malloc", None), ("aclrtHostRegisterV2", 0), ("aclrtHostUnregister", 0), ("free", None)]
+
+
+@needs_cc
+@pytest.mark.parametrize("how", ["--free-in-signal", "--free-in-signal=signal"], ids=["sigaction", "signal"])
+def test_a_free_in_a_signal_handler_during_a_vendor_call_is_recorded(app, tmp_path, monkeypatch, how):
+    # The stand-in library raises SIGUSR1 inside each registration; the program's handler (set
+    # with sigaction or signal) frees a traced block there. Unrecorded, that free would leave the
+    # block live in the trace, and the next malloc of the same address be a false ENV-MALLOC-FRESH.
+    monkeypatch.setenv("FAKE_ACL_RAISE", "SIGUSR1")
+    trace = tmp_path / "t.jsonl"
+    code, _, err = run("record", "-o", str(trace), "--", *guarded(app, how))
+    assert code == 0, err  # 3: the handler did not run, or was not reported back as the program's
+    threads, events = events_by_thread(trace)
+    assert list(map(shape, threads.values())) == [SIGNAL_MAIN]
+    b, t, handler_free, c = events[0], events[3], events[4], events[8]
+    assert handler_free.args["ptr"] == b.out["ptr"]
+    assert events[5].args["ptr"] == t.out["ptr"] and handler_free.t0 >= events[5].t0  # inside the call
+    assert c.out["ptr"] == b.out["ptr"], "the allocator did not hand b's address back: the test proves nothing"
+    code, out, _ = run("replay", "--format", "json", str(trace))
+    report = json.loads(out)
+    assert (code, report["verdict"], report["findings"]) == (0, "conforms", [])
+
+
 @needs_cc
 def test_header_carries_spec_parameters(app, tmp_path):
     trace = tmp_path / "t.jsonl"

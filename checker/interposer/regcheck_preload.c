@@ -20,7 +20,10 @@
  *    served from a static bootstrap buffer.
  *  - Calls the vendor library makes itself (its internal mallocs, or one aclrt function calling
  *    another through the PLT) are forwarded untouched: a thread-local depth counter marks "inside
- *    a vendor call". The trace records what the program asked for.
+ *    a vendor call". The trace records what the program asked for. A program's signal handler
+ *    runs through a trampoline that sets depth to 0 while it runs, since its calls are the
+ *    program's, except when the signal interrupted our own bookkeeping (the thread-local `busy`):
+ *    then its calls are forwarded unrecorded, which cannot deadlock on a table lock.
  *  - Event order must be the order the calls took effect where memory can be reused. One mutex
  *    (`wlock`) serialises writing; it is also held across the real free/munmap/aclrtFreeHost of a
  *    block whose allocation is in the trace, so the `free` line is written before any other
@@ -39,6 +42,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +81,12 @@ static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
 static void *(*real_mremap)(void *, size_t, size_t, int, ...);
 
+typedef void (*sig_fn)(int);
+typedef void (*siginfo_fn)(int, siginfo_t *, void *);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static sig_fn (*real_signal)(int, sig_fn);
+static sig_fn (*real_sysv_signal)(int, sig_fn);
+
 static aclError (*real_register)(void *, uint64_t, uint32_t);
 static aclError (*real_unregister)(void *);
 static aclError (*real_get_dev)(void *, void **, uint32_t);
@@ -102,15 +112,35 @@ static char claim_path[4096];
 static size_t page_size = 4096;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 TLS int wlock_depth; /* wlock is re-entrant per thread: a nested take must not deadlock */
+/* > 0 while this thread holds wlock or a table lock, or is between the steps of one piece of
+   bookkeeping: a signal handler that interrupts it must not be recorded (see "signal handlers"). */
+TLS int busy;
+
+/* A compiler barrier: a signal handler on this thread must see busy set before the lock is
+   taken and still set until it is released. */
+#define SIGNAL_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+static void busy_enter(void) {
+    busy++;
+    SIGNAL_FENCE();
+}
+
+static void busy_leave(void) {
+    SIGNAL_FENCE();
+    busy--;
+}
 
 static void wlock_take(void) {
+    busy_enter();
     if (wlock_depth++ == 0)
         pthread_mutex_lock(&wlock);
 }
 
 static void wlock_drop(void) {
-    if (--wlock_depth == 0)
+    if (wlock_depth == 1) /* unlock before the count drops: a handler sees it held until then */
         pthread_mutex_unlock(&wlock);
+    wlock_depth--;
+    busy_leave();
 }
 
 /* ------------------------------------------------------------------ small helpers */
@@ -237,6 +267,9 @@ static void resolve_allocators(void) {
     real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
     real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
+    real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+    real_signal = (sig_fn(*)(int, sig_fn))dlsym(RTLD_NEXT, "signal");
+    real_sysv_signal = (sig_fn(*)(int, sig_fn))dlsym(RTLD_NEXT, "sysv_signal");
     if (!real_malloc || !real_calloc || !real_realloc || !real_free || !real_posix_memalign || !real_mmap ||
         !real_munmap) {
         say("cannot find the C library's allocator with dlsym(RTLD_NEXT); giving up", 0, NULL);
@@ -289,6 +322,16 @@ static struct table maps = TABLE_INIT;    /* mmap'd regions */
 static struct table hostmem = TABLE_INIT; /* aclrtMallocHost blocks (their events are always written) */
 static int hostmem_live;                  /* atomic: entries in hostmem, so free() can skip the lookup */
 static int table_full_told;
+
+static void tab_lock(struct table *t) {
+    busy_enter();
+    pthread_mutex_lock(&t->lock);
+}
+
+static void tab_unlock(struct table *t) {
+    pthread_mutex_unlock(&t->lock);
+    busy_leave();
+}
 
 static uint64_t mix(uintptr_t a) {
     uint64_t h = (uint64_t)a;
@@ -522,9 +565,9 @@ static void emit_block_for(uintptr_t p) {
     if (p == 0)
         return;
     if (__atomic_load_n(&hostmem_live, __ATOMIC_RELAXED)) {
-        pthread_mutex_lock(&hostmem.lock);
+        tab_lock(&hostmem);
         e = tab_containing(&hostmem, p);
-        pthread_mutex_unlock(&hostmem.lock);
+        tab_unlock(&hostmem);
         if (e)
             return;
     }
@@ -538,14 +581,14 @@ static void emit_block_for(uintptr_t p) {
     candidates[n++] = &maps;
     for (size_t i = 0; i < n; i++) {
         struct table *t = candidates[i];
-        pthread_mutex_lock(&t->lock);
+        tab_lock(t);
         e = i == 0 ? tab_find(t, p) : tab_containing(t, p);
         if (e && !(e->flags & EMITTED)) {
             e->flags |= EMITTED;
             copy = *e;
             write_it = 1;
         }
-        pthread_mutex_unlock(&t->lock);
+        tab_unlock(t);
         if (e) {
             if (write_it)
                 emit_malloc(&copy);
@@ -560,9 +603,9 @@ static void heap_add(void *p, uint64_t size) {
     if (!p || is_boot(p))
         return;
     struct table *t = heap_shard((uintptr_t)p);
-    pthread_mutex_lock(&t->lock);
+    tab_lock(t);
     tab_put(t, (uintptr_t)p, size, tid(), 0);
-    pthread_mutex_unlock(&t->lock);
+    tab_unlock(t);
 }
 
 /* Removes p's entry before the memory goes back to the allocator. Returns 1 when p's `malloc` is
@@ -570,27 +613,27 @@ static void heap_add(void *p, uint64_t size) {
 static int heap_remove(void *p, struct entry *removed) {
     uintptr_t a = (uintptr_t)p;
     struct table *t = heap_shard(a);
-    pthread_mutex_lock(&t->lock);
+    tab_lock(t);
     struct entry *e = tab_find(t, a);
     if (e && !(e->flags & EMITTED)) {
         *removed = *e;
         tab_del(t, e);
-        pthread_mutex_unlock(&t->lock);
+        tab_unlock(t);
         return 0;
     }
-    pthread_mutex_unlock(&t->lock);
+    tab_unlock(t);
     removed->addr = 0;
     if (!e)
         return 0;
     /* Flags are only ever set under wlock, so the entry is still emitted when we get back. */
     wlock_take();
-    pthread_mutex_lock(&t->lock);
+    tab_lock(t);
     e = tab_find(t, a);
     if (e) {
         *removed = *e;
         tab_del(t, e);
     }
-    pthread_mutex_unlock(&t->lock);
+    tab_unlock(t);
     return 1;
 }
 
@@ -600,9 +643,9 @@ static void note_foreign_free(void *p) {
     if (!__atomic_load_n(&hostmem_live, __ATOMIC_RELAXED))
         return;
     wlock_take();
-    pthread_mutex_lock(&hostmem.lock);
+    tab_lock(&hostmem);
     int found = tab_find(&hostmem, (uintptr_t)p) != NULL;
-    pthread_mutex_unlock(&hostmem.lock);
+    tab_unlock(&hostmem);
     if (found) {
         uint64_t t = now_ns();
         emit_free((uintptr_t)p, t, t);
@@ -684,9 +727,9 @@ EXPORT void *realloc(void *p, size_t n) {
     int old_freed = q != NULL || n == 0; /* glibc: realloc(p, 0) frees p and returns NULL */
     if (removed.addr && !old_freed) {
         struct table *t = heap_shard(removed.addr);
-        pthread_mutex_lock(&t->lock);
+        tab_lock(t);
         tab_put(t, removed.addr, removed.size, removed.tid, removed.flags);
-        pthread_mutex_unlock(&t->lock);
+        tab_unlock(t);
     }
     if (traced) {
         if (removed.addr && old_freed)
@@ -761,12 +804,12 @@ EXPORT void *pvalloc(size_t n) {
 
 static int maps_overlap_emitted(uintptr_t a, uintptr_t end) {
     int hit = 0;
-    pthread_mutex_lock(&maps.lock);
+    tab_lock(&maps);
     for (size_t i = 0; i < maps.cap && !hit; i++) {
         struct entry *s = &maps.slots[i];
         hit = s->addr && (s->flags & EMITTED) && s->addr < end && a < s->addr + s->size;
     }
-    pthread_mutex_unlock(&maps.lock);
+    tab_unlock(&maps);
     return hit;
 }
 
@@ -819,9 +862,9 @@ static void *tracked_mmap(void *addr, size_t len, int prot, int flags, int fd, o
     if (!(flags & MAP_FIXED)) {
         void *p = real_mmap(addr, len, prot, flags, fd, off);
         if (p != MAP_FAILED) {
-            pthread_mutex_lock(&maps.lock);
+            tab_lock(&maps);
             tab_put(&maps, (uintptr_t)p, page_len(len), tid(), 0);
-            pthread_mutex_unlock(&maps.lock);
+            tab_unlock(&maps);
         }
         return p;
     }
@@ -829,7 +872,7 @@ static void *tracked_mmap(void *addr, size_t len, int prot, int flags, int fd, o
     int locked = maps_overlap_emitted(a, end);
     if (locked)
         wlock_take();
-    pthread_mutex_lock(&maps.lock);
+    tab_lock(&maps);
     uint64_t t0 = now_ns();
     void *p = real_mmap(addr, len, prot, flags, fd, off);
     uint64_t t1 = now_ns();
@@ -837,7 +880,7 @@ static void *tracked_mmap(void *addr, size_t len, int prot, int flags, int fd, o
         maps_cut(a, end, t0, t1);
         tab_put(&maps, (uintptr_t)p, page_len(len), tid(), 0);
     }
-    pthread_mutex_unlock(&maps.lock);
+    tab_unlock(&maps);
     if (locked)
         wlock_drop();
     return p;
@@ -861,13 +904,13 @@ EXPORT int munmap(void *addr, size_t len) {
     int locked = maps_overlap_emitted(a, end);
     if (locked)
         wlock_take();
-    pthread_mutex_lock(&maps.lock);
+    tab_lock(&maps);
     uint64_t t0 = now_ns();
     int rc = real_munmap(addr, len);
     uint64_t t1 = now_ns();
     if (rc == 0)
         maps_cut(a, end, t0, t1);
-    pthread_mutex_unlock(&maps.lock);
+    tab_unlock(&maps);
     if (locked)
         wlock_drop();
     return rc;
@@ -890,7 +933,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
     int locked = maps_overlap_emitted(a, end) || ((flags & MREMAP_FIXED) && maps_overlap_emitted(wa, wend));
     if (locked)
         wlock_take();
-    pthread_mutex_lock(&maps.lock);
+    tab_lock(&maps);
     uint64_t t0 = now_ns();
     void *p = real_mremap(old, old_len, new_len, flags, want);
     uint64_t t1 = now_ns();
@@ -900,7 +943,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
             maps_cut(wa, wend, t0, t1);
         tab_put(&maps, (uintptr_t)p, page_len(new_len), tid(), 0);
     }
-    pthread_mutex_unlock(&maps.lock);
+    tab_unlock(&maps);
     if (locked)
         wlock_drop();
     return p;
@@ -1026,11 +1069,11 @@ EXPORT aclError aclrtMallocHost(void **hostPtr, size_t size) {
     ev_end(&l, tid(), 1, t0, t1);
     wlock_take();
     if (p) {
-        pthread_mutex_lock(&hostmem.lock);
+        tab_lock(&hostmem);
         if (!tab_find(&hostmem, p))
             __atomic_add_fetch(&hostmem_live, 1, __ATOMIC_RELAXED);
         tab_put(&hostmem, p, size, tid(), EMITTED);
-        pthread_mutex_unlock(&hostmem.lock);
+        tab_unlock(&hostmem);
     }
     emit(&l);
     wlock_drop();
@@ -1047,17 +1090,21 @@ EXPORT aclError aclrtFreeHost(void *hostPtr) {
     depth++;
     /* wlock across the real call: the line must precede any reuse of the memory (see the top). */
     wlock_take();
+    /* Only wlock is held here (re-entrant, tables consistent), so a signal handler that runs
+       during the vendor call may be recorded: it is not in the interposer's bookkeeping. */
+    busy_leave();
     uint64_t t0 = now_ns();
     aclError ret = real(hostPtr);
     uint64_t t1 = now_ns();
+    busy_enter();
     if (ret == 0 && hostPtr) {
-        pthread_mutex_lock(&hostmem.lock);
+        tab_lock(&hostmem);
         struct entry *e = tab_find(&hostmem, (uintptr_t)hostPtr);
         if (e) {
             tab_del(&hostmem, e);
             __atomic_sub_fetch(&hostmem_live, 1, __ATOMIC_RELAXED);
         }
-        pthread_mutex_unlock(&hostmem.lock);
+        tab_unlock(&hostmem);
     }
     struct line l;
     ev_begin(&l, "aclrtFreeHost");
@@ -1070,6 +1117,168 @@ EXPORT aclError aclrtFreeHost(void *hostPtr) {
     return ret;
 }
 
+/* ------------------------------------------------------------------ signal handlers */
+
+/* A program's signal handler may run on a thread that is inside a vendor call (depth > 0); its
+   free() and malloc() are the program's own, and left unrecorded they make the trace show a
+   `malloc` of an address that is still live. So every handler the program installs (sigaction,
+   signal, bsd_signal, sysv_signal) runs through a trampoline that sets depth to 0 while the
+   program's handler runs and restores it after. If the signal interrupted the interposer's own
+   bookkeeping (busy > 0: a table lock may be held, a table or a line half-written), the handler's
+   calls are forwarded unrecorded instead, which cannot deadlock. The kernel holds the trampoline;
+   the program's handler is kept here, per signal, and is what sigaction and signal report back.
+   SA_SIGINFO handlers and plain ones have separate trampolines and tables, so a handler is always
+   called with the arguments it expects, even while another thread replaces it. */
+#define SIG_SLOTS 65 /* signals 1..64 */
+static sig_fn plain_fn[SIG_SLOTS];     /* atomic: the program's handler behind tramp_plain */
+static siginfo_fn info_fn[SIG_SLOTS];  /* atomic: the program's handler behind tramp_info */
+static pthread_mutex_t siglock = PTHREAD_MUTEX_INITIALIZER; /* installers; taken with signals blocked */
+
+static void enter_handler(int *saved) {
+    *saved = depth;
+    depth = busy > 0 ? *saved + 1 : 0;
+    SIGNAL_FENCE();
+}
+
+static void leave_handler(int saved) {
+    SIGNAL_FENCE();
+    depth = saved;
+}
+
+static void tramp_plain(int sig) {
+    sig_fn fn = sig > 0 && sig < SIG_SLOTS ? __atomic_load_n(&plain_fn[sig], __ATOMIC_ACQUIRE) : NULL;
+    int saved;
+    enter_handler(&saved);
+    if (fn)
+        fn(sig);
+    leave_handler(saved);
+}
+
+static void tramp_info(int sig, siginfo_t *info, void *uc) {
+    siginfo_fn fn = sig > 0 && sig < SIG_SLOTS ? __atomic_load_n(&info_fn[sig], __ATOMIC_ACQUIRE) : NULL;
+    int saved;
+    enter_handler(&saved);
+    if (fn)
+        fn(sig, info, uc);
+    leave_handler(saved);
+}
+
+/* SIG_DFL, SIG_IGN, SIG_HOLD and SIG_ERR go to the kernel as they are. */
+static int is_handler(sig_fn h) {
+    return (uintptr_t)h > 2 && h != SIG_ERR;
+}
+
+struct sig_saved {
+    sigset_t mask;
+    sig_fn plain;
+    siginfo_fn info;
+};
+
+/* Blocks this thread's signals (so no handler on it can want siglock) and takes siglock. */
+static void sig_begin(int sig, struct sig_saved *s) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &s->mask);
+    pthread_mutex_lock(&siglock);
+    s->plain = plain_fn[sig];
+    s->info = info_fn[sig];
+}
+
+static void sig_end(struct sig_saved *s) {
+    pthread_mutex_unlock(&siglock);
+    pthread_sigmask(SIG_SETMASK, &s->mask, NULL);
+}
+
+/* The program's view of an action the kernel reports: the handler behind a trampoline. */
+static void as_program_sees(struct sigaction *a, const struct sig_saved *s) {
+    if (!(a->sa_flags & SA_SIGINFO) && a->sa_handler == tramp_plain)
+        a->sa_handler = s->plain;
+    else if ((a->sa_flags & SA_SIGINFO) && a->sa_sigaction == tramp_info)
+        a->sa_sigaction = s->info;
+}
+
+static sig_fn as_program_sees_fn(sig_fn h, const struct sig_saved *s) {
+    if (h == tramp_plain)
+        return s->plain;
+    if (h == (sig_fn)(void (*)(void))tramp_info)
+        return (sig_fn)(void (*)(void))s->info;
+    return h;
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact) {
+    if (BOOTING() || !real_sigaction) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (sig <= 0 || sig >= SIG_SLOTS)
+        return real_sigaction(sig, act, oldact);
+    struct sig_saved s;
+    struct sigaction mine, old;
+    sig_begin(sig, &s);
+    const struct sigaction *give = act;
+    if (act) {
+        mine = *act;
+        if ((act->sa_flags & SA_SIGINFO) && is_handler((sig_fn)(void (*)(void))act->sa_sigaction)) {
+            __atomic_store_n(&info_fn[sig], act->sa_sigaction, __ATOMIC_RELEASE);
+            mine.sa_sigaction = tramp_info;
+            give = &mine;
+        } else if (!(act->sa_flags & SA_SIGINFO) && is_handler(act->sa_handler)) {
+            __atomic_store_n(&plain_fn[sig], act->sa_handler, __ATOMIC_RELEASE);
+            mine.sa_handler = tramp_plain;
+            give = &mine;
+        }
+    }
+    int rc = real_sigaction(sig, give, &old);
+    int saved_errno = errno;
+    if (rc != 0) { /* nothing changed: the tables go back */
+        __atomic_store_n(&plain_fn[sig], s.plain, __ATOMIC_RELEASE);
+        __atomic_store_n(&info_fn[sig], s.info, __ATOMIC_RELEASE);
+    } else if (oldact) {
+        as_program_sees(&old, &s);
+        *oldact = old;
+    }
+    sig_end(&s);
+    errno = saved_errno;
+    return rc;
+}
+
+/* signal() and its variants: the C library's own (it calls its internal sigaction, which we do
+   not see), given the trampoline, so its semantics (SA_RESTART, siginterrupt) stay its own. */
+static sig_fn wrap_signal(sig_fn (*real)(int, sig_fn), int sig, sig_fn h) {
+    if (BOOTING() || !real) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    if (sig <= 0 || sig >= SIG_SLOTS)
+        return real(sig, h);
+    struct sig_saved s;
+    sig_begin(sig, &s);
+    sig_fn give = h;
+    if (is_handler(h)) {
+        __atomic_store_n(&plain_fn[sig], h, __ATOMIC_RELEASE);
+        give = tramp_plain;
+    }
+    sig_fn old = real(sig, give);
+    int saved_errno = errno;
+    if (old == SIG_ERR) {
+        __atomic_store_n(&plain_fn[sig], s.plain, __ATOMIC_RELEASE);
+    } else {
+        old = as_program_sees_fn(old, &s);
+    }
+    sig_end(&s);
+    errno = saved_errno;
+    return old;
+}
+
+EXPORT sig_fn signal(int sig, sig_fn h) { return wrap_signal(real_signal, sig, h); }
+EXPORT sig_fn bsd_signal(int sig, sig_fn h) { return wrap_signal(real_signal, sig, h); }
+EXPORT sig_fn sysv_signal(int sig, sig_fn h) { return wrap_signal(real_sysv_signal, sig, h); }
+EXPORT sig_fn __sysv_signal(int sig, sig_fn h) { return wrap_signal(real_sysv_signal, sig, h); }
+
+/* fork() while another thread installs a handler would leave the child's siglock taken. */
+static void sig_before_fork(void) { pthread_mutex_lock(&siglock); }
+static void sig_after_fork(void) { pthread_mutex_unlock(&siglock); }
+
 /* ------------------------------------------------------------------ fork and start-up */
 
 static int fork_locked;
@@ -1077,6 +1286,7 @@ static int fork_locked;
 static int fork_took_wlock;
 
 static void lock_all(void) {
+    busy_enter();
     fork_took_wlock = wlock_depth == 0;
     if (fork_took_wlock)
         pthread_mutex_lock(&wlock);
@@ -1093,6 +1303,7 @@ static void unlock_all(void) {
         pthread_mutex_unlock(&heap[i].lock);
     if (fork_took_wlock)
         pthread_mutex_unlock(&wlock);
+    busy_leave();
 }
 
 /* fork() while another thread holds a table lock would leave the child's copy locked forever. */
@@ -1119,6 +1330,7 @@ static void after_fork_child(void) {
 
 __attribute__((constructor)) static void regcheck_start(void) {
     ensure_init();
+    pthread_atfork(sig_before_fork, sig_after_fork, sig_after_fork);
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         page_size = (size_t)ps;
