@@ -221,3 +221,17 @@ class StartFails(ReferenceDriver):
 def test_a_driver_that_cannot_start_fails_every_test_without_a_traceback():
     result = run_test(bundled_suite("cupva").tests[0], StartFails)
     assert result.status == FAIL and result.problems[0].kind == "driver error" and "no device" in result.problems[0].message
+
+
+def test_cli_conform_fuzz_phase_after_the_suite():
+    # The registration table of three passes the suite (its prefixes are too short to fill it) and
+    # the fuzz phase finds it; with the reference driver the phase finds nothing.
+    code, out, _ = run_cli("conform", "acl", "--driver", "tests.mutants.acl:RegistrationTableOfThree",
+                           "--fuzz", "100", "--fuzz-steps", "40", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["failed"] == 0 and doc["fuzz"]["failure"] is not None
+    assert doc["fuzz"]["failure"]["trace"].startswith('{"regcheck":1,"spec":"acl"')
+    code, out, _ = run_cli("conform", "cupva", "--fuzz", "10")
+    assert code == 0 and out.splitlines()[-1].startswith("fuzz: no failure in 10 sequences")
+    code, _, err = run_cli("conform", "cupva", "--fuzz", "10", "--format", "junit")
+    assert code == 2 and "--fuzz reports in text and json output" in err

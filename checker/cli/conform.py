@@ -42,6 +42,12 @@ def register(sub) -> None:
     p.add_argument("--suite", metavar="DIR", help="a suite written by `regcheck generate -o DIR` (default: generate one)")
     p.add_argument("--depth", type=positive_int, default=3, metavar="N", help="prefix depth when generating (default 3)")
     p.add_argument("--stop-on-failure", action="store_true", help="stop at the first failing test")
+    p.add_argument("--fuzz", type=positive_int, metavar="N",
+                   help="after the suite, a bounded differential fuzz phase of N random call sequences "
+                        "(as `regcheck fuzz`; text and json output)")
+    p.add_argument("--fuzz-steps", type=positive_int, default=30, metavar="N",
+                   help="calls per fuzz sequence (default 30)")
+    p.add_argument("--fuzz-seed", type=int, default=0, metavar="N", help="the fuzz phase's seed (default 0)")
     p.add_argument("--no-lock-check", action="store_true",
                    help="do not compare the kernel's page locks with the model (a driver outside this process)")
     p.add_argument("--format", choices=("text", "json", "junit", "sarif"), default="text", help="output format (default: text)")
@@ -49,13 +55,21 @@ def register(sub) -> None:
 
 
 def run(args, out) -> int:
+    if args.fuzz and args.format in ("sarif", "junit"):
+        out.err(f"regcheck conform: error: --fuzz reports in text and json output, not {args.format}; "
+                "run `regcheck fuzz` separately")
+        return EXIT_INPUT
     if args.format == "sarif":
         return _run_sarif(args, out)
     factory, spec, tests, _ = _load(args)
     report = _run(args, factory, spec, tests)
-    code = EXIT_OK if report.ok else EXIT_FINDINGS
+    fuzzed = _fuzz_phase(args, factory) if args.fuzz and not (args.stop_on_failure and not report.ok) else None
+    code = EXIT_OK if report.ok and (fuzzed is None or fuzzed.failure is None) else EXIT_FINDINGS
     if args.format == "json":
-        out.json(report.to_json())
+        doc = report.to_json()
+        if fuzzed is not None:
+            doc["fuzz"] = _fuzz_json(fuzzed)
+        out.json(doc)
         return code
     if args.format == "junit":
         from ..junit import junit_xml
@@ -76,7 +90,37 @@ def run(args, out) -> int:
     out.out(f"{report.tests} tests: {report.count(PASS)} passed, {report.count(FAIL)} failed, "
             f"{report.count(INCONCLUSIVE)} inconclusive ({report.seconds:.1f} s; driver {report.driver})"
             + ("; stopped at the first failure" if report.stopped_early else ""))
+    if fuzzed is not None:
+        for line in _fuzz_text(fuzzed):
+            out.out(line)
     return code
+
+
+def _fuzz_phase(args, factory):
+    """The bounded differential fuzz phase after the suite (checker.fuzz, the reference semantics
+    against the driver on random call sequences); its failure, if any, comes back shrunk."""
+    from ..fuzz import FuzzOptions, fuzz
+
+    return fuzz(args.spec, factory, FuzzOptions(max_examples=args.fuzz, steps=args.fuzz_steps, seed=args.fuzz_seed))
+
+
+def _fuzz_json(result) -> dict:
+    f = result.failure
+    return {"max_examples": result.options.max_examples, "seed": result.options.seed, "calls": result.calls,
+            "seconds": round(result.seconds, 3),
+            "failure": None if f is None else {"rule": f.rule, "message": f.message, "env": dict(f.env),
+                                               "calls": len(f.events), "trace": f.trace_text()}}
+
+
+def _fuzz_text(result) -> list[str]:
+    f, o = result.failure, result.options
+    if f is None:
+        return [f"fuzz: no failure in {o.max_examples} sequences of up to {o.steps} calls "
+                f"({result.calls} driver calls, {result.seconds:.1f} s, seed {o.seed})"]
+    lines = [f"fuzz: FAILURE [{f.rule}] after {len(f.events)} calls ({result.calls} driver calls, "
+             f"{result.seconds:.1f} s, seed {o.seed})", f"  {f.message}",
+             f"  configuration: {', '.join(f'{k}={v}' for k, v in f.env.items())}", "  the run, as a trace:"]
+    return lines + ["    " + line for line in f.trace_text().splitlines()]
 
 
 def _load(args):
