@@ -68,6 +68,15 @@ def warning(code: str, message: str, span: Span = NO_SPAN, *notes: Note) -> Diag
     return Diagnostic(code, message, span, Severity.WARNING, tuple(notes))
 
 
+def excerpt(value: object, limit: int = 60) -> str:
+    """repr(value) for a message, cut to about `limit` characters: a hostile input's value must not
+    be echoed whole into its diagnostic."""
+    if type(value) is str and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value) if type(value) is not int or value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= limit + 20 else text[:limit] + f"... ({len(text)} characters)"
+
+
 def has_errors(diags: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diags)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .diagnostics import RegcheckError, error
+from .diagnostics import RegcheckError, error, excerpt
 from .fastpath import DECODE_ERRORS, fast_path
 from .load import load_spec
 from .semantics import NATIVE, Semantics, State, coerce_value, resolve_config
@@ -203,9 +203,9 @@ class Replayer:
             try:
                 return parse_int(ret, what="ret")
             except ValueError:
-                raise self._input_error(ev, "T0733", f"{ev.call}: ret {ret!r} is not an integer status") from None
+                raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)} is not an integer status") from None
         if not isinstance(ret, str):
-            raise self._input_error(ev, "T0733", f"{ev.call}: ret {ret!r} must be a status name such as {self.success!r}")
+            raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)} must be a status name such as {self.success!r}")
         return ret
 
     # ---- one event
@@ -247,7 +247,7 @@ class Replayer:
             findings.append(self._conformance(ev, judgement, args, status, outs))
         for rule in allowed.unspecified:
             findings.append(self.finding(ev, "unspecified", rule, "the documents do not say what happens here; "
-                                         f"recorded result {status!r} accepted", self._related(rule, ev, args)))
+                                         f"recorded result {excerpt(status)} accepted", self._related(rule, ev, args)))
         return findings
 
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
@@ -333,10 +333,10 @@ class Replayer:
             info = self.spec.rules[rule]
             msg = f"succeeded with {shown}, which breaks the promise {rule}" + (f": {info.cite.clause}" if info.cite else "")
         elif kind == "effect":
-            msg = (f"returned {status!r}, but no documented failure applies in this state, so the call must "
+            msg = (f"returned {excerpt(status)}, but no documented failure applies in this state, so the call must "
                    f"succeed; the spec allows {judgement.expected}")
         else:
-            msg = f"returned {status!r}; the spec allows {judgement.expected}"
+            msg = f"returned {excerpt(status)}; the spec allows {judgement.expected}"
         scope = {**args, **outs}
         related = tuple(sorted({made for r in rules for made in self._related(r, ev, scope)}))
         f = self.finding(ev, "conformance", rule, msg, related)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
 from sortedcontainers import SortedList
 
 from . import syntax as S
-from .diagnostics import RegcheckError, error
+from .diagnostics import RegcheckError, error, excerpt
 from .typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
 
 # ---------------------------------------------------------------- state
@@ -1382,7 +1382,7 @@ def coerce_value(t: Type, value, spec: CheckedSpec):
         case "version":
             v = parse_version(value)
             if v is None:
-                raise ValueError(f"{value!r} is not a version number like 5.10.1")
+                raise ValueError(f"{excerpt(value)} is not a version number like 5.10.1")
             return v
         case "enum":
             if isinstance(value, str) and value in spec.enums[t.name]:
@@ -1407,7 +1407,7 @@ def coerce_int(value, flag_names: Mapping[str, int] | None = None) -> int:
             return int(value, 16)
         if flag_names is not None and value in flag_names:
             return flag_names[value]
-        raise ValueError(f"{value!r} is not an integer (write a JSON integer or a \"0x...\" hex string)")
+        raise ValueError(f"{excerpt(value)} is not an integer (write a JSON integer or a \"0x...\" hex string)")
     if isinstance(value, list) and flag_names is not None:
         total = 0
         for item in value:

@@ -40,7 +40,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 
 import orjson
 
-from .diagnostics import RegcheckError, error
+from .diagnostics import RegcheckError, error, excerpt
 from .files import OutputFile, open_input
 from .source import Span
 
@@ -83,11 +83,11 @@ def parse_int(value: object, *, what: str = "value") -> int:
     elif t is str and _HEX_INT(value):
         n = int(value, 16)
     elif t is str:
-        raise BadInteger(f"{what}: {value!r} is not an integer; write a JSON number or a \"0x...\" hex string")
+        raise BadInteger(f"{what}: {excerpt(value)} is not an integer; write a JSON number or a \"0x...\" hex string")
     else:
         raise BadInteger(f"{what}: expected an integer, got {_json_type(value)}")
     if not INT_MIN <= n <= INT_MAX:
-        raise BadInteger(f"{what}: {value!r} is outside the 64-bit range -2**63 .. 2**64-1")
+        raise BadInteger(f"{what}: {excerpt(value)} is outside the 64-bit range -2**63 .. 2**64-1")
     return n
 
 
@@ -221,10 +221,10 @@ def _check_int_string(s: str, what: str, key: str | None) -> None:
     if _HEX_INT(s) and (s[0] != "-" or int(s, 16) >= INT_MIN):
         return
     if _HEX_INT(s):
-        raise _Bad("T0706", f"{what}: {s!r} is below -2**63", key)
+        raise _Bad("T0706", f"{what}: {excerpt(s)} is below -2**63", key)
     raise _Bad(
         "T0706",
-        f"{what}: {s!r} is not a valid integer; write a JSON number or a \"0x...\" hex string "
+        f"{what}: {excerpt(s)} is not a valid integer; write a JSON number or a \"0x...\" hex string "
         "(strings starting with a digit or '-' are read as integers)",
         key,
     )

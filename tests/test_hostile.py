@@ -355,6 +355,16 @@ def test_the_spec_limits_can_be_raised(tmp_path):
     assert run_cli("check", deep)[0] == 1  # the option holds for its own run only
 
 
+@pytest.mark.parametrize("where", ["args", "ret"])
+def test_a_long_value_is_not_echoed_whole(where, tmp_path):
+    value = "0x" + "f" * 200_000  # within the line limit, far beyond any integer type
+    event = {"call": "malloc", "args": {"size": value}, "out": {"ptr": 4096}} if where == "args" else \
+        {"call": "aclrtHostUnregister", "args": {"ptr": 4096}, "ret": "x" * 200_000}
+    code, out, err = run_cli("replay", write_trace(tmp_path / "long.jsonl", [event]))
+    assert_input_error(code, out, err, "T0706", "T0733")
+    assert len(err) < 2_000 and ("200002 characters" in err or "200000 characters" in err), err[:300]
+
+
 def test_itf_output_is_bounded(tmp_path):
     # 400 registrations that stay live: the ITF output grows with events x entries.
     events = [{"call": "malloc", "args": {"size": 400 * 8192}, "out": {"ptr": 0x7F0000000000}}]
