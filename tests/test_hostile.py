@@ -74,17 +74,24 @@ def violating(tmp_path) -> str:
 WRITERS = {
     "itf": lambda t: ["itf", t, "-o"],
     "shrink": lambda t: ["shrink", t, "-o"],
-    "simulate": lambda t: ["simulate", "acl", "--runs", "1", "--steps", "1", "--out"],
     "diagram": lambda t: ["diagram", "acl", "-o"],
     "timeline": lambda t: ["replay", t, "--timeline"],
+    "bmc": lambda t: ["bmc", "tests/seeded_bugs/acl_devptr_kept_after_unregister.spec", "--depth", "4", "--out"],
+    "fuzz": lambda t: ["fuzz", "acl", "--driver", "tests.mutants.acl:RegistrationTableOfThree", "--max-examples",
+                       "100", "--steps", "40", "-o"],
+    # generate creates the directories its outputs need (as `-o DIR` does): not for the missing-directory case
+    "generate-pytest": lambda t: ["generate", "cupva", "--depth", "1", "--pytest"],
 }
 
 
-@pytest.mark.parametrize("command", ["itf", "shrink", "diagram", "timeline"])
+@pytest.mark.parametrize("command", ["itf", "shrink", "diagram", "timeline", "bmc", "fuzz", "generate-pytest"])
 @pytest.mark.parametrize("target", ["/dev/full", "/nonexistent/x", "DIR", "/dev/full/x"])
-def test_unwritable_outputs_are_E0603_and_devices_stay(command, target, violating, tmp_path):
+def test_unwritable_outputs_are_E0603_and_devices_stay(command, target, violating, tmp_path, repo_root):
     if target == "DIR":
         target = str(tmp_path)
+    if command == "generate-pytest" and target == "/nonexistent/x":
+        target = str(tmp_path / "file") + "/x"  # a parent that is a file: it cannot be made a directory
+        (tmp_path / "file").write_text("")
     argv = WRITERS[command](violating) + [target]
     code, out, err = run_cli(*argv)
     assert code == 2 and "Traceback" not in err
