@@ -871,10 +871,10 @@ class Encoder:
                 case S.Requires():
                     requires.append((c.rule, c.undefined, self.expr(c.cond, st, env)))
                 case S.Fails():
-                    fails.append((c.rule, codes_of(self.spec, c.codes), self.expr(c.cond, st, env)))
+                    fails.append((c.rule, self.spec.codes_of(c.codes)[0], self.expr(c.cond, st, env)))
                 case S.MayFail():
                     cond = z3.BoolVal(True) if c.cond is None else self.expr(c.cond, st, env)
-                    may_fail.append((c.rule, codes_of(self.spec, c.codes), cond))
+                    may_fail.append((c.rule, self.spec.codes_of(c.codes)[0], cond))
                 case S.Unspecified():
                     unspecified.append((c.rule, self.expr(c.cond, st, env)))
                 case S.Ensures():
@@ -964,10 +964,6 @@ def _version_cmp(op: str, a: Ver, b: Ver):
     eq = z3.And([x == y for x, y in zip(a, b)])
     return {"<": less, "<=": z3.Or(less, eq), ">": z3.Not(z3.Or(less, eq)), ">=": z3.Not(less)}[op]
 
-
-def codes_of(spec: CheckedSpec, codes: S.Codes) -> frozenset | None:
-    """The status codes of a `fails`/`may fail` clause as semantics values (None: any failure)."""
-    return spec.codes_of(codes)[0]
 
 
 # ---------------------------------------------------------------- formulas for the layers above

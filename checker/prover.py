@@ -563,11 +563,15 @@ class _Prover:
         if ans.witness is Witness.NONE:
             return None
         status = "possible" if ans.witness is Witness.FOUND else "unknown"
-        searched = (f"no run of {self.options.witness_depth} steps shows it" if c.witness is Witness.NONE else
-                    f"the search for a run gave up (solver: {c.reason or 'unknown'})")
         return Check("overlap", f"{a} + {b}", t.call, status, True, (a, b),
-                     f"both can hold in a state satisfying the invariants, {searched}" if status == "possible"
+                     f"both can hold in a state satisfying the invariants, {self._searched(c)}" if status == "possible"
                      else f"solver: {ans.reason}", c.seconds + ans.seconds)
+
+    def _searched(self, c: Covered) -> str:
+        """What the bounded witness search said, for an item it did not show: none within the depth, or
+        it gave up (a timeout is never reported as a definite absence)."""
+        return (f"no run of {self.options.witness_depth} steps shows it" if c.witness is Witness.NONE else
+                f"the search for a run gave up (solver: {c.reason or 'unknown'})")
 
     def _policy_check(self, t: Target, info: dict, c: Covered) -> Check:
         rule = info["rule"]
@@ -584,7 +588,7 @@ class _Prover:
         if ans.witness is Witness.FOUND:
             return Check("policy", rule, t.call, "possible", False, (rule,),
                          "its citation says the caller must, and in a state the invariants allow a call that keeps "
-                         f"every obligation reaches it (no run of {self.options.witness_depth} steps shows it)", seconds)
+                         f"every obligation reaches it ({self._searched(c)})", seconds)
         return Check("policy", rule, t.call, "unknown", False, (rule,), f"solver: {ans.reason or c.reason}", seconds)
 
     def _outcomes(self, run: Run | None) -> str:

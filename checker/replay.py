@@ -19,13 +19,14 @@ Input error codes (in addition to checker/trace.py's T0701-T0712):
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .diagnostics import RegcheckError, error, excerpt
 from .fastpath import DECODE_ERRORS, fast_path
 from .load import load_spec
+from .runs import semantics_for as compiled_semantics
 from .semantics import NATIVE, Semantics, State, coerce_value, resolve_config
 from .source import Span
 from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
@@ -73,8 +74,7 @@ class ReplayReport:
     def without_rejected(self) -> "ReplayReport":
         """The report without the usage findings on calls the runtime rejected with a documented
         error (`Finding.rejected`): for programs that probe the documented errors on purpose."""
-        return ReplayReport(self.path, self.spec, self.events, tuple(f for f in self.findings if not f.rejected),
-                            self.truncated)
+        return replace(self, findings=tuple(f for f in self.findings if not f.rejected))
 
     def to_json(self) -> dict:
         out = {"verdict": self.verdict, "events": self.events, "findings": [f.to_json() for f in self.findings]}
@@ -322,7 +322,7 @@ class Replayer:
         if rejected_with is None:
             return f
         note = f"the runtime rejected the call with {rejected_with!r}, a documented error here (--ignore-rejected hides such findings)"
-        return Finding(f.line, f.kind, f.rule, f.call, f.message, f.related, f.notes + (note,), True)
+        return replace(f, notes=f.notes + (note,), rejected=True)
 
     def _conformance(self, ev: TraceEvent, judgement, args: Mapping, status, outs: Mapping) -> Finding:
         rules = judgement.rules or ("(none)",)
@@ -341,7 +341,7 @@ class Replayer:
         related = tuple(sorted({made for r in rules for made in self._related(r, ev, scope)}))
         f = self.finding(ev, "conformance", rule, msg, related)
         if len(rules) > 1:
-            f = Finding(f.line, f.kind, f.rule, f.call, f.message + f" (also {', '.join(rules[1:])})", f.related, f.notes)
+            f = replace(f, message=f.message + f" (also {', '.join(rules[1:])})")
         return f
 
 
@@ -389,19 +389,7 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
         raise RegcheckError([error(d.code, d.message, Span(path, header.line, 1)) for d in exc.diagnostics]) from None
     # One compiled semantics (and fast path) per (spec, configuration), shared by every trace of a
     # corpus this process replays: compiling costs tens of milliseconds, a short trace less.
-    key = (id(spec), tuple(sorted(config.items())))
-    hit = _SEMANTICS.get(key)
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    if len(_SEMANTICS) >= _SEMANTICS_KEPT:
-        _SEMANTICS.pop(next(iter(_SEMANTICS)))
-    sem = Semantics(spec, config)
-    _SEMANTICS[key] = (spec, sem)
-    return sem
-
-
-_SEMANTICS: dict[tuple, tuple[CheckedSpec, Semantics]] = {}
-_SEMANTICS_KEPT = 64
+    return compiled_semantics(spec, config)
 
 
 PROGRESS_EVERY = 65536

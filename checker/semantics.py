@@ -1158,9 +1158,9 @@ class Semantics:
             case S.Requires():
                 return "undefined" if c.undefined else "requires", c.rule, None, _negate(em.expr(c.cond, scope))
             case S.Fails():
-                return "fails", c.rule, self._codes(c.codes), em.expr(c.cond, scope)
+                return "fails", c.rule, self.spec.codes_of(c.codes), em.expr(c.cond, scope)
             case S.MayFail():
-                return "may", c.rule, self._codes(c.codes), em.expr(c.cond, scope) if c.cond is not None else "True"
+                return "may", c.rule, self.spec.codes_of(c.codes), em.expr(c.cond, scope) if c.cond is not None else "True"
             case S.Unspecified():
                 return "unspecified", c.rule, None, em.expr(c.cond, scope)
         return None
@@ -1174,10 +1174,6 @@ class Semantics:
             if bit is not None:
                 tests.append(bit[3])
         return tests
-
-    def _codes(self, codes: S.Codes) -> tuple[frozenset | None, frozenset]:
-        """(codes, excluded): the statuses a failure clause allows."""
-        return self.spec.codes_of(codes)
 
     def initial_state(self) -> State:
         vars = {n: v for n, (_, v) in self.spec.vars.items()}

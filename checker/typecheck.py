@@ -275,6 +275,11 @@ class _Checker:
         self.globals[name] = (category, decl)
         return True
 
+    def member_taken(self, name: str) -> bool:
+        """Whether an enum or flags member may not take `name`: another member, a declaration or a
+        builtin type has it."""
+        return name in self.enum_of_member or name in self.flag_member or name in self.globals or name in BUILTIN_TYPES
+
     def member_decl(self, name: str) -> S.Decl | None:
         """The enum or flags declaration that has a member called `name`, if any."""
         owner = self.enum_of_member.get(name) or self.flag_member.get(name, (None,))[0]
@@ -290,9 +295,9 @@ class _Checker:
             return
         if category is None:
             category = "enum member" if name in self.enum_of_member else "flag"
-        self.err("E0209", f"'{name}', {what}, has the same name as the {_CATEGORY_WORDS.get(category, category)} "
-                          f"declared at line {decl.span.line}; rename one of them", span,
-                 Note(f"the {_CATEGORY_WORDS.get(category, category)} '{name}'", decl.span))
+        words = _CATEGORY_WORDS.get(category, category)
+        self.err("E0209", f"'{name}', {what}, has the same name as the {words} declared at line {decl.span.line}; "
+                          "rename one of them", span, Note(f"the {words} '{name}'", decl.span))
 
     def resolve_type(self, t: S.TypeRef) -> Type:
         if t.name in INT_BOUNDS:
@@ -396,7 +401,7 @@ class _Checker:
             return
         self.enums[d.name] = d.members
         for m in d.members:
-            if m in self.enum_of_member or m in self.flag_member or m in self.globals or m in BUILTIN_TYPES:
+            if self.member_taken(m):
                 self.err("E0202", f"enum member '{m}' is declared twice", d.span)
             self.enum_of_member[m] = d.name
 
@@ -405,8 +410,7 @@ class _Checker:
             return
         members: dict[str, int] = {}
         for name, lit in d.members:
-            if (name in members or name in self.enum_of_member or name in self.flag_member or name in self.globals
-                    or name in BUILTIN_TYPES):
+            if name in members or self.member_taken(name):
                 self.err("E0202", f"flag '{name}' is declared twice", lit.span)
                 continue
             if lit.value == 0 or lit.value & (lit.value - 1):
@@ -679,10 +683,11 @@ class _Checker:
                 info = self.table_or_err(t, e.span)
                 if not scope.state:
                     self.err("E0208", f"state (table '{t}') cannot be used in a {scope.where}", e.span)
-                if scope.lookup(v) is not None:
-                    other = {"input": "an argument", "output": "an output", "bound": "a quantified variable"}
-                    self.err("E0209", f"'{v}', a quantified variable, has the same name as "
-                                      f"{other[scope.lookup(v)[0]]} in scope; rename one of them", e.span)
+                clash = scope.lookup(v)
+                if clash is not None:
+                    other = {"input": "an argument", "output": "an output", "bound": "a quantified variable"}[clash[0]]
+                    self.err("E0209", f"'{v}', a quantified variable, has the same name as {other} in scope; "
+                                      "rename one of them", e.span)
                 else:
                     self.no_shadowing(v, "a quantified variable", e.span)
                 inner = scope.with_local(v, Type("entry", t) if info else ANY)
