@@ -14,7 +14,7 @@ import argparse
 import statistics
 import time
 
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.prover import ProveOptions, prove
 from checker.solver import Verdict
 

@@ -12,7 +12,7 @@ import argparse
 import random
 import time
 
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.runs import semantics_for
 from checker.simulate import ADDRESSES, SIZES, SimulationOptions, simulate
 

@@ -23,7 +23,7 @@ from .encode import (FALSE, Encoder, SymState, concrete_config, conj, disj, fres
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
 from .semantics import State
 from .solver import Session, SolverOptions, Witness
-from .typecheck import CheckedSpec
+from .language.typecheck import CheckedSpec
 
 # ---------------------------------------------------------------- the unrolling
 

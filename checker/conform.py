@@ -31,11 +31,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .diagnostics import RegcheckError
+from .language.diagnostics import RegcheckError
 from .execute import Execution, memory_shape
 from .executor import Driver, Result, load_factory
 from .generate import ConformanceTest, Expectation
-from .load import load_spec
+from .language.load import load_spec
 from .pinning import PAGE_SIZE, vmlck_bytes
 from .runs import semantics_for
 from .trace import TraceEvent

@@ -45,9 +45,9 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, assert_never
 
 import z3
 
-from . import syntax as S
-from .diagnostics import RegcheckError, error
-from .typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
+from .language import syntax as S
+from .language.diagnostics import RegcheckError, error
+from .language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 
 
 

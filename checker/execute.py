@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from sortedcontainers import SortedDict
 
-from . import syntax as S
+from .language import syntax as S
 from .executor import Driver, ReferenceDriver, Result
 from .pinning import PAGE_SIZE
 from .replay import Finding, Replayer, ReplayReport, semantics_for, show_value

@@ -39,8 +39,8 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
 
 from sortedcontainers import SortedDict
 
-from .diagnostics import Diagnostic, RegcheckError, error
-from .load import load_spec
+from .language.diagnostics import Diagnostic, RegcheckError, error
+from .language.load import load_spec
 from .pinning import (
     CODE_NOT_OWNED,
     DEFAULT_MAX_LOCKED_BYTES,

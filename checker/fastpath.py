@@ -38,11 +38,11 @@ from typing import Annotated, Any, Callable, Literal, NamedTuple, Union
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from . import syntax as S
+from .language import syntax as S
 from . import stepcode
 from .semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
 from .trace import NUMERIC_START
-from .typecheck import Type, value_bounds
+from .language.typecheck import Type, value_bounds
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace

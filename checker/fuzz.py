@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .conform import DriverRaised, ObservedDriver, factory_name
-from .diagnostics import RegcheckError
+from .language.diagnostics import RegcheckError
 from .execute import Execution, memory_shape
 from .executor import Driver, load_factory
 from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node,
                        configurations, expectation_of, identifier, json_arg, representative_status)
-from .load import load_spec
+from .language.load import load_spec
 from .replay import Finding
 from .runs import semantics_for
 from .shrink import ddmin

@@ -50,13 +50,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from . import syntax as S
+from .language import syntax as S
 from .execute import memory_shape
 from .pinning import PAGE_SIZE
 from .runs import Step, json_value, semantics_for
 from .semantics import Allowed, Semantics, State, normalise_version
 from .trace import TraceEvent, TraceHeader, parse_int
-from .typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
+from .language.typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 
 PAGE = PAGE_SIZE
 ALLOC_STRIDE = 0x100000  # recorded allocation k (1-based) starts at k * ALLOC_STRIDE
@@ -960,7 +960,7 @@ def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(),
     """The conformance suite of a spec (a bundled name or a path), as data.
 
     `progress(done, total, label)` hears about each configuration as it is finished (progress bars)."""
-    from .load import load_spec
+    from .language.load import load_spec
 
     checked = spec if spec is not None else load_spec(spec_name)
     return _Generator(checked, spec_name, options).run(progress)

@@ -35,12 +35,12 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from .diagnostics import RegcheckError, error
+from .language.diagnostics import RegcheckError, error
 from .replay import Finding, Replayer, semantics_for
 from .runs import Run
 from .semantics import Semantics, State
 from .trace import read_trace
-from .typecheck import CheckedSpec
+from .language.typecheck import CheckedSpec
 
 ITF_FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 SAFE_INT = 2**53  # JSON numbers above this lose precision in JavaScript-based readers

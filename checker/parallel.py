@@ -27,8 +27,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from .diagnostics import Diagnostic, RegcheckError, error
-from .load import load_spec
+from .language.diagnostics import Diagnostic, RegcheckError, error
+from .language.load import load_spec
 from .replay import ReplayReport, replay_events, semantics_for
 from .trace import read_trace
 

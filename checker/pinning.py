@@ -36,7 +36,7 @@ from enum import Enum
 from types import FrameType
 from typing import Any, Callable, Iterator
 
-from .diagnostics import RegcheckError, error
+from .language.diagnostics import RegcheckError, error
 
 PAGE_SIZE = mmap.PAGESIZE
 DEFAULT_MAX_LOCKED_BYTES = 256 * 1024 * 1024

@@ -37,13 +37,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from . import syntax as S
+from .language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
 from .runs import Run, Step, a_status, semantics_for, well_typed
 from .encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
 from .semantics import Allowed, EvalError, Semantics, State, describe_outcomes
 from .solver import Answer, Session, SolverOptions, Verdict, Witness
-from .typecheck import CheckedSpec
+from .language.typecheck import CheckedSpec
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
 GROUP_FRAME = "API-GROUPS"  # prefix of the implicit "changes only in its API groups" properties

@@ -46,7 +46,7 @@ class RegcheckSuite(pytest.Collector):
     """The conformance tests of one spec, as pytest items."""
 
     def collect(self):
-        from .diagnostics import RegcheckError
+        from .language.diagnostics import RegcheckError
 
         try:
             suite = _load_suite(self.config)

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from . import __version__
-from .diagnostics import Diagnostic, RegcheckError, error, warning
-from .load import load_spec
-from .files import OutputFile, cannot_write
+from .language.diagnostics import Diagnostic, RegcheckError, error, warning
+from .language.load import load_spec
+from .language.files import OutputFile, cannot_write
 from .semantics import resolve_config
 from .trace import TraceHeader, TraceWriter
 

@@ -23,14 +23,14 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .diagnostics import RegcheckError, error, excerpt
+from .language.diagnostics import RegcheckError, error, excerpt
 from .fastpath import DECODE_ERRORS, fast_path
-from .load import load_spec
+from .language.load import load_spec
 from .runs import semantics_for as compiled_semantics
 from .semantics import NATIVE, Semantics, State, coerce_value, resolve_config
-from .source import Span
+from .language.source import Span
 from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
-from .typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
+from .language.typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
 
 _ABSENT = object()
 _NO_FINDINGS: list = []  # shared by every event without findings: callers must not append to it

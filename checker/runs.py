@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .semantics import Allowed, EvalError, Semantics, State
 from .trace import TraceEvent, TraceHeader, write_trace
-from .typecheck import CheckedSpec, Type, value_bounds
+from .language.typecheck import CheckedSpec, Type, value_bounds
 
 # ---------------------------------------------------------------- runs
 

@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
 
 from sortedcontainers import SortedList
 
-from . import syntax as S
-from .diagnostics import RegcheckError, error, excerpt
-from .typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
+from .language import syntax as S
+from .language.diagnostics import RegcheckError, error, excerpt
+from .language.typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
 
 # ---------------------------------------------------------------- state
 

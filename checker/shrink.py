@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .diagnostics import RegcheckError, error
+from .language.diagnostics import RegcheckError, error
 from .replay import Finding, replay_events, semantics_for
 from .semantics import Semantics
-from .source import Span
+from .language.source import Span
 from .trace import TraceEvent, TraceHeader, read_trace
 
 

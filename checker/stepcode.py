@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from . import syntax as S
+from .language import syntax as S
 from .semantics import NOT_CONSTANT, Emitter, Semantics, name_meaning
 
 KIND_INT, KIND_BOOL, KIND_ENUM = 0, 1, 2

@@ -24,10 +24,10 @@ from typing import Iterable, Sequence
 
 import orjson
 
-from .diagnostics import RegcheckError, error
+from .language.diagnostics import RegcheckError, error
 from .generate import ConformanceTest, Expectation, RuleCoverage, Suite
-from .files import make_directory, write_output
-from .source import Span
+from .language.files import make_directory, write_output
+from .language.source import Span
 from .trace import TraceEvent, TraceHeader, read_trace, read_trace_text, write_trace
 
 SUITE_VERSION = 1

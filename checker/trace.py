@@ -40,9 +40,9 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 
 import orjson
 
-from .diagnostics import RegcheckError, error, excerpt
-from .files import OutputFile, open_input
-from .source import Span
+from .language.diagnostics import RegcheckError, error, excerpt
+from .language.files import OutputFile, open_input
+from .language.source import Span
 
 TRACE_VERSION = 1
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB, without the line's end; `set_max_line_bytes` changes it
@@ -691,7 +691,7 @@ def event_to_json(event: TraceEvent) -> dict:
 class TraceWriter:
     """Writes a trace line by line: the header on opening, then `write(event)` per event.
 
-    `target` is a path (written through `checker.files.OutputFile`: atomically for a regular file,
+    `target` is a path (written through `checker.language.files.OutputFile`: atomically for a regular file,
     in place for a device or FIFO; E0603 when it cannot be written) or a binary file object (left
     open). Every line
     is checked as the reader would check it, so a written trace always reads back; a bad event

@@ -7,7 +7,7 @@ import io
 import checker.fastpath as fastpath_mod
 import checker.replay as replay_mod
 from checker.cli import main
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
 from checker.trace import read_trace_text
 

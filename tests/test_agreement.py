@@ -44,19 +44,19 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import checker.fastpath as fastpath_mod
-from checker import syntax as S
+from checker.language import syntax as S
 from checker.bmc import search_violation
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.fastpath import fast_path
-from checker.load import check_source
+from checker.language.load import check_source
 from checker.prover import ProveOptions, prove
 from checker.replay import Replayer
 from checker.runs import semantics_for
 from checker.semantics import NATIVE, EvalError, Semantics, State, Table
 from checker.simulate import SimulationOptions, simulate
 from checker.solver import SolverOptions, Verdict, Witness
-from checker.source import SourceFile
-from checker.typecheck import value_bounds
+from checker.language.source import SourceFile
+from checker.language.typecheck import value_bounds
 from tests import helpers
 from tests.spec_strategies import GenSpec, RandomChooser, gen_spec, specs
 from tests.test_encode import Harness, quantified_outcome

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from checker.bmc import search_violation
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.replay import replay_trace
 from checker.runs import failing_invariants, replay_prefix, semantics_for
 from checker.solver import Witness

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.load import load_spec
+from checker.language.load import load_spec
 from tests.helpers import run_cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "diagnostics"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from checker import syntax as S
+from checker.language import syntax as S
 from checker.diagram import calls_graph, spec_diagram, states_graph, to_dot, to_markdown, to_mermaid
-from checker.load import load_spec
+from checker.language.load import load_spec
 from tests.helpers import run_cli
 
 SPECS = ("acl", "cupva")

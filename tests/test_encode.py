@@ -18,13 +18,13 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.encode import Encoder, Types, concrete_config, leaves, symbolic_config
-from checker.load import load_spec, check_source
+from checker.language.load import load_spec, check_source
 from checker.runs import semantics_for
 from checker.semantics import State, Table
-from checker.source import SourceFile
-from checker.typecheck import Type
+from checker.language.source import SourceFile
+from checker.language.typecheck import Type
 
 ADDRS = (0, 1, 0x1000, 0x1800, 0x2000, 0x3000, 2**64 - 0x1000, 2**64 - 1)
 SIZES = (0, 1, 0x800, 0x1000, 0x2000, 2**64 - 1)

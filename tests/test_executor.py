@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.executor import (
     ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED as ALREADY,
     ACL_ERROR_HOST_MEMORY_NOT_REGISTERED as NOT_REGISTERED,
@@ -32,7 +32,7 @@ from checker.executor import (
     ReferenceDriver,
     Result,
 )
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.pinning import (
     CODE_CAP_EXCEEDED,
     CODE_MLOCK_REFUSED,

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 import checker.fastpath as fastpath_mod
 import checker.replay as replay_mod
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
-from checker.load import bundled_spec_names, load_spec
+from checker.language.load import bundled_spec_names, load_spec
 from checker.replay import Replayer, _replay_stream, semantics_for
 from checker.semantics import NATIVE
 from checker.trace import EventStream, read_trace_text

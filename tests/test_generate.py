@@ -10,7 +10,7 @@ import pytest
 from checker.emit_pytest import render_pytest
 from checker.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
                               GenerateOptions, configurations, expectation_of, generate_suite)
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.replay import replay_events, semantics_for
 from checker.suite import read_suite, parse_test, format_test, write_suite
 from checker.trace import TraceHeader
@@ -280,7 +280,7 @@ def test_suite_round_trips_through_a_directory(tmp_path):
 
 
 def test_read_suite_reports_bad_input(tmp_path):
-    from checker.diagnostics import RegcheckError
+    from checker.language.diagnostics import RegcheckError
     with pytest.raises(RegcheckError) as e:
         read_suite(tmp_path)
     assert e.value.diagnostics[0].code == "E0610"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checker.itf import SAFE_INT, counterexample_to_itf, encode_value, run_to_itf, trace_to_itf
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.runs import Run, Step
 from checker.semantics import Semantics
 from tests.helpers import run_cli

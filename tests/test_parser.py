@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import syntax as S
-from checker.diagnostics import RegcheckError
-from checker.load import bundled_spec_names, read_spec_source
-from checker.parser import parse_spec
-from checker.typecheck import check_spec
+from checker.language import syntax as S
+from checker.language.diagnostics import RegcheckError
+from checker.language.load import bundled_spec_names, read_spec_source
+from checker.language.parser import parse_spec
+from checker.language.typecheck import check_spec
 
 HEADER = 'spec demo "t"\nsource DOC "doc.txt" "a document"\nstatus int success 0\n'
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.pinning import (
     CODE_CAP_EXCEEDED,
     CODE_MLOCK_REFUSED,

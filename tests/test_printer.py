@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import syntax as S
-from checker.load import bundled_spec_names, load_spec, read_spec_source
-from checker.parser import parse_spec
-from checker.printer import print_clause, print_expr, print_spec
-from checker.typecheck import check_spec
+from checker.language import syntax as S
+from checker.language.load import bundled_spec_names, load_spec, read_spec_source
+from checker.language.parser import parse_spec
+from checker.language.printer import print_clause, print_expr, print_spec
+from checker.language.typecheck import check_spec
 
 # Every word the grammar reserves somewhere; generated identifiers avoid them.
 KEYWORDS = {

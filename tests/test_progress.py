@@ -10,7 +10,7 @@ import pytest
 
 from checker import replay as replay_module
 from checker.cli import main
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.progress import QuietBar, progress_bar
 from checker.prover import ProveOptions, prove
 from checker.replay import replay_events, replay_trace, semantics_for

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import z3
 
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.prover import GROUP_FRAME, TYPES, ProveOptions, prove
 from checker.replay import replay_trace
 from checker.runs import replay_prefix, semantics_for, step_allowed

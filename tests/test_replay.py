@@ -381,7 +381,7 @@ def test_bundled_spec_name_is_not_shadowed_by_the_current_directory(tmp_path, mo
     (tmp_path / "acl").mkdir()
     (tmp_path / "acl" / "run.jsonl").write_text(json.dumps(ACL) + "\n" + json.dumps(malloc()) + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    from checker.load import load_spec
+    from checker.language.load import load_spec
     load_spec.cache_clear()
     try:
         assert run("acl/run.jsonl")[0] == 0

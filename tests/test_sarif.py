@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.sarif import SARIF_VERSION, SarifResult, artifact_uri, sarif_log
 from tests.helpers import run_cli
 

@@ -21,12 +21,12 @@ from typing import Callable
 
 import pytest
 
-from checker.diagnostics import RegcheckError
-from checker.load import load_spec
-from checker.parser import parse_spec
+from checker.language.diagnostics import RegcheckError
+from checker.language.load import load_spec
+from checker.language.parser import parse_spec
 from checker.semantics import ErrorOutcome, Semantics
-from checker.typecheck import check_spec
-from checker import syntax as S
+from checker.language.typecheck import check_spec
+from checker.language import syntax as S
 
 ACL = load_spec("acl")
 CUPVA = load_spec("cupva")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.replay import replay_trace
 from checker.runs import failing_invariants, replay_prefix, semantics_for
 from checker.simulate import SimulationOptions, simulate

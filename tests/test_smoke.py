@@ -1,6 +1,6 @@
 """Both bundled specs parse and type-check."""
 
-from checker.load import bundled_spec_names, load_spec
+from checker.language.load import bundled_spec_names, load_spec
 
 
 def test_bundled_specs_check():

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 from checker import stepcode
 from checker.fastpath import fast_path
-from checker.load import load_spec
+from checker.language.load import load_spec
 from checker.replay import Replayer
 from checker.semantics import NATIVE, EvalError, Semantics
 from checker.stepcode import KIND_INT
-from checker.typecheck import Type, value_bounds
+from checker.language.typecheck import Type, value_bounds
 from tests.helpers import outcome
 
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.diagnostics import RegcheckError
+from checker.language.diagnostics import RegcheckError
 from checker.trace import (
     INT_MAX,
     INT_MIN,

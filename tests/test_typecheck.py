@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from checker import syntax as S
-from checker.diagnostics import RegcheckError, Severity
-from checker.load import load_spec
-from checker.parser import parse_spec
-from checker.typecheck import BOOL, INT, RANGE, Type, check_spec
+from checker.language import syntax as S
+from checker.language.diagnostics import RegcheckError, Severity
+from checker.language.load import load_spec
+from checker.language.parser import parse_spec
+from checker.language.typecheck import BOOL, INT, RANGE, Type, check_spec
 
 HEADER = 'spec demo "t"\nsource DOC "doc.txt" "a document"\nstatus int success 0\n'
 

@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import Sequence, TextIO
 
-from ..diagnostics import RegcheckError
+from ..language.diagnostics import RegcheckError
 from .common import EXIT_INPUT, EXIT_INTERNAL, Output, add_spec_limits, print_input_error
 
 # Subcommand modules, in the order `regcheck --help` lists them; a module that is absent is skipped.
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if not getattr(args, "command", None):
         out.out(parser.format_help().rstrip())
         return EXIT_INPUT
-    from ..load import set_spec_limits
+    from ..language.load import set_spec_limits
     from ..trace import DEFAULT_MAX_LINE_BYTES, set_max_line_bytes
 
     set_max_line_bytes(getattr(args, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES)  # per run, also in-process

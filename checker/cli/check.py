@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..diagnostics import RegcheckError, Severity
-from ..load import check_source, read_spec_source
+from ..language.diagnostics import RegcheckError, Severity
+from ..language.load import check_source, read_spec_source
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, render_all
 
 

@@ -8,8 +8,8 @@ from typing import Iterable, TextIO
 
 import orjson
 
-from ..diagnostics import Diagnostic, RegcheckError, render
-from ..source import SourceFile
+from ..language.diagnostics import Diagnostic, RegcheckError, render
+from ..language.source import SourceFile
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

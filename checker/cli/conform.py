@@ -18,11 +18,11 @@ import orjson
 
 from ..conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..executor import load_factory
-from ..diagnostics import RegcheckError, error
+from ..language.diagnostics import RegcheckError, error
 from ..generate import GenerateOptions, generate_suite
-from ..load import load_spec
+from ..language.load import load_spec
 from ..sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
-from ..source import NO_SPAN
+from ..language.source import NO_SPAN
 from ..suite import INDEX, read_suite
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, positive_int
 from .execute import DEFAULT_DRIVER, executor_rules

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..files import write_output
+from ..language.files import write_output
 from ..diagram import VIEWS, spec_diagram, to_dot, to_markdown, to_mermaid
-from ..load import load_spec
+from ..language.load import load_spec
 from .common import EXIT_OK
 
 FORMATS = ("mermaid", "dot", "markdown")

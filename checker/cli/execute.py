@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 
 from .. import execute as execute_module
-from ..diagnostics import RegcheckError
+from ..language.diagnostics import RegcheckError
 from ..execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA, ExecutionReport, execute_trace
 from ..executor import load_factory
-from ..load import load_spec
+from ..language.load import load_spec
 from ..sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
-from ..source import NO_SPAN
+from ..language.source import NO_SPAN
 from ..trace import read_trace
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
 from .replay import expand_traces, report_text

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 
 from ..executor import load_factory
-from ..diagnostics import RegcheckError, error
+from ..language.diagnostics import RegcheckError, error
 from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
-from ..load import load_spec
-from ..files import write_output
+from ..language.load import load_spec
+from ..language.files import write_output
 from ..runs import semantics_for
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 
-from ..diagnostics import RegcheckError, error
+from ..language.diagnostics import RegcheckError, error
 from ..generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
 from ..suite import coverage_summary, write_suite
-from ..files import make_directory, write_output
+from ..language.files import make_directory, write_output
 from ..progress import progress_bar
 from .common import EXIT_OK, add_format, nonneg_int, positive_int
 

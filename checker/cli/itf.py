@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import io
 
-from ..diagnostics import RegcheckError
+from ..language.diagnostics import RegcheckError
 from ..itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
-from ..files import OutputFile, cannot_write
+from ..language.files import OutputFile, cannot_write
 from .common import EXIT_OK, add_trace_limits
 
 

@@ -19,15 +19,15 @@ import orjson
 
 from ..bmc import BmcResult, search_violation
 from ..runs import Run, format_env, format_state, format_step
-from ..diagnostics import RegcheckError, error
+from ..language.diagnostics import RegcheckError, error
 from ..itf import counterexample_to_itf, run_to_itf
-from ..load import load_spec
-from ..files import make_directory, write_output
+from ..language.load import load_spec
+from ..language.files import make_directory, write_output
 from ..progress import progress_bar
 from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
 from ..sarif import prove_log
 from ..solver import SolverOptions, Verdict, Witness
-from ..typecheck import CheckedSpec
+from ..language.typecheck import CheckedSpec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 
 

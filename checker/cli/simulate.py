@@ -5,7 +5,7 @@ Exit codes: 0 no invariant broken in any run; 1 a violation (written as a trace)
 
 from __future__ import annotations
 
-from ..load import load_spec
+from ..language.load import load_spec
 from ..runs import format_env, format_state
 from ..simulate import SimulationOptions, simulate
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int

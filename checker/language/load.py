@@ -19,7 +19,7 @@ def _spec_dir():
     try:
         return resources.files("checker.specs")
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "spec"
+        return Path(__file__).resolve().parents[2] / "spec"
 
 
 def bundled_spec_names() -> tuple[str, ...]:

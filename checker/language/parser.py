@@ -23,7 +23,7 @@ _TERMINAL_NAMES = {
 
 @lru_cache(maxsize=1)
 def _grammar() -> Lark:
-    text = resources.files("checker").joinpath("grammar.lark").read_text(encoding="utf-8")
+    text = resources.files("checker.language").joinpath("grammar.lark").read_text(encoding="utf-8")
     return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 

@@ -1,0 +1,103 @@
+"""Diagnostics: what every stage returns instead of printing.
+
+Codes are stable and grouped by stage:
+  E01xx lexical and syntax errors       E02xx names and declarations
+  E03xx types                           E04xx rules and citations
+  W05xx lints (warnings)                E06xx spec loading / files
+  T07xx trace input errors              X08xx solver / executor environment errors
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Iterable
+
+from .source import NO_SPAN, SourceFile, Span
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    message: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span = NO_SPAN
+    severity: Severity = Severity.ERROR
+    notes: tuple[Note, ...] = ()
+
+    def to_json(self) -> dict:
+        out: dict = {
+            "path": self.span.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "severity": self.severity.value,
+            "code": self.code,
+            "message": self.message,
+        }
+        if self.notes:
+            out["notes"] = [
+                {"message": n.message, **({"path": n.span.path, "line": n.span.line, "column": n.span.column} if n.span else {})}
+                for n in self.notes
+            ]
+        return out
+
+
+class RegcheckError(Exception):
+    """The one root exception for user-caused errors: bad spec, bad trace, bad arguments."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]):
+        self.diagnostics = tuple(diagnostics)
+        super().__init__("; ".join(f"{d.span}: {d.code}: {d.message}" for d in self.diagnostics))
+
+
+def error(code: str, message: str, span: Span = NO_SPAN, *notes: Note) -> Diagnostic:
+    return Diagnostic(code, message, span, Severity.ERROR, tuple(notes))
+
+
+def warning(code: str, message: str, span: Span = NO_SPAN, *notes: Note) -> Diagnostic:
+    return Diagnostic(code, message, span, Severity.WARNING, tuple(notes))
+
+
+def excerpt(value: object, limit: int = 60) -> str:
+    """repr(value) for a message, cut to about `limit` characters: a hostile input's value must not
+    be echoed whole into its diagnostic."""
+    if type(value) is str and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value) if type(value) is not int or value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= limit + 20 else text[:limit] + f"... ({len(text)} characters)"
+
+
+def has_errors(diags: Iterable[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diags)
+
+
+def render(diag: Diagnostic, sources: dict[str, SourceFile] | None = None) -> str:
+    """Compiler-style text: `path:line:col: error[CODE]: message`, the source line, a caret, notes."""
+    sources = sources or {}
+    if diag.span.line > 0:
+        where = str(diag.span)
+    else:  # no position: name the file if there is one, else the tool
+        where = diag.span.path if diag.span.path != NO_SPAN.path else "regcheck"
+    lines = [f"{where}: {diag.severity.value}[{diag.code}]: {diag.message}"]
+    src = sources.get(diag.span.path)
+    if src is not None and diag.span.line > 0:
+        text = src.line_text(diag.span.line)
+        width = 1
+        if diag.span.end_line == diag.span.line and diag.span.end_column > diag.span.column:
+            width = diag.span.end_column - diag.span.column
+        lines.append(f"  {text}")
+        lines.append("  " + " " * (diag.span.column - 1) + "^" + "~" * (width - 1))
+    for note in diag.notes:
+        where = f"{note.span}: " if note.span else ""
+        lines.append(f"  note: {where}{note.message}")
+    return "\n".join(lines)
