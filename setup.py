@@ -1,7 +1,7 @@
 """Builds the optional C module checker._native; everything else is in pyproject.toml.
 
 `optional=True`: where no C compiler or no Python headers are found, the install still succeeds
-and checker.semantics uses its pure-Python tables (`regcheck --version` says which is in use).
+and checker.model.semantics uses its pure-Python tables (`regcheck --version` says which is in use).
 """
 
 from setuptools import Extension, setup

@@ -79,7 +79,7 @@ def replay_only(path: str) -> tuple[int, float, str]:
 
 def pure_python_replay(path: str, repeat: int) -> tuple[int, float]:
     """(events, best CPU seconds) of a replay in a child process without checker._native."""
-    code = ("import sys, time; from checker.replay import replay_trace; from checker.semantics import NATIVE\n"
+    code = ("import sys, time; from checker.replay import replay_trace; from checker.model.semantics import NATIVE\n"
             "assert NATIVE is None\nbest = None\nfor _ in range(int(sys.argv[2])):\n"
             "    t = time.process_time(); r = replay_trace(sys.argv[1]); t = time.process_time() - t\n"
             "    best = t if best is None else min(best, t)\nprint(r.events, best)")
@@ -125,7 +125,7 @@ def main() -> None:
     n3, t_replay, verdict = best[replay_only]
     n4, t_pure = pure_python_replay(small, a.repeat)
     assert n == n1 == n2 == n3 == n4, (n, n1, n2, n3, n4)
-    from checker.semantics import NATIVE
+    from checker.model.semantics import NATIVE
     print(f"trace: {n:,} events ({os.path.getsize(small) / 1e6:.0f} MB), verdict {verdict};"
           f" C module checker._native: {'in use' if NATIVE is not None else 'NOT built (pure Python)'}")
     print(f"replay (parse + check):             {t_replay:.3f} s  {n / t_replay:,.0f} events/s"

@@ -7,7 +7,7 @@ allow (documented success, or success where the documents are silent), with outp
 call's `ensures`; the next state is the success effect. Failures are not steps: they leave the
 state unchanged.
 
-Every sequence the solver finds is replayed with the concrete semantics (`checker.semantics`)
+Every sequence the solver finds is replayed with the concrete semantics (`checker.model.semantics`)
 before it is reported, and shortened greedily while it still shows what it should, so the traces
 regcheck writes are checked by the same semantics `regcheck replay` uses.
 """
@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .encode import (FALSE, Encoder, SymState, concrete_config, conj, disj, fresh_int, holds_in, implies,
                      int_in, neg, read_config, symbolic_config)
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
-from .semantics import State
+from .model.semantics import State
 from .solver import Session, SolverOptions, Witness
 from .language.typecheck import CheckedSpec
 

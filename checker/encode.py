@@ -1,6 +1,6 @@
 """The one converter from the spec AST to Z3 terms (like pySMT's converter: nothing else builds them).
 
-Every Z3 term regcheck uses is built here, from the same checked AST that `checker.semantics`
+Every Z3 term regcheck uses is built here, from the same checked AST that `checker.model.semantics`
 compiles to closures, and a Hypothesis property (tests/test_encode.py) checks on random states and
 calls that both give the same outcome sets, broken obligations and post-states.
 
@@ -521,7 +521,7 @@ class SymState:
 class CallConditions:
     """When each clause of one call holds, as Z3 formulas over one pre-state, inputs and outputs.
 
-    Mirrors `checker.semantics.Semantics.allowed`: `errors` hold their *effective* condition (a
+    Mirrors `checker.model.semantics.Semantics.allowed`: `errors` hold their *effective* condition (a
     `fails` clause shadowed by an earlier rule of the declared order does not count).
     """
 
@@ -597,7 +597,7 @@ class Encoder:
         return SymState(vars, tables)
 
     def concrete_state(self, state, bounded: bool = True) -> SymState:
-        """A `checker.semantics.State` with constant leaves: slots (bounded) or arrays (quantified)."""
+        """A `checker.model.semantics.State` with constant leaves: slots (bounded) or arrays (quantified)."""
         kind = SlotTable if bounded else ArrayTable
         vars = {n: self.types.const(t, state.vars[n]) for n, (t, _) in self.spec.vars.items()}
         tables = {n: kind.of_rows(info, self.types, state.tables[n].rows) for n, info in self.spec.tables.items()}
@@ -613,7 +613,7 @@ class Encoder:
 
     def read_state(self, model: z3.ModelRef, st: SymState):
         """The concrete state a model gives a bounded state (live slots only)."""
-        from .semantics import State, Table as CTable
+        from .model.semantics import State, Table as CTable
 
         vars = {n: self.types.read(t, model, st.vars[n]) for n, (t, _) in self.spec.vars.items()}
         tables = {}
@@ -697,7 +697,7 @@ class Encoder:
                 assert_never(e)
 
     def name(self, e: S.Name, st: SymState, env: Mapping):
-        """The term of a name, by what the type checker bound it to (as `checker.semantics.Emitter.name`)."""
+        """The term of a name, by what the type checker bound it to (as `checker.model.semantics.Emitter.name`)."""
         spec, b = self.spec, self.spec.binding(e)
         n = b.name
         match b.kind:

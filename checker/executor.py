@@ -8,7 +8,7 @@ page), MAPPED registrations get a second real mapping of the same pages as their
 There is no accelerator here, so cuPVA's CUDA pointers come from a simulated device address space.
 
 The reference driver is an independent implementation of the documented behaviour: it keeps its own
-tables and never asks `checker.semantics` what a call should return (testing it against the spec
+tables and never asks `checker.model.semantics` what a call should return (testing it against the spec
 would otherwise be circular). Where the spec allows several outcomes it returns what the open-source
 CANN runtime returns in its software-table mode (`shared/api-rules.md` 1.3-1.8) or, for cuPVA, what
 the Register/Unregister pages' Throws lists say; docs/drivers.md tabulates every choice.
@@ -51,7 +51,7 @@ from .pinning import (
     PinningError,
     install_signal_cleanup,
 )
-from .semantics import resolve_config
+from .model.semantics import resolve_config
 
 CODE_SPEC_NOT_IMPLEMENTED = "X0807"
 CODE_BAD_CALL = "X0808"

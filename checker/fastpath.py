@@ -15,7 +15,7 @@ where orjson reads an integer beyond int64 as a float, the fast path does not ta
 
 Steps: each call's step takes its struct and runs straight-line code on local variables. It is not
 a second semantics: the clause tests come from `Semantics.mask_tests` and the effect from the same
-emitter and statements as `checker.semantics`; outcome sets come from `Semantics.allowed_for_mask`.
+emitter and statements as `checker.model.semantics`; outcome sets come from `Semantics.allowed_for_mask`.
 
 Where the C module is built, each call's step runs instead on its step machine (`Step`, compiled
 from the same AST by `checker.stepcode`). The generated Python step stays the reference; it runs
@@ -40,7 +40,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from .language import syntax as S
 from . import stepcode
-from .semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
+from .model.semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
 from .trace import NUMERIC_START
 from .language.typecheck import Type, value_bounds
 

@@ -38,7 +38,7 @@ import orjson
 from .language.diagnostics import RegcheckError, error
 from .replay import Finding, Replayer, semantics_for
 from .runs import Run
-from .semantics import Semantics, State
+from .model.semantics import Semantics, State
 from .trace import read_trace
 from .language.typecheck import CheckedSpec
 

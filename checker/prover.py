@@ -41,7 +41,7 @@ from .language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
 from .runs import Run, Step, a_status, semantics_for, well_typed
 from .encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
-from .semantics import Allowed, EvalError, Semantics, State, describe_outcomes
+from .model.semantics import Allowed, EvalError, Semantics, State, describe_outcomes
 from .solver import Answer, Session, SolverOptions, Verdict, Witness
 from .language.typecheck import CheckedSpec
 

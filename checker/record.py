@@ -37,7 +37,7 @@ from . import __version__
 from .language.diagnostics import Diagnostic, RegcheckError, error, warning
 from .language.load import load_spec
 from .language.files import OutputFile, cannot_write
-from .semantics import resolve_config
+from .model.semantics import resolve_config
 from .trace import TraceHeader, TraceWriter
 
 CODE_NO_COMPILER = "X0810"

@@ -27,7 +27,7 @@ from .language.diagnostics import RegcheckError, error, excerpt
 from .fastpath import DECODE_ERRORS, fast_path
 from .language.load import load_spec
 from .runs import semantics_for as compiled_semantics
-from .semantics import NATIVE, Semantics, State, coerce_value, resolve_config
+from .model.semantics import NATIVE, Semantics, State, coerce_value, resolve_config
 from .language.source import Span
 from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
 from .language.typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds

@@ -2,7 +2,7 @@
 
 A `Run` is a trace as data: the configuration and the steps from the initial state. Bounded
 model checking, the prover's witnesses and the simulator all produce runs; each is checked and
-shortened here with `checker.semantics` only (this module does not import z3), and written as a
+shortened here with `checker.model.semantics` only (this module does not import z3), and written as a
 trace file (format v1) that `regcheck replay` reads.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from .semantics import Allowed, EvalError, Semantics, State
+from .model.semantics import Allowed, EvalError, Semantics, State
 from .trace import TraceEvent, TraceHeader, write_trace
 from .language.typecheck import CheckedSpec, Type, value_bounds
 

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from .language.diagnostics import RegcheckError, error
 from .replay import Finding, replay_events, semantics_for
-from .semantics import Semantics
+from .model.semantics import Semantics
 from .language.source import Span
 from .trace import TraceEvent, TraceHeader, read_trace
 

@@ -8,7 +8,7 @@ it (with outputs drawn until they keep the call's `ensures`), otherwise one of t
 failures (the state is unchanged). Every invariant is checked after every step. A violation is
 shortened (steps dropped while it persists) and returned as a run that `regcheck replay` accepts.
 
-Only `checker.semantics` decides what may happen: no solver is involved.
+Only `checker.model.semantics` decides what may happen: no solver is involved.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from .language import syntax as S
 from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink
-from .semantics import Semantics, State
+from .model.semantics import Semantics, State
 from .language.typecheck import INT_BOUNDS, CheckedSpec, Type
 
 # Addresses cluster on a few 4 KiB pages (aligned and not), so that ranges collide often.

@@ -121,7 +121,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the printer", ("language.printer",)),
     ("the type checker", ("language.typecheck",)),
     ("loading specs", ("language.load",)),
-    ("the concrete semantics", ("semantics",)),
+    ("the concrete semantics", ("model", "model.semantics")),
     ("trace I/O", ("trace",)),
     ("the Z3 encoding and the solver", ("encode", "solver")),
     ("runs of the model", ("runs",)),

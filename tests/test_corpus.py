@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from checker.language.load import load_spec
-from checker.semantics import Semantics, coerce_value
+from checker.model.semantics import Semantics, coerce_value
 from checker.trace import read_trace
 from tests.helpers import run_cli
 

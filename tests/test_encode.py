@@ -1,4 +1,4 @@
-"""The Z3 encoding agrees with the concrete semantics (checker.semantics) on random states and calls.
+"""The Z3 encoding agrees with the concrete semantics (checker.model.semantics) on random states and calls.
 
 The main property draws, per spec, at least 1000 random states (tables with up to three entries
 drawn from pools of random rows over small, collision-prone sets of addresses and sizes; arbitrary
@@ -22,7 +22,7 @@ from checker.language.diagnostics import RegcheckError
 from checker.encode import Encoder, Types, concrete_config, leaves, symbolic_config
 from checker.language.load import load_spec, check_source
 from checker.runs import semantics_for
-from checker.semantics import State, Table
+from checker.model.semantics import State, Table
 from checker.language.source import SourceFile
 from checker.language.typecheck import Type
 
@@ -349,7 +349,7 @@ def test_symbolic_and_of_unbounded_ints_is_rejected():
 
 
 def test_versions_compare_like_the_semantics():
-    """Canonical versions (5.10.0 is 5.10, as checker.semantics normalises them), padded with -1."""
+    """Canonical versions (5.10.0 is 5.10, as checker.model.semantics normalises them), padded with -1."""
     types = Types(load_spec("acl"))
     assert types.version_width == 3
     from checker.encode import _version_cmp, equal

@@ -43,7 +43,7 @@ from checker.pinning import (
     uninstall_signal_cleanup,
     vmlck_bytes,
 )
-from checker.semantics import Semantics
+from checker.model.semantics import Semantics
 from tests.helpers import MEMLOCK_LIMITED
 
 P = PAGE_SIZE

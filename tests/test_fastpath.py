@@ -24,7 +24,7 @@ from checker.language.diagnostics import RegcheckError
 from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.language.load import bundled_spec_names, load_spec
 from checker.replay import Replayer, _replay_stream, semantics_for
-from checker.semantics import NATIVE
+from checker.model.semantics import NATIVE
 from checker.trace import EventStream, read_trace_text
 from tests.helpers import outcome
 
@@ -110,7 +110,7 @@ def test_findings_midway_are_the_same_both_ways(tmp_path, mode):
 
 
 def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
-    from checker.semantics import Semantics
+    from checker.model.semantics import Semantics
     sem = Semantics(load_spec("cupva"), {})
     _, steps = fast_path(sem, sem.initial_state(), lambda line, call: None)
     calls = {getattr(struct, "__struct_config__").tag for struct in steps}
@@ -122,7 +122,7 @@ def test_the_verdict_cache_is_bounded():
     """Distinct failure statuses are endless in a hostile trace; the per-call cache stops growing,
     and the verdicts stay right past the limit."""
     from checker.fastpath import _decider
-    from checker.semantics import Semantics
+    from checker.model.semantics import Semantics
     sem = Semantics(load_spec("acl"), {})
     decide = _decider(sem, "aclrtMallocHost")
     cache: dict = {}
@@ -378,7 +378,7 @@ def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
 
 
 def _decoder(name):
-    from checker.semantics import Semantics
+    from checker.model.semantics import Semantics
     sem = Semantics(load_spec(name), {})
     return fast_path(sem, sem.initial_state(), lambda line, call: None).decode
 

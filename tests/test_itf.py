@@ -11,7 +11,7 @@ import pytest
 from checker.itf import SAFE_INT, counterexample_to_itf, encode_value, run_to_itf, trace_to_itf
 from checker.language.load import load_spec
 from checker.runs import Run, Step
-from checker.semantics import Semantics
+from checker.model.semantics import Semantics
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from checker.language.load import load_spec
 from checker.progress import QuietBar, progress_bar
 from checker.prover import ProveOptions, prove
 from checker.replay import replay_events, replay_trace, semantics_for
-from checker.semantics import NATIVE
+from checker.model.semantics import NATIVE
 from checker.trace import read_trace
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}

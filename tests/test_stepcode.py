@@ -23,7 +23,7 @@ from checker import stepcode
 from checker.fastpath import fast_path
 from checker.language.load import load_spec
 from checker.replay import Replayer
-from checker.semantics import NATIVE, EvalError, Semantics
+from checker.model.semantics import NATIVE, EvalError, Semantics
 from checker.stepcode import KIND_INT
 from checker.language.typecheck import Type, value_bounds
 from tests.helpers import outcome
@@ -184,7 +184,7 @@ def test_a_probe_the_python_table_answers_gets_the_predicate():
 # `poke` event; its operands are the program's constants (any 128-bit value, where the compiler
 # keeps its own below 2**126), and `SET count` boxes the result back into a Python int. The
 # reference is the language's integers: exact, `%` the floor remainder (Python's), a remainder by
-# zero an EvalError (`_mod` in checker.semantics); the machine must give up exactly there and where
+# zero an EvalError (`_mod` in checker.model.semantics); the machine must give up exactly there and where
 # the exact result leaves its 128 bits, and nowhere else.
 
 GAVE_UP = "gave up"

@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, assert_never
 
 from sortedcontainers import SortedList
 
-from .language import syntax as S
-from .language.diagnostics import RegcheckError, error, excerpt
-from .language.typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
+from ..language import syntax as S
+from ..language.diagnostics import RegcheckError, error, excerpt
+from ..language.typecheck import ANY, Binding, CallInfo, CheckedSpec, Type, normalise_version, value_bounds
 
 # ---------------------------------------------------------------- state
 
@@ -347,7 +347,7 @@ def _native_module():
     if os.environ.get("REGCHECK_PURE_PYTHON"):
         return None
     try:
-        from . import _native as module
+        from .. import _native as module
     except ImportError:
         return None
     return module if getattr(module, "INTERFACE", None) == NATIVE_INTERFACE else None
