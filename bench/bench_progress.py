@@ -28,7 +28,7 @@ from gen_trace import generate  # noqa: E402
 
 def replay(path: str, with_callback: bool) -> tuple[float, int, int]:
     from checker.replay import replay_events, semantics_for
-    from checker.trace import read_trace
+    from checker.trace.reader import read_trace
 
     calls = []
     header, events = read_trace(path)

@@ -7,7 +7,7 @@ Times are CPU time of this process (time.process_time), which shared, busy machi
 than wall-clock time. Prints replay time and events/s (target >= 300,000 events/s), then the
 replay/parse ratio (target <= 3x) against three parse-only baselines, since "parsing the file" can
 mean three things here:
-- the project's trace reader (checker.trace.read_trace: orjson plus the checks of every field,
+- the project's trace reader (checker.trace.events.read_trace: orjson plus the checks of every field,
   giving TraceEvents), which is what the replayer's general path reads with;
 - orjson.loads of every event line alone (the JSON decoding under that reader), no checks;
 - msgspec decoding of every event line into the fast path's structs alone (the JSON decoding the
@@ -34,7 +34,7 @@ from gen_trace import generate  # noqa: E402
 
 
 def parse_only(path: str) -> tuple[int, float]:
-    from checker.trace import read_trace
+    from checker.trace.reader import read_trace
     t = time.process_time()
     _, events = read_trace(path)
     n = sum(1 for _ in events)
@@ -51,7 +51,7 @@ def fast_decode_only(path: str) -> tuple[int, float]:
     """The fast path's decoding alone: each event line into its msgspec struct, no checks."""
     from checker.fastpath import fast_path
     from checker.replay import semantics_for
-    from checker.trace import read_trace
+    from checker.trace.reader import read_trace
     header, events = read_trace(path)
     events.close()
     sem = semantics_for(header, None, path)
@@ -130,7 +130,7 @@ def main() -> None:
           f" C module checker._native: {'in use' if NATIVE is not None else 'NOT built (pure Python)'}")
     print(f"replay (parse + check):             {t_replay:.3f} s  {n / t_replay:,.0f} events/s"
           f"   [target >= 300,000 events/s: {'met' if n / t_replay >= 300_000 else 'NOT met'}]")
-    for what, t in (("trace reader (checker.trace)", t_parse), ("orjson.loads alone", t_orjson),
+    for what, t in (("trace reader (checker.trace.events)", t_parse), ("orjson.loads alone", t_orjson),
                     ("msgspec into structs alone", t_msgspec)):
         ratio = t_replay / t
         print(f"parse only, {what + ':':29s} {t:.3f} s  {n / t:,.0f} events/s;  replay / parse {ratio:.2f}x"

@@ -38,7 +38,7 @@ from .generate import ConformanceTest, Expectation
 from .language.load import load_spec
 from .pinning import PAGE_SIZE, vmlck_bytes
 from .runs import semantics_for
-from .trace import TraceEvent
+from .trace.events import TraceEvent
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 DRIVER_ENV = "REGCHECK_DRIVER"  # MODULE:FACTORY for tests emitted by `regcheck generate --pytest`

@@ -35,7 +35,7 @@ from .executor import Driver, ReferenceDriver, Result
 from .pinning import PAGE_SIZE
 from .replay import Finding, Replayer, ReplayReport, semantics_for, show_value
 from .model.semantics import Semantics, State
-from .trace import read_trace
+from .trace.reader import read_trace
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
 # and refusals (the executor protecting memory it does not own; the cause, a caller error or an

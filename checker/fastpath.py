@@ -7,7 +7,7 @@ and applies the effect through several calls; that costs several times the parsi
 
 Decoding: msgspec reads each line straight into a struct per call (a tagged union on "call"),
 checking in C what the general path would check in Python: exactly the documented fields, each of
-its type and range. The shape it takes is a strict subset of what `checker.trace` and the
+its type and range. The shape it takes is a strict subset of what `checker.trace.events` and the
 replayer's normalisation accept, with the same values: JSON integers within int64 and within the
 parameter's range, booleans, enum and status names; no hex strings, flag-name lists, `expect`,
 unknown fields or nulls. msgspec is as strict a JSON reader as orjson (the general path's), and
@@ -41,7 +41,7 @@ from msgspec import UNSET, Meta, UnsetType
 from .language import syntax as S
 from . import stepcode
 from .model.semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
-from .trace import NUMERIC_START
+from .trace.events import NUMERIC_START
 from .language.typecheck import Type, value_bounds
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled

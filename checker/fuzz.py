@@ -42,7 +42,8 @@ from .language.load import load_spec
 from .replay import Finding
 from .runs import semantics_for
 from .shrink import ddmin
-from .trace import TraceEvent, TraceHeader, format_trace
+from .trace.events import TraceEvent, TraceHeader
+from .trace.writer import format_trace
 
 MAX_FUZZ_ALLOCS = 4
 SHRINK_MODES = ("calls", "hypothesis", "none")

@@ -54,8 +54,9 @@ from .language import syntax as S
 from .execute import memory_shape
 from .pinning import PAGE_SIZE
 from .runs import Step, json_value, semantics_for
-from .model.semantics import Allowed, Semantics, State, normalise_version
-from .trace import TraceEvent, TraceHeader, parse_int
+from .model.semantics import Allowed, Semantics, State
+from .language.typecheck import normalise_version
+from .trace.events import TraceEvent, TraceHeader, parse_int
 from .language.typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 
 PAGE = PAGE_SIZE

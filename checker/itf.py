@@ -39,7 +39,7 @@ from .language.diagnostics import RegcheckError, error
 from .replay import Finding, Replayer, semantics_for
 from .runs import Run
 from .model.semantics import Semantics, State
-from .trace import read_trace
+from .trace.reader import read_trace
 from .language.typecheck import CheckedSpec
 
 ITF_FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"

@@ -38,7 +38,8 @@ from .language.diagnostics import Diagnostic, RegcheckError, error, warning
 from .language.load import load_spec
 from .language.files import OutputFile, cannot_write
 from .model.semantics import resolve_config
-from .trace import TraceHeader, TraceWriter
+from .trace.events import TraceHeader
+from .trace.writer import TraceWriter
 
 CODE_NO_COMPILER = "X0810"
 CODE_BUILD_FAILED = "X0811"

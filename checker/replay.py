@@ -29,7 +29,8 @@ from .language.load import load_spec
 from .runs import semantics_for as compiled_semantics
 from .model.semantics import NATIVE, Semantics, State, coerce_value, resolve_config
 from .language.source import Span
-from .trace import UNDECODED, EventStream, TraceEvent, TraceHeader, parse_int, read_trace
+from .trace.events import TraceEvent, TraceHeader, parse_int
+from .trace.reader import UNDECODED, EventStream, read_trace
 from .language.typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
 
 _ABSENT = object()

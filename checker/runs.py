@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .model.semantics import Allowed, EvalError, Semantics, State
-from .trace import TraceEvent, TraceHeader, write_trace
+from .trace.events import TraceEvent, TraceHeader
+from .trace.writer import write_trace
 from .language.typecheck import CheckedSpec, Type, value_bounds
 
 # ---------------------------------------------------------------- runs

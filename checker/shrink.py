@@ -16,7 +16,8 @@ from .language.diagnostics import RegcheckError, error
 from .replay import Finding, replay_events, semantics_for
 from .model.semantics import Semantics
 from .language.source import Span
-from .trace import TraceEvent, TraceHeader, read_trace
+from .trace.events import TraceEvent, TraceHeader
+from .trace.reader import read_trace
 
 
 @dataclass(frozen=True, slots=True)

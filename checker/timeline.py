@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import orjson
 
 from .replay import Finding, Replayer, semantics_for
-from .trace import read_trace
+from .trace.reader import read_trace
 
 MAX_EVENTS = 20_000
 

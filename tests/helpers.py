@@ -9,7 +9,7 @@ import checker.replay as replay_mod
 from checker.cli import main
 from checker.language.diagnostics import RegcheckError
 from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
-from checker.trace import read_trace_text
+from checker.trace.reader import read_trace_text
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:

@@ -52,7 +52,7 @@ from checker.language.load import check_source
 from checker.prover import ProveOptions, prove
 from checker.replay import Replayer
 from checker.runs import semantics_for
-from checker.model.semantics import NATIVE, EvalError, Semantics, State, Table
+from checker.model.semantics import EvalError, NATIVE, Semantics, State, Table
 from checker.simulate import SimulationOptions, simulate
 from checker.solver import SolverOptions, Verdict, Witness
 from checker.language.source import SourceFile

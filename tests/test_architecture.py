@@ -122,7 +122,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the type checker", ("language.typecheck",)),
     ("loading specs", ("language.load",)),
     ("the concrete semantics", ("model", "model.semantics")),
-    ("trace I/O", ("trace",)),
+    ("trace I/O", ("trace", "trace.*")),
     ("the Z3 encoding and the solver", ("encode", "solver")),
     ("runs of the model", ("runs",)),
     ("proofs, bounded model checking, random walks", ("prover", "bmc", "simulate")),

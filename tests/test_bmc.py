@@ -14,7 +14,7 @@ from checker.language.load import load_spec
 from checker.replay import replay_trace
 from checker.runs import failing_invariants, replay_prefix, semantics_for
 from checker.solver import Witness
-from checker.trace import read_trace
+from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"

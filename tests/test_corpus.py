@@ -25,7 +25,7 @@ import pytest
 
 from checker.language.load import load_spec
 from checker.model.semantics import Semantics, coerce_value
-from checker.trace import read_trace
+from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

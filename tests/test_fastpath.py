@@ -25,7 +25,7 @@ from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_
 from checker.language.load import bundled_spec_names, load_spec
 from checker.replay import Replayer, _replay_stream, semantics_for
 from checker.model.semantics import NATIVE
-from checker.trace import EventStream, read_trace_text
+from checker.trace.reader import EventStream, read_trace_text
 from tests.helpers import outcome
 
 REPO = Path(__file__).resolve().parent.parent

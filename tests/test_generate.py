@@ -13,7 +13,7 @@ from checker.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TEST
 from checker.language.load import load_spec
 from checker.replay import replay_events, semantics_for
 from checker.suite import read_suite, parse_test, format_test, write_suite
-from checker.trace import TraceHeader
+from checker.trace.events import TraceHeader
 from tests.mutants import bundled_suite
 from tests.helpers import run_cli
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from checker import trace as trace_mod
+from checker.trace import events as trace_events, reader as trace_reader
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -258,7 +258,7 @@ def test_long_lines_are_accepted_with_max_line_bytes(tmp_path):
     assert code == 2 and "error[T0713]" in err and "maximum line length" in err
     code, _, err = run_cli("replay", "--max-line-bytes", "1000", path)
     assert code == 0, err
-    assert trace_mod.max_line_bytes() == trace_mod.DEFAULT_MAX_LINE_BYTES  # reset per run
+    assert trace_reader.max_line_bytes() == trace_events.DEFAULT_MAX_LINE_BYTES  # reset per run
 
 
 def test_a_corpus_with_one_deep_trace_replays_the_others(tmp_path, violating):

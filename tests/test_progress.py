@@ -15,7 +15,7 @@ from checker.progress import QuietBar, progress_bar
 from checker.prover import ProveOptions, prove
 from checker.replay import replay_events, replay_trace, semantics_for
 from checker.model.semantics import NATIVE
-from checker.trace import read_trace
+from checker.trace.reader import read_trace
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 BASE = 0x7F3A_2C00_0000

@@ -14,7 +14,7 @@ from checker.prover import GROUP_FRAME, TYPES, ProveOptions, prove
 from checker.replay import replay_trace
 from checker.runs import replay_prefix, semantics_for, step_allowed
 from checker.solver import Session, SolverOptions, Verdict, Witness
-from checker.trace import read_trace
+from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"

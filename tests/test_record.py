@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from checker.record import build_interposer, find_compiler
-from checker.trace import read_trace
+from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "record"

@@ -14,22 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.language.diagnostics import RegcheckError
-from checker.trace import (
-    INT_MAX,
-    INT_MIN,
-    BadInteger,
-    TraceEvent,
-    TraceHeader,
-    TraceWriter,
-    event_to_json,
-    format_trace,
-    header_to_json,
-    parse_int,
-    read_trace,
-    read_trace_lines,
-    read_trace_text,
-    write_trace,
-)
+from checker.trace.events import INT_MAX, INT_MIN, BadInteger, TraceEvent, TraceHeader, parse_int
+from checker.trace.reader import read_trace, read_trace_lines, read_trace_text
+from checker.trace.writer import TraceWriter, event_to_json, format_trace, header_to_json, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "checker" / "schemas" / "trace-v1.schema.json"
@@ -240,7 +227,7 @@ def test_directory_is_an_input_error(tmp_path):
 
 
 def test_error_codes_are_documented_in_the_module_docstring():
-    import checker.trace as trace_module
+    import checker.trace.events as trace_module
 
     codes = {m[2] for m in MALFORMED} | {"T0712"}
     for code in codes:

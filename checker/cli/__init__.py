@@ -68,7 +68,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         out.out(parser.format_help().rstrip())
         return EXIT_INPUT
     from ..language.load import set_spec_limits
-    from ..trace import DEFAULT_MAX_LINE_BYTES, set_max_line_bytes
+    from ..trace.events import DEFAULT_MAX_LINE_BYTES
+    from ..trace.reader import set_max_line_bytes
 
     set_max_line_bytes(getattr(args, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES)  # per run, also in-process
     set_spec_limits(args.max_spec_bytes, args.max_spec_nesting)

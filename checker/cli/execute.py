@@ -15,7 +15,7 @@ from ..executor import load_factory
 from ..language.load import load_spec
 from ..sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN
-from ..trace import read_trace
+from ..trace.reader import read_trace
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
 from .replay import expand_traces, report_text
 

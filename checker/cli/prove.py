@@ -404,7 +404,7 @@ def _cex_json(cex: CounterExample, spec: CheckedSpec) -> dict:
 
 def run_json(run: Run, spec: CheckedSpec, written: dict[int, str]) -> dict:
     """A run as JSON: its trace header and events, and the trace file it was written to (by `id(run)`)."""
-    from ..trace import event_to_json, header_to_json
+    from ..trace.writer import event_to_json, header_to_json
     return {"header": header_to_json(run.header(spec)), "events": [event_to_json(e) for e in run.events(spec)],
             "trace": written.get(id(run))}
 
