@@ -49,7 +49,7 @@ def decode_only(path: str) -> tuple[int, float]:
 
 def fast_decode_only(path: str) -> tuple[int, float]:
     """The fast path's decoding alone: each event line into its msgspec struct, no checks."""
-    from checker.fastpath import fast_path
+    from checker.fast.fastpath import fast_path
     from checker.replay import semantics_for
     from checker.trace.reader import read_trace
     header, events = read_trace(path)

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .language.diagnostics import RegcheckError, error, excerpt
-from .fastpath import DECODE_ERRORS, fast_path
+from .fast.fastpath import DECODE_ERRORS, fast_path
 from .language.load import load_spec
 from .runs import semantics_for as compiled_semantics
 from .model.semantics import NATIVE, Semantics, State, coerce_value, resolve_config
@@ -417,7 +417,7 @@ def replay_events(sem: Semantics, events: Iterable[TraceEvent], path: str = "<tr
 
     `on_events(n)` (for progress bars) hears about every n events replayed, in batches of 65,536;
     without it the loop pays nothing for progress. Events straight from `read_trace` (an unread
-    `EventStream`) go through the fast path (checker.fastpath) unless `fast` is False; the report is
+    `EventStream`) go through the fast path (checker.fast.fastpath) unless `fast` is False; the report is
     the same either way."""
     if max_findings is not None and max_findings < 1:
         raise ValueError("max_findings must be at least 1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-import checker.fastpath as fastpath_mod
+import checker.fast.fastpath as fastpath_mod
 import checker.replay as replay_mod
 from checker.cli import main
 from checker.language.diagnostics import RegcheckError

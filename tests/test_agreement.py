@@ -43,11 +43,11 @@ import z3
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-import checker.fastpath as fastpath_mod
+import checker.fast.fastpath as fastpath_mod
 from checker.language import syntax as S
 from checker.bmc import search_violation
 from checker.language.diagnostics import RegcheckError
-from checker.fastpath import fast_path
+from checker.fast.fastpath import fast_path
 from checker.language.load import check_source
 from checker.prover import ProveOptions, prove
 from checker.replay import Replayer

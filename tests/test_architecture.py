@@ -83,7 +83,7 @@ def test_imports_flow_one_way():
 @pytest.mark.parametrize("library, allowed", [
     ("lark", {"checker.language.parser"}),
     ("z3", {"checker.encode", "checker.solver"}),
-    ("msgspec", {"checker.fastpath"}),
+    ("msgspec", {"checker.fast.fastpath"}),
 ])
 def test_one_module_talks_to_each_outside_library(library, allowed):
     users = {module_name(p) for p in MODULES
@@ -126,7 +126,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the Z3 encoding and the solver", ("encode", "solver")),
     ("runs of the model", ("runs",)),
     ("proofs, bounded model checking, random walks", ("prover", "bmc", "simulate")),
-    ("the replayer", ("stepcode", "fastpath", "replay", "shrink")),
+    ("the replayer", ("fast", "fast.stepcode", "fast.fastpath", "replay", "shrink")),
     ("pinned memory, drivers, execution", ("pinning", "executor", "execute")),
     ("conformance suites and fuzzing", ("generate", "suite", "conform", "fuzz")),
     ("emitters", ("emit_pytest", "junit", "pytest_plugin")),

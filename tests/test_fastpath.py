@@ -1,4 +1,4 @@
-"""checker.fastpath: the replayer's fast steps give exactly the reports and states of the general path.
+"""checker.fast.fastpath: the replayer's fast steps give exactly the reports and states of the general path.
 
 Every trace here is replayed twice, once through `_replay_stream` (fast steps first, the general path
 for the rest) and once through `_replay_iter` (every event through `Replayer.feed`), and the two
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import checker.fastpath as fastpath_mod
+import checker.fast.fastpath as fastpath_mod
 import checker.replay as replay_mod
 from checker.language.diagnostics import RegcheckError
-from checker.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
+from checker.fast.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.language.load import bundled_spec_names, load_spec
 from checker.replay import Replayer, _replay_stream, semantics_for
 from checker.model.semantics import NATIVE
@@ -40,7 +40,7 @@ def assert_same(text: bytes, max_findings: int | None = None, mode: tuple[bool, 
 
 
 # The fast path's loops and steps, as (python_loop, machine): the C loop with the step machine's
-# steps (checker.stepcode), the C loop with the generated Python steps, and the Python loop (with
+# steps (checker.fast.stepcode), the C loop with the generated Python steps, and the Python loop (with
 # the Python steps: the step machine needs the C module, which has the C loop).
 _NEEDS_C = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
 LOOPS = [pytest.param((False, True), id="c-loop", marks=_NEEDS_C),
@@ -121,7 +121,7 @@ def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
 def test_the_verdict_cache_is_bounded():
     """Distinct failure statuses are endless in a hostile trace; the per-call cache stops growing,
     and the verdicts stay right past the limit."""
-    from checker.fastpath import _decider
+    from checker.fast.fastpath import _decider
     from checker.model.semantics import Semantics
     sem = Semantics(load_spec("acl"), {})
     decide = _decider(sem, "aclrtMallocHost")

@@ -1,4 +1,4 @@
-"""checker.stepcode and the C step machine (`checker._native.Step`).
+"""checker.fast.stepcode and the C step machine (`checker._native.Step`).
 
 The replays of tests/test_fastpath.py run the machine's steps against the general path (corpus,
 benchmark mix, random traces). Here: every bundled call compiles; the machine's mask of a call
@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import stepcode
-from checker.fastpath import fast_path
+from checker.fast import stepcode
+from checker.fast.fastpath import fast_path
 from checker.language.load import load_spec
 from checker.replay import Replayer
 from checker.model.semantics import NATIVE, EvalError, Semantics
-from checker.stepcode import KIND_INT
+from checker.fast.stepcode import KIND_INT
 from checker.language.typecheck import Type, value_bounds
 from tests.helpers import outcome
 

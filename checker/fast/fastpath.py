@@ -18,7 +18,7 @@ a second semantics: the clause tests come from `Semantics.mask_tests` and the ef
 emitter and statements as `checker.model.semantics`; outcome sets come from `Semantics.allowed_for_mask`.
 
 Where the C module is built, each call's step runs instead on its step machine (`Step`, compiled
-from the same AST by `checker.stepcode`). The generated Python step stays the reference; it runs
+from the same AST by `checker.fast.stepcode`). The generated Python step stays the reference; it runs
 for a call the machine cannot run, and for every call with `MACHINE_STEPS` False (as tests set).
 
 It is conservative: a line the decoder does not take, and a line its step returns False for (having
@@ -38,11 +38,11 @@ from typing import Annotated, Any, Callable, Literal, NamedTuple, Union
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from .language import syntax as S
+from ..language import syntax as S
 from . import stepcode
-from .model.semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
-from .trace.events import NUMERIC_START
-from .language.typecheck import Type, value_bounds
+from ..model.semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
+from ..trace.events import NUMERIC_START
+from ..language.typecheck import Type, value_bounds
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace

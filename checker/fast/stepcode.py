@@ -25,8 +25,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from .language import syntax as S
-from .model.semantics import NOT_CONSTANT, Emitter, Semantics, name_meaning
+from ..language import syntax as S
+from ..model.semantics import NOT_CONSTANT, Emitter, Semantics, name_meaning
 
 KIND_INT, KIND_BOOL, KIND_ENUM = 0, 1, 2
 _KINDS = {"int": KIND_INT, "flags": KIND_INT, "bool": KIND_BOOL, "enum": KIND_ENUM}
