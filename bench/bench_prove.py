@@ -16,7 +16,7 @@ import time
 
 from checker.language.load import load_spec
 from checker.prover import ProveOptions, prove
-from checker.solver import Verdict
+from checker.symbolic.solver import Verdict
 
 TARGET_SECONDS = 10.0
 SPECS = ("acl", "cupva")

@@ -1,6 +1,6 @@
 """Bounded model checking: every call sequence of up to K steps from the initial state, at once.
 
-The unrolling keeps K+1 bounded symbolic states (`checker.encode.SlotTable`: quantifier- and
+The unrolling keeps K+1 bounded symbolic states (`checker.symbolic.encode.SlotTable`: quantifier- and
 array-free). Step j chooses one call (or none: a stutter step, so one query at depth K also
 covers shorter sequences) whose obligations the caller keeps and whose success the documents
 allow (documented success, or success where the documents are silent), with outputs that keep the
@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .encode import (FALSE, Encoder, SymState, concrete_config, conj, disj, fresh_int, holds_in, implies,
+from .symbolic.encode import (FALSE, Encoder, SymState, concrete_config, conj, disj, fresh_int, holds_in, implies,
                      int_in, neg, read_config, symbolic_config)
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
 from .model.semantics import State
-from .solver import Session, SolverOptions, Witness
+from .symbolic.solver import Session, SolverOptions, Witness
 from .language.typecheck import CheckedSpec
 
 # ---------------------------------------------------------------- the unrolling

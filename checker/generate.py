@@ -17,7 +17,7 @@ How a test is found, per configuration of the spec's parameters (each product, k
      derived from that state; a candidate is kept when its outcome is determinate (no `undefined`
      obligation broken, no `unspecified` clause holding, at most one `fails` clause holding) and it
      covers a coverage item no earlier (shorter) test covers.
-  2. Bounded model checking (`checker.bmc`, Z3 through `checker.encode`) for every outcome branch
+  2. Bounded model checking (`checker.bmc`, Z3 through `checker.symbolic.encode`) for every outcome branch
      enumeration did not reach in a configuration: the solver picks the earlier calls and the
      arguments that make exactly that branch hold, with every address inside an allocation of the
      run. Its run is replayed with the concrete semantics before it becomes a test; when no run of
@@ -900,7 +900,7 @@ class _Generator:
         if not wanted:
             return
         from .bmc import Target, Unrolling, cover
-        from .solver import SolverOptions, Witness
+        from .symbolic.solver import SolverOptions, Witness
 
         unrolling = Unrolling(self.spec, self.options.bmc_depth, SolverOptions(timeout_ms=self.options.timeout_ms),
                               env=ctx.env)
@@ -983,7 +983,7 @@ def _branches(kind: str, conditional: bool, facts: _Facts, rule: str) -> tuple[s
 
 
 def _target_formula(gen: _Generator, call: str, rule: str, branch: str):
-    from .encode import conj, disj, neg
+    from .symbolic.encode import conj, disj, neg
 
     facts = gen.facts[call]
     spec = gen.spec

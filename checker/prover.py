@@ -13,7 +13,7 @@ Induction. For every property P (each `invariant`, the implicit well-typedness o
                   counts as refuted;
     failure       any failure leaves the state unchanged: trivially PROVED (counted, not solved).
 A property whose reads miss everything the effect writes is PROVED by the frame argument.
-Verdicts come from `checker.solver` (UNKNOWN keeps Z3's reason and is never shown as PROVED). A
+Verdicts come from `checker.symbolic.solver` (UNKNOWN keeps Z3's reason and is never shown as PROVED). A
 REFUTED or UNKNOWN obligation gets a counterexample to induction from a bounded search (at most
 `cti_slots` entries per table), replayed with the concrete semantics; a bounded counterexample
 turns UNKNOWN into REFUTED (it is a real one).
@@ -40,9 +40,9 @@ from typing import Any, Callable, Mapping, Sequence
 from .language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
 from .runs import Run, Step, a_status, semantics_for, well_typed
-from .encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
+from .symbolic.encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
 from .model.semantics import Allowed, EvalError, Semantics, State, describe_outcomes
-from .solver import Answer, Session, SolverOptions, Verdict, Witness
+from .symbolic.solver import Answer, Session, SolverOptions, Verdict, Witness
 from .language.typecheck import CheckedSpec
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
@@ -229,7 +229,7 @@ def _group_properties(spec: CheckedSpec, writes) -> list[_Property]:
 
 def _same(enc: Encoder, pre: SymState, post: SymState, target: str, is_var: bool):
     if is_var:
-        from .encode import equal
+        from .symbolic.encode import equal
         return equal(pre.vars[target], post.vars[target])
     return pre.tables[target].same_as(post.tables[target], enc.fresh_name("same"))
 

@@ -54,7 +54,7 @@ from checker.replay import Replayer
 from checker.runs import semantics_for
 from checker.model.semantics import EvalError, NATIVE, Semantics, State, Table
 from checker.simulate import SimulationOptions, simulate
-from checker.solver import SolverOptions, Verdict, Witness
+from checker.symbolic.solver import SolverOptions, Verdict, Witness
 from checker.language.source import SourceFile
 from checker.language.typecheck import value_bounds
 from tests import helpers
@@ -618,7 +618,7 @@ def test_bits_of_a_variable_past_its_bound_are_not_claimed():
     (2**64); the encoding decomposes `&` into the bits of the declared types, which is exact only
     within them, so there it leaves the result unconstrained instead of claiming the 64-bit answer 0
     (the TYPES obligation refutes such an effect anyway)."""
-    from checker.encode import Encoder, concrete_config
+    from checker.symbolic.encode import Encoder, concrete_config
     spec = check_source(SourceFile.of("<wide>", WIDE_SPEC))
     sem = Semantics(spec, {})
     pre = State({"n": 2**64 - 1, "m": 0}, {})

@@ -13,7 +13,7 @@ from checker.bmc import search_violation
 from checker.language.load import load_spec
 from checker.replay import replay_trace
 from checker.runs import failing_invariants, replay_prefix, semantics_for
-from checker.solver import Witness
+from checker.symbolic.solver import Witness
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 

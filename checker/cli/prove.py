@@ -26,7 +26,7 @@ from ..language.files import make_directory, write_output
 from ..progress import progress_bar
 from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
 from ..sarif import prove_log
-from ..solver import SolverOptions, Verdict, Witness
+from ..symbolic.solver import SolverOptions, Verdict, Witness
 from ..language.typecheck import CheckedSpec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 

@@ -1,6 +1,6 @@
 """A thin layer over Z3: timeouts, a deterministic seed, and sat/unsat/unknown mapped to a verdict once.
 
-Only this module and `checker.encode` import z3. A validity question ("do the hypotheses imply the
+Only this module and `checker.symbolic.encode` import z3. A validity question ("do the hypotheses imply the
 goal?") is answered PROVED (hypotheses and not goal: unsat), REFUTED (sat, with the model) or
 UNKNOWN (with Z3's `reason_unknown()`, e.g. "timeout" or "incomplete quantifiers"); UNKNOWN is
 never turned into PROVED anywhere. A satisfiability question ("is there a witness?") is answered

@@ -45,9 +45,9 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, assert_never
 
 import z3
 
-from .language import syntax as S
-from .language.diagnostics import RegcheckError, error
-from .language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
+from ..language import syntax as S
+from ..language.diagnostics import RegcheckError, error
+from ..language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 
 
 
@@ -613,7 +613,7 @@ class Encoder:
 
     def read_state(self, model: z3.ModelRef, st: SymState):
         """The concrete state a model gives a bounded state (live slots only)."""
-        from .model.semantics import State, Table as CTable
+        from ..model.semantics import State, Table as CTable
 
         vars = {n: self.types.read(t, model, st.vars[n]) for n, (t, _) in self.spec.vars.items()}
         tables = {}
@@ -969,7 +969,7 @@ def _version_cmp(op: str, a: Ver, b: Ver):
 # ---------------------------------------------------------------- formulas for the layers above
 
 # The prover and the bounded model checker combine the formulas built here; they do it through
-# these helpers so that z3 stays behind this module and `checker.solver`.
+# these helpers so that z3 stays behind this module and `checker.symbolic.solver`.
 TRUE = z3.BoolVal(True)
 FALSE = z3.BoolVal(False)
 
