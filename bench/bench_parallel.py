@@ -4,7 +4,7 @@
     python bench/bench_parallel.py --traces 50 --events 2000 --jobs 1 2 4
 
 Generates the corpus with bench/gen_trace.py (a different seed per trace) into a temporary
-directory, then times `checker.parallel.replay_corpus` (what `regcheck replay DIR -j N` runs) for
+directory, then times `checker.engines.parallel.replay_corpus` (what `regcheck replay DIR -j N` runs) for
 each job count, best of --repeat alternating rounds, and prints the times, events/s and the speed-up over -j 1.
 The speed-up is bounded by the CPU count printed first: on a 1-CPU machine expect none.
 """
@@ -34,7 +34,7 @@ def make_corpus(folder: str, traces: int, events: int) -> list[str]:
 
 
 def run_once(paths: list[str], jobs: int) -> tuple[float, int, str]:
-    from checker.parallel import CorpusReport, replay_corpus
+    from checker.engines.parallel import CorpusReport, replay_corpus
     t = time.perf_counter()
     report = CorpusReport(tuple(replay_corpus(paths, jobs=jobs)))
     return time.perf_counter() - t, report.counts()["events"], report.verdict

@@ -27,7 +27,7 @@ from gen_trace import generate  # noqa: E402
 
 
 def replay(path: str, with_callback: bool) -> tuple[float, int, int]:
-    from checker.replay import replay_events, semantics_for
+    from checker.engines.replay import replay_events, semantics_for
     from checker.trace.reader import read_trace
 
     calls = []

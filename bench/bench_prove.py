@@ -15,7 +15,7 @@ import statistics
 import time
 
 from checker.language.load import load_spec
-from checker.prover import ProveOptions, prove
+from checker.engines.prover import ProveOptions, prove
 from checker.symbolic.solver import Verdict
 
 TARGET_SECONDS = 10.0

@@ -50,7 +50,7 @@ def decode_only(path: str) -> tuple[int, float]:
 def fast_decode_only(path: str) -> tuple[int, float]:
     """The fast path's decoding alone: each event line into its msgspec struct, no checks."""
     from checker.fast.fastpath import fast_path
-    from checker.replay import semantics_for
+    from checker.engines.replay import semantics_for
     from checker.trace.reader import read_trace
     header, events = read_trace(path)
     events.close()
@@ -71,7 +71,7 @@ def _each_event_line(path: str, decode) -> tuple[int, float]:
 
 
 def replay_only(path: str) -> tuple[int, float, str]:
-    from checker.replay import replay_trace
+    from checker.engines.replay import replay_trace
     t = time.process_time()
     report = replay_trace(path)
     return report.events, time.process_time() - t, report.verdict
@@ -79,7 +79,7 @@ def replay_only(path: str) -> tuple[int, float, str]:
 
 def pure_python_replay(path: str, repeat: int) -> tuple[int, float]:
     """(events, best CPU seconds) of a replay in a child process without checker._native."""
-    code = ("import sys, time; from checker.replay import replay_trace; from checker.model.semantics import NATIVE\n"
+    code = ("import sys, time; from checker.engines.replay import replay_trace; from checker.model.semantics import NATIVE\n"
             "assert NATIVE is None\nbest = None\nfor _ in range(int(sys.argv[2])):\n"
             "    t = time.process_time(); r = replay_trace(sys.argv[1]); t = time.process_time() - t\n"
             "    best = t if best is None else min(best, t)\nprint(r.events, best)")
@@ -90,7 +90,7 @@ def pure_python_replay(path: str, repeat: int) -> tuple[int, float]:
 
 
 def peak_rss_kib(path: str) -> int:
-    code = ("import resource, sys; from checker.replay import replay_trace; r = replay_trace(sys.argv[1]); "
+    code = ("import resource, sys; from checker.engines.replay import replay_trace; r = replay_trace(sys.argv[1]); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.events, r.verdict)")
     out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(HERE)).stdout.split()

@@ -13,8 +13,8 @@ import random
 import time
 
 from checker.language.load import load_spec
-from checker.runs import semantics_for
-from checker.simulate import ADDRESSES, SIZES, SimulationOptions, simulate
+from checker.engines.runs import semantics_for
+from checker.engines.simulate import ADDRESSES, SIZES, SimulationOptions, simulate
 
 
 def allowed_per_second(name: str, n: int = 20000) -> float:

@@ -37,7 +37,7 @@ from .executor import Driver, Result, load_factory
 from .generate import ConformanceTest, Expectation
 from .language.load import load_spec
 from .pinning import PAGE_SIZE, vmlck_bytes
-from .runs import semantics_for
+from .engines.runs import semantics_for
 from .trace.events import TraceEvent
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"

@@ -33,7 +33,7 @@ from sortedcontainers import SortedDict
 from .language import syntax as S
 from .executor import Driver, ReferenceDriver, Result
 from .pinning import PAGE_SIZE
-from .replay import Finding, Replayer, ReplayReport, semantics_for, show_value
+from .engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
 from .model.semantics import Semantics, State
 from .trace.reader import read_trace
 

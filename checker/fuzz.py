@@ -18,7 +18,7 @@ locks compared with the kernel's. The oracle is the spec's allowed outcome set a
 nothing else. A step the spec does not allow raises `FuzzFailed` inside the example.
 
 Shrinking: by default (`shrink="calls"`) Hypothesis finds a failing sequence and regcheck shrinks
-it by delta debugging (`checker.shrink.ddmin`) with the same oracle, re-running the driver on each
+it by delta debugging (`checker.engines.shrink.ddmin`) with the same oracle, re-running the driver on each
 candidate subsequence: bounded, typically a few seconds. `shrink="hypothesis"` uses Hypothesis'
 own shrinker instead (smaller arguments too, but it re-runs the driver thousands of times and can
 take many minutes); `shrink="none"` reports the sequence as found. The result is a `FuzzFailure`: a
@@ -39,9 +39,9 @@ from .executor import Driver, load_factory
 from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node,
                        configurations, expectation_of, identifier, json_arg, representative_status)
 from .language.load import load_spec
-from .replay import Finding
-from .runs import semantics_for
-from .shrink import ddmin
+from .engines.replay import Finding
+from .engines.runs import semantics_for
+from .engines.shrink import ddmin
 from .trace.events import TraceEvent, TraceHeader
 from .trace.writer import format_trace
 

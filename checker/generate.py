@@ -17,7 +17,7 @@ How a test is found, per configuration of the spec's parameters (each product, k
      derived from that state; a candidate is kept when its outcome is determinate (no `undefined`
      obligation broken, no `unspecified` clause holding, at most one `fails` clause holding) and it
      covers a coverage item no earlier (shorter) test covers.
-  2. Bounded model checking (`checker.bmc`, Z3 through `checker.symbolic.encode`) for every outcome branch
+  2. Bounded model checking (`checker.engines.bmc`, Z3 through `checker.symbolic.encode`) for every outcome branch
      enumeration did not reach in a configuration: the solver picks the earlier calls and the
      arguments that make exactly that branch hold, with every address inside an allocation of the
      run. Its run is replayed with the concrete semantics before it becomes a test; when no run of
@@ -53,7 +53,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from .language import syntax as S
 from .execute import memory_shape
 from .pinning import PAGE_SIZE
-from .runs import Step, json_value, semantics_for
+from .engines.runs import Step, json_value, semantics_for
 from .model.semantics import Allowed, Semantics, State
 from .language.typecheck import normalise_version
 from .trace.events import TraceEvent, TraceHeader, parse_int
@@ -899,7 +899,7 @@ class _Generator:
                         wanted.append((call, rule, branch))
         if not wanted:
             return
-        from .bmc import Target, Unrolling, cover
+        from .engines.bmc import Target, Unrolling, cover
         from .symbolic.solver import SolverOptions, Witness
 
         unrolling = Unrolling(self.spec, self.options.bmc_depth, SolverOptions(timeout_ms=self.options.timeout_ms),

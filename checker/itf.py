@@ -36,8 +36,8 @@ from typing import Any, Iterable, Iterator, Mapping
 import orjson
 
 from .language.diagnostics import RegcheckError, error
-from .replay import Finding, Replayer, semantics_for
-from .runs import Run
+from .engines.replay import Finding, Replayer, semantics_for
+from .engines.runs import Run
 from .model.semantics import Semantics, State
 from .trace.reader import read_trace
 from .language.typecheck import CheckedSpec

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import orjson
 
-from .replay import Finding, Replayer, semantics_for
+from .engines.replay import Finding, Replayer, semantics_for
 from .trace.reader import read_trace
 
 MAX_EVENTS = 20_000

@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 
 import checker.fast.fastpath as fastpath_mod
-import checker.replay as replay_mod
+import checker.engines.replay as replay_mod
 from checker.cli import main
 from checker.language.diagnostics import RegcheckError
-from checker.replay import Replayer, _replay_iter, _replay_stream, semantics_for
+from checker.engines.replay import Replayer, _replay_iter, _replay_stream, semantics_for
 from checker.trace.reader import read_trace_text
 
 

@@ -12,7 +12,7 @@ with their edge cases), and on each one, with random configurations, states, cal
   made which entry through the general path and through the fast path: the C loop with the step
   machine, the C loop with the generated Python steps, and the Python loop;
 - the step machine's mask of a call equals the Python semantics' mask;
-- (slow) when `checker.prover` proves every obligation, neither random simulation nor bounded
+- (slow) when `checker.engines.prover` proves every obligation, neither random simulation nor bounded
   model checking breaks an invariant.
 
 What the encoding leaves out on purpose (docs/prover.md, checker/encode.py: definedness) is left
@@ -45,15 +45,15 @@ from hypothesis import strategies as st
 
 import checker.fast.fastpath as fastpath_mod
 from checker.language import syntax as S
-from checker.bmc import search_violation
+from checker.engines.bmc import search_violation
 from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import fast_path
 from checker.language.load import check_source
-from checker.prover import ProveOptions, prove
-from checker.replay import Replayer
-from checker.runs import semantics_for
+from checker.engines.prover import ProveOptions, prove
+from checker.engines.replay import Replayer
+from checker.engines.runs import semantics_for
 from checker.model.semantics import EvalError, NATIVE, Semantics, State, Table
-from checker.simulate import SimulationOptions, simulate
+from checker.engines.simulate import SimulationOptions, simulate
 from checker.symbolic.solver import SolverOptions, Verdict, Witness
 from checker.language.source import SourceFile
 from checker.language.typecheck import value_bounds

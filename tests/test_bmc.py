@@ -9,10 +9,10 @@ import jsonschema
 import orjson
 import pytest
 
-from checker.bmc import search_violation
+from checker.engines.bmc import search_violation
 from checker.language.load import load_spec
-from checker.replay import replay_trace
-from checker.runs import failing_invariants, replay_prefix, semantics_for
+from checker.engines.replay import replay_trace
+from checker.engines.runs import failing_invariants, replay_prefix, semantics_for
 from checker.symbolic.solver import Witness
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli

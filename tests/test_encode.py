@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from checker.language.diagnostics import RegcheckError
 from checker.symbolic.encode import Encoder, Types, concrete_config, leaves, symbolic_config
 from checker.language.load import load_spec, check_source
-from checker.runs import semantics_for
+from checker.engines.runs import semantics_for
 from checker.model.semantics import State, Table
 from checker.language.source import SourceFile
 from checker.language.typecheck import Type

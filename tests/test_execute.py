@@ -7,7 +7,7 @@ import pytest
 
 from checker.execute import Relocator, execute_trace
 from checker.pinning import vmlck_bytes
-from checker.replay import replay_trace
+from checker.engines.replay import replay_trace
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

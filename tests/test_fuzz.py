@@ -9,7 +9,7 @@ import pytest
 from checker.conform import run_test
 from checker.executor import ReferenceDriver, Result
 from checker.fuzz import FuzzOptions, from_spec, fuzz
-from checker.replay import replay_trace
+from checker.engines.replay import replay_trace
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.usefixtures("real_pinning")  # conftest.py: skips where pinning is not permitted

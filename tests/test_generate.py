@@ -11,7 +11,7 @@ from checker.emit_pytest import render_pytest
 from checker.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
                               GenerateOptions, configurations, expectation_of, generate_suite)
 from checker.language.load import load_spec
-from checker.replay import replay_events, semantics_for
+from checker.engines.replay import replay_events, semantics_for
 from checker.suite import read_suite, parse_test, format_test, write_suite
 from checker.trace.events import TraceHeader
 from tests.mutants import bundled_suite

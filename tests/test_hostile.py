@@ -405,7 +405,7 @@ def test_tiny_solver_timeouts_claim_nothing_the_full_run_denies():
 @pytest.mark.slow
 def test_dask_with_no_worker_stops_and_names_the_traces(tmp_path, violating, monkeypatch):
     distributed = pytest.importorskip("dask.distributed")
-    from checker import parallel
+    from checker.engines import parallel
 
     monkeypatch.setattr(parallel, "DASK_NO_WORKERS_S", 2)
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
@@ -418,7 +418,7 @@ def test_dask_with_no_worker_stops_and_names_the_traces(tmp_path, violating, mon
 
 
 def _compiler() -> str | None:
-    from checker.record import find_compiler
+    from checker.engines.record import find_compiler
 
     return find_compiler(dict(os.environ))[0]
 

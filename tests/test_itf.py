@@ -10,7 +10,7 @@ import pytest
 
 from checker.itf import SAFE_INT, counterexample_to_itf, encode_value, run_to_itf, trace_to_itf
 from checker.language.load import load_spec
-from checker.runs import Run, Step
+from checker.engines.runs import Run, Step
 from checker.model.semantics import Semantics
 from tests.helpers import run_cli
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from checker import parallel
+from checker.engines import parallel
 from checker.cli import main
-from checker.parallel import CorpusReport, replay_corpus, replay_one
+from checker.engines.parallel import CorpusReport, replay_corpus, replay_one
 from checker.progress import QuietBar, progress_bar
 from tests.helpers import run_cli
 

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from checker import replay as replay_module
+from checker.engines import replay as replay_module
 from checker.cli import main
 from checker.language.load import load_spec
 from checker.progress import QuietBar, progress_bar
-from checker.prover import ProveOptions, prove
-from checker.replay import replay_events, replay_trace, semantics_for
+from checker.engines.prover import ProveOptions, prove
+from checker.engines.replay import replay_events, replay_trace, semantics_for
 from checker.model.semantics import NATIVE
 from checker.trace.reader import read_trace
 

@@ -10,9 +10,9 @@ import pytest
 import z3
 
 from checker.language.load import load_spec
-from checker.prover import GROUP_FRAME, TYPES, ProveOptions, prove
-from checker.replay import replay_trace
-from checker.runs import replay_prefix, semantics_for, step_allowed
+from checker.engines.prover import GROUP_FRAME, TYPES, ProveOptions, prove
+from checker.engines.replay import replay_trace
+from checker.engines.runs import replay_prefix, semantics_for, step_allowed
 from checker.symbolic.solver import Session, SolverOptions, Verdict, Witness
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli

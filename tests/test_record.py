@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.record import build_interposer, find_compiler
+from checker.engines.record import build_interposer, find_compiler
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 

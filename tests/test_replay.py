@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.replay import _python_remembering, _remembering
+from checker.engines.replay import _python_remembering, _remembering
 from checker.model.semantics import NATIVE
 from tests.helpers import run_cli
 

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from checker.cli import main
-from checker.replay import replay_trace
-from checker.shrink import ddmin
+from checker.engines.replay import replay_trace
+from checker.engines.shrink import ddmin
 
 HEADER = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 

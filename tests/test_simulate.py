@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from checker.language.load import load_spec
-from checker.replay import replay_trace
-from checker.runs import failing_invariants, replay_prefix, semantics_for
-from checker.simulate import SimulationOptions, simulate
+from checker.engines.replay import replay_trace
+from checker.engines.runs import failing_invariants, replay_prefix, semantics_for
+from checker.engines.simulate import SimulationOptions, simulate
 from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"
 
 
 def test_simulation_does_not_use_the_solver():
-    code = "import checker.simulate, sys; sys.exit('z3' in sys.modules)"
+    code = "import checker.engines.simulate, sys; sys.exit('z3' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent).returncode == 0
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from checker.fast import stepcode
 from checker.fast.fastpath import fast_path
 from checker.language.load import load_spec
-from checker.replay import Replayer
+from checker.engines.replay import Replayer
 from checker.model.semantics import NATIVE, EvalError, Semantics
 from checker.fast.stepcode import KIND_INT
 from checker.language.typecheck import Type, value_bounds

@@ -506,7 +506,7 @@ def test_malformed_expect_is_a_located_error(expect, code):
 
 
 def test_expect_lines_validate_against_the_schema_and_the_replayer_ignores_them(tmp_path):
-    from checker.replay import replay_trace
+    from checker.engines.replay import replay_trace
 
     validator = _schema_validator()
     assert validator.is_valid(json.loads(EXPECTING))

@@ -13,7 +13,7 @@ from ..language.diagnostics import RegcheckError, error
 from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..language.load import load_spec
 from ..language.files import write_output
-from ..runs import semantics_for
+from ..engines.runs import semantics_for
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 
 

@@ -17,14 +17,14 @@ from collections import Counter
 
 import orjson
 
-from ..bmc import BmcResult, search_violation
-from ..runs import Run, format_env, format_state, format_step
+from ..engines.bmc import BmcResult, search_violation
+from ..engines.runs import Run, format_env, format_state, format_step
 from ..language.diagnostics import RegcheckError, error
 from ..itf import counterexample_to_itf, run_to_itf
 from ..language.load import load_spec
 from ..language.files import make_directory, write_output
 from ..progress import progress_bar
-from ..prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
+from ..engines.prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
 from ..sarif import prove_log
 from ..symbolic.solver import SolverOptions, Verdict, Witness
 from ..language.typecheck import CheckedSpec
@@ -247,7 +247,7 @@ def report_text(report: ProofReport, spec: CheckedSpec, verbose: bool, written: 
 
 
 def _cex_lines(cex: CounterExample, spec: CheckedSpec, what: str) -> list[str]:
-    from ..runs import Step
+    from ..engines.runs import Step
     step = Step(cex.call, cex.inputs, cex.outputs, None)
     check = "replayed with the concrete semantics" if cex.validated else "NOT confirmed by the concrete semantics"
     return [f"{what} ({check}):",
@@ -383,7 +383,7 @@ def report_json(report: ProofReport, spec: CheckedSpec, written: dict[int, str],
 
 
 def _state_json(spec: CheckedSpec, st) -> dict:
-    from ..runs import json_value
+    from ..engines.runs import json_value
     out = {n: json_value(t, st.vars[n]) for n, (t, _) in spec.vars.items()}
     for n, info in spec.tables.items():
         out[n] = [{"key": k, **{f: json_value(t, rec[f]) for f, t in info.fields}}
@@ -392,7 +392,7 @@ def _state_json(spec: CheckedSpec, st) -> dict:
 
 
 def _cex_json(cex: CounterExample, spec: CheckedSpec) -> dict:
-    from ..runs import json_value
+    from ..engines.runs import json_value
     info = spec.calls[cex.call]
     return {"env": {n: json_value(spec.params[n][0], v) for n, v in cex.env.items()},
             "pre": _state_json(spec, cex.pre), "call": cex.call,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..record import build_interposer, header_env, record
+from ..engines.record import build_interposer, header_env, record
 from .common import EXIT_INPUT, EXIT_OK, render_all
 
 

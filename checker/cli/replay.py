@@ -18,9 +18,9 @@ from dataclasses import replace
 from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
 from ..language.files import write_output
-from ..parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
+from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
 from ..progress import is_terminal, progress_bar
-from ..replay import ReplayReport
+from ..engines.replay import ReplayReport
 from ..sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, render_all, positive_int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..shrink import shrink_trace
+from ..engines.shrink import shrink_trace
 from ..trace.writer import write_trace
 from .common import EXIT_OK, add_format, add_trace_limits
 

@@ -6,8 +6,8 @@ Exit codes: 0 no invariant broken in any run; 1 a violation (written as a trace)
 from __future__ import annotations
 
 from ..language.load import load_spec
-from ..runs import format_env, format_state
-from ..simulate import SimulationOptions, simulate
+from ..engines.runs import format_env, format_state
+from ..engines.simulate import SimulationOptions, simulate
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 from .prove import count_steps, parse_env, run_json
 
@@ -34,7 +34,7 @@ def run_simulate(args, out) -> int:
     spec = load_spec(args.spec)
     env = parse_env(args.env, spec) if args.env else None
     if env is not None:
-        from ..runs import semantics_for
+        from ..engines.runs import semantics_for
         semantics_for(spec, env)  # checks names and values: bad ones are input errors (exit 2)
     result = simulate(spec, args.spec, SimulationOptions(args.runs, args.steps, args.seed, env))
     path = None

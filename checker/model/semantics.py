@@ -353,7 +353,7 @@ def _native_module():
     return module if getattr(module, "INTERFACE", None) == NATIVE_INTERFACE else None
 
 
-NATIVE = _native_module()  # also read by checker.replay
+NATIVE = _native_module()  # also read by checker.engines.replay
 
 if NATIVE is not None:
     class Table(NATIVE.TableCore, _TableOps):

@@ -37,13 +37,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from .language import syntax as S
+from ..language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
 from .runs import Run, Step, a_status, semantics_for, well_typed
-from .symbolic.encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
-from .model.semantics import Allowed, EvalError, Semantics, State, describe_outcomes
-from .symbolic.solver import Answer, Session, SolverOptions, Verdict, Witness
-from .language.typecheck import CheckedSpec
+from ..symbolic.encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
+from ..model.semantics import Allowed, EvalError, Semantics, State, describe_outcomes
+from ..symbolic.solver import Answer, Session, SolverOptions, Verdict, Witness
+from ..language.typecheck import CheckedSpec
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
 GROUP_FRAME = "API-GROUPS"  # prefix of the implicit "changes only in its API groups" properties
@@ -229,7 +229,7 @@ def _group_properties(spec: CheckedSpec, writes) -> list[_Property]:
 
 def _same(enc: Encoder, pre: SymState, post: SymState, target: str, is_var: bool):
     if is_var:
-        from .symbolic.encode import equal
+        from ..symbolic.encode import equal
         return equal(pre.vars[target], post.vars[target])
     return pre.tables[target].same_as(post.tables[target], enc.fresh_name("same"))
 

@@ -33,13 +33,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import __version__
-from .language.diagnostics import Diagnostic, RegcheckError, error, warning
-from .language.load import load_spec
-from .language.files import OutputFile, cannot_write
-from .model.semantics import resolve_config
-from .trace.events import TraceHeader
-from .trace.writer import TraceWriter
+from .. import __version__
+from ..language.diagnostics import Diagnostic, RegcheckError, error, warning
+from ..language.load import load_spec
+from ..language.files import OutputFile, cannot_write
+from ..model.semantics import resolve_config
+from ..trace.events import TraceHeader
+from ..trace.writer import TraceWriter
 
 CODE_NO_COMPILER = "X0810"
 CODE_BUILD_FAILED = "X0811"
@@ -82,7 +82,7 @@ class RecordResult:
 
 def interposer_source() -> bytes:
     """The interposer's C source, shipped as package data."""
-    return resources.files("checker").joinpath("interposer", SOURCE_NAME).read_bytes()
+    return resources.files("checker.engines").joinpath("interposer", SOURCE_NAME).read_bytes()
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:

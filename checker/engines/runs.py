@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from .model.semantics import Allowed, EvalError, Semantics, State
-from .trace.events import TraceEvent, TraceHeader
-from .trace.writer import write_trace
-from .language.typecheck import CheckedSpec, Type, value_bounds
+from ..model.semantics import Allowed, EvalError, Semantics, State
+from ..trace.events import TraceEvent, TraceHeader
+from ..trace.writer import write_trace
+from ..language.typecheck import CheckedSpec, Type, value_bounds
 
 # ---------------------------------------------------------------- runs
 

@@ -27,10 +27,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from .language.diagnostics import Diagnostic, RegcheckError, error
-from .language.load import load_spec
+from ..language.diagnostics import Diagnostic, RegcheckError, error
+from ..language.load import load_spec
 from .replay import ReplayReport, replay_events, semantics_for
-from .trace.reader import read_trace
+from ..trace.reader import read_trace
 
 DASK_CONNECT_TIMEOUT_S = 10
 DASK_NO_WORKERS_S = 60  # how long a corpus waits for a cluster that has no worker left

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .language.diagnostics import RegcheckError, error
+from ..language.diagnostics import RegcheckError, error
 from .replay import Finding, replay_events, semantics_for
-from .model.semantics import Semantics
-from .language.source import Span
-from .trace.events import TraceEvent, TraceHeader
-from .trace.reader import read_trace
+from ..model.semantics import Semantics
+from ..language.source import Span
+from ..trace.events import TraceEvent, TraceHeader
+from ..trace.reader import read_trace
 
 
 @dataclass(frozen=True, slots=True)
