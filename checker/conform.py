@@ -1,6 +1,6 @@
 """Run conformance tests against a driver (`regcheck conform`): pass, fail or inconclusive, as data.
 
-Each test runs on a fresh driver through `checker.execute.Execution`, the executor's own machinery:
+Each test runs on a fresh driver through `checker.drivers.execute.Execution`, the executor's own machinery:
 the test's allocations are relocated into memory the driver hands out, the driver's result for each
 event is judged against the spec in the state that follows the driver's results, and after every
 event the pages the kernel reports locked are compared with the pages the spec's `pinned`
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .language.diagnostics import RegcheckError
-from .execute import Execution, memory_shape
-from .executor import Driver, Result, load_factory
+from .drivers.execute import Execution, memory_shape
+from .drivers.executor import Driver, Result, load_factory
 from .generate import ConformanceTest, Expectation
 from .language.load import load_spec
-from .pinning import PAGE_SIZE, vmlck_bytes
+from .drivers.pinning import PAGE_SIZE, vmlck_bytes
 from .engines.runs import semantics_for
 from .trace.events import TraceEvent
 

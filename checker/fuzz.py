@@ -12,7 +12,7 @@ breaks one on purpose with probability `break_rate` (an `undefined` one a tenth 
 crash can be judged there, and the rest of that sequence is not judged, since the driver may then
 be in any state).
 
-Each drawn call runs through `checker.execute.Execution`: relocation into the driver's memory, the
+Each drawn call runs through `checker.drivers.execute.Execution`: relocation into the driver's memory, the
 driver's result judged against the spec in the state that follows the driver's results, the page
 locks compared with the kernel's. The oracle is the spec's allowed outcome set at each step and
 nothing else. A step the spec does not allow raises `FuzzFailed` inside the example.
@@ -34,8 +34,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .conform import DriverRaised, ObservedDriver, factory_name
 from .language.diagnostics import RegcheckError
-from .execute import Execution, memory_shape
-from .executor import Driver, load_factory
+from .drivers.execute import Execution, memory_shape
+from .drivers.executor import Driver, load_factory
 from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node,
                        configurations, expectation_of, identifier, json_arg, representative_status)
 from .language.load import load_spec

@@ -3,7 +3,7 @@
 A `ConformanceTest` is a short trace: the calls that reach a state (the prefix), the call under test,
 and usually one probe call after it, each API call carrying the outcome the spec expects of it
 (`Expectation`). Pointers in a test are outputs of its own allocation events plus offsets, so the
-executor's relocation (`checker.execute`) runs the same test against any driver. Emitters render
+executor's relocation (`checker.drivers.execute`) runs the same test against any driver. Emitters render
 tests as trace files (`checker.suite`) and as a pytest module (`checker.emit_pytest`).
 
 How a test is found, per configuration of the spec's parameters (each product, kernel 5.10 and
@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .language import syntax as S
-from .execute import memory_shape
-from .pinning import PAGE_SIZE
+from .drivers.execute import memory_shape
+from .drivers.pinning import PAGE_SIZE
 from .engines.runs import Step, json_value, semantics_for
 from .model.semantics import Allowed, Semantics, State
 from .language.typecheck import normalise_version

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from checker.pinning import pinning_permitted
+from checker.drivers.pinning import pinning_permitted
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

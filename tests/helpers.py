@@ -45,10 +45,10 @@ def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loo
 
 # The start of a child process that locks memory under a small RLIMIT_MEMLOCK. Root's
 # CAP_IPC_LOCK would bypass the limit, so the child first drops it from itself; `dropped` says
-# whether that worked. After it: `p` is checker.pinning, and `ctypes`, `json`, `resource` are imported.
+# whether that worked. After it: `p` is checker.drivers.pinning, and `ctypes`, `json`, `resource` are imported.
 MEMLOCK_LIMITED = r"""
 import ctypes, json, resource
-from checker import pinning as p
+from checker.drivers import pinning as p
 
 class Header(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]

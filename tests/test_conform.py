@@ -13,9 +13,9 @@ import pytest
 
 from checker.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
 from checker.emit_pytest import render_pytest
-from checker.executor import ReferenceDriver, Result
+from checker.drivers.executor import ReferenceDriver, Result
 from checker.generate import Suite
-from checker.pinning import vmlck_bytes
+from checker.drivers.pinning import vmlck_bytes
 from checker.suite import format_test, write_suite
 from tests.helpers import run_cli
 from tests.mutants import bundled_suite

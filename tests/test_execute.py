@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from checker.execute import Relocator, execute_trace
-from checker.pinning import vmlck_bytes
+from checker.drivers.execute import Relocator, execute_trace
+from checker.drivers.pinning import vmlck_bytes
 from checker.engines.replay import replay_trace
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-# The corpus of the specs the reference driver implements (checker.executor); cuda and hip have no
+# The corpus of the specs the reference driver implements (checker.drivers.executor); cuda and hip have no
 # reference driver yet, so their traces are replayed (tests/test_corpus.py) but not executed.
 CORPUS = sorted(p for spec in ("acl", "cupva") for p in (ROOT / "traces" / spec).glob("*.jsonl"))
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
@@ -106,7 +106,7 @@ def test_hostile_addresses_are_refused_without_touching_memory(real_pinning, tmp
 
 
 def test_mlock_failure_is_an_environmental_failure_and_leaves_nothing_locked(real_pinning, tmp_path):
-    from checker.executor import ReferenceDriver
+    from checker.drivers.executor import ReferenceDriver
 
     baseline = vmlck_bytes()
     report = execute_trace(write(tmp_path, pinned_roundtrip(size=64 * 4096)),

@@ -1,4 +1,4 @@
-"""Tests for checker.executor: the Driver interface and the reference driver (real pinning on Linux)."""
+"""Tests for checker.drivers.executor: the Driver interface and the reference driver (real pinning on Linux)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.language.diagnostics import RegcheckError
-from checker.executor import (
+from checker.drivers.executor import (
     ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED as ALREADY,
     ACL_ERROR_HOST_MEMORY_NOT_REGISTERED as NOT_REGISTERED,
     ACL_ERROR_INVALID_PARAM as INVALID_PARAM,
@@ -33,7 +33,7 @@ from checker.executor import (
     Result,
 )
 from checker.language.load import load_spec
-from checker.pinning import (
+from checker.drivers.pinning import (
     CODE_CAP_EXCEEDED,
     CODE_MLOCK_REFUSED,
     CODE_NOT_OWNED,
@@ -438,7 +438,7 @@ def test_the_cap_on_pinned_bytes(real_pinning):
 
 
 RLIMIT_CHILD = MEMLOCK_LIMITED + r"""
-from checker import executor as x
+from checker.drivers import executor as x
 baseline = p.vmlck_bytes()
 with x.ReferenceDriver(signal_cleanup=False) as d:
     d.start("acl", {})
@@ -501,11 +501,12 @@ def child_env() -> dict:
 
 PROLOGUE = r"""
 import atexit, sys
-def report():  # registered before checker.pinning, so it runs after the module's own hook
+def report():  # registered before checker.drivers.pinning, so it runs after the module's own hook
     vmlck = [l for l in open("/proc/self/status") if l.startswith("VmLck:")][0].split()[1]
     print("at exit", vmlck, flush=True)
 atexit.register(report)
-from checker import executor as x, pinning as p
+from checker.drivers import executor as x
+from checker.drivers import pinning as p
 d = x.ReferenceDriver()
 d.start("acl", {})
 host = d.call("aclrtMallocHost", {"size": 4 * p.PAGE_SIZE}).out["hostPtr"]

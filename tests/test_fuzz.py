@@ -7,7 +7,7 @@ import json
 import pytest
 
 from checker.conform import run_test
-from checker.executor import ReferenceDriver, Result
+from checker.drivers.executor import ReferenceDriver, Result
 from checker.fuzz import FuzzOptions, from_spec, fuzz
 from checker.engines.replay import replay_trace
 from tests.helpers import run_cli
@@ -49,7 +49,7 @@ def test_a_failure_is_shrunk_saved_replayable_and_pasteable():
     with pytest.raises(AssertionError, match="ACL-REG-SIZE-ZERO"):
         test_fn()
     namespace = {}
-    exec(failure.pytest_function("checker.executor:ReferenceDriver"), namespace)
+    exec(failure.pytest_function("checker.drivers.executor:ReferenceDriver"), namespace)
     [f for n, f in namespace.items() if n.startswith("test_fuzz_")][0]()  # the reference passes it
     assert not run_test(failure.test, driver).passed and run_test(failure.test, ReferenceDriver).passed
 

@@ -135,7 +135,7 @@ def _value(sem, spec, call, name, v, out=False):
 def test_pointers_refer_to_the_tests_own_live_allocations(name):
     suite = bundled_suite(name)
     spec = load_spec(name)
-    from checker.execute import memory_shape
+    from checker.drivers.execute import memory_shape
     shape = memory_shape(semantics_for(TraceHeader(name, {}), None, name))
     for t in suite.tests:
         live: dict[int, int] = {}

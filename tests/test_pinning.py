@@ -1,4 +1,4 @@
-"""Tests for checker.pinning: real buffers, aliases and reference-counted page locks (Linux)."""
+"""Tests for checker.drivers.pinning: real buffers, aliases and reference-counted page locks (Linux)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from checker.language.diagnostics import RegcheckError
-from checker.pinning import (
+from checker.drivers.pinning import (
     CODE_CAP_EXCEEDED,
     CODE_MLOCK_REFUSED,
     CODE_NOT_OWNED,
@@ -282,7 +282,7 @@ def test_exception_inside_with_block_unlocks(real_pinning):
 
 SIGNAL_CHILD = r"""
 import signal, sys, time
-from checker import pinning as p
+from checker.drivers import pinning as p
 if "--previous" in sys.argv:
     def previous(signum, frame):
         print("previous", p.vmlck_bytes(), flush=True)
@@ -347,11 +347,11 @@ def test_sigterm_chains_to_the_previous_handler(real_pinning):
 def test_atexit_closes_arenas_left_open(real_pinning):
     code = r"""
 import atexit
-def report():  # registered before checker.pinning, so it runs after the module's own hook
+def report():  # registered before checker.drivers.pinning, so it runs after the module's own hook
     vmlck = [l for l in open("/proc/self/status") if l.startswith("VmLck:")][0].split()[1]
     print("at exit", vmlck, flush=True)
 atexit.register(report)
-from checker import pinning as p
+from checker.drivers import pinning as p
 arena = p.PinnedArena()
 buf = arena.allocate(4 * p.PAGE_SIZE)
 arena.lock(buf, 4 * p.PAGE_SIZE)

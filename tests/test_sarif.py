@@ -226,7 +226,7 @@ class FakeAclDriver:
         self.next = 0x5000_0000
 
     def call(self, name, args):
-        from checker.executor import Result
+        from checker.drivers.executor import Result
         if name == "malloc":
             ptr, self.next = self.next, self.next + ((args["size"] + 0xFFFF) & ~0xFFFF)
             return Result(0, {"ptr": ptr})
@@ -293,8 +293,8 @@ def test_execute_sarif_has_every_finding_kind_at_its_level(tmp_path):
 
 
 def test_execute_sarif_describes_the_executor_rules(tmp_path):
-    from checker import execute as execute_module
-    from checker.execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA
+    from checker.drivers import execute as execute_module
+    from checker.drivers.execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA
 
     _, out, _ = execute("--format", "sarif", "--driver", "tests.test_sarif:FakeAclDriver", fake_driver_trace(tmp_path))
     (run,) = json.loads(out)["runs"]
@@ -311,7 +311,7 @@ def test_execute_sarif_describes_the_executor_rules(tmp_path):
 
 
 def test_execute_sarif_pinning_findings_are_errors(tmp_path):
-    from checker.pinning import pinning_permitted
+    from checker.drivers.pinning import pinning_permitted
 
     ok, why = pinning_permitted()
     if not ok:
@@ -449,7 +449,7 @@ def conform_suite(tmp_path_factory):
     """One acl test per rule (about 20; among them tests that reach the overlap error) as a suite
     directory, written once for this module. The reference driver locks real memory."""
     from checker.generate import Suite
-    from checker.pinning import pinning_permitted
+    from checker.drivers.pinning import pinning_permitted
     from checker.suite import write_suite
     from tests.mutants import bundled_suite
 
@@ -483,7 +483,7 @@ def test_conform_sarif_passing_run_has_no_results(conform_suite):
     assert run["automationDetails"]["id"] == "regcheck/conform/acl/"
     props = run["properties"]
     assert (props["tests"], props["passed"], props["failed"], props["inconclusive"]) == (n, n, 0, 0)
-    assert props["driver"] == "checker.executor:ReferenceDriver" and props["suite"] == str(path)
+    assert props["driver"] == "checker.drivers.executor:ReferenceDriver" and props["suite"] == str(path)
     ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
     assert ids[:len(load_spec("acl").rules)] == list(load_spec("acl").rules)
     assert {"EXEC-DIVERGENCE", "EXEC-LOCK-EXTRA", "CONFORM-DRIVER-ERROR"} <= set(ids)
@@ -539,7 +539,7 @@ class RegistrationsFailEnvironmentally:
     memory does (207001, allowed by ACL-REG-ENV): the tests about registrations are inconclusive."""
 
     def __init__(self):
-        from checker.executor import ReferenceDriver
+        from checker.drivers.executor import ReferenceDriver
 
         self.inner = ReferenceDriver()
 
@@ -547,7 +547,7 @@ class RegistrationsFailEnvironmentally:
         self.inner.start(spec, env)
 
     def call(self, name, args):
-        from checker.executor import Result
+        from checker.drivers.executor import Result
 
         return Result(207001) if name == "aclrtHostRegisterV2" else self.inner.call(name, args)
 
@@ -571,7 +571,7 @@ class CloseRaises:
     """The reference driver, whose close() raises after releasing everything."""
 
     def __init__(self):
-        from checker.executor import ReferenceDriver
+        from checker.drivers.executor import ReferenceDriver
 
         self.inner = ReferenceDriver()
 
@@ -600,7 +600,7 @@ def test_conform_sarif_a_problem_without_a_rule_is_a_runner_rule(conform_suite):
 
 @pytest.mark.slow
 def test_conform_sarif_generated_suite_is_located_in_the_spec():
-    from checker.pinning import pinning_permitted
+    from checker.drivers.pinning import pinning_permitted
 
     ok, why = pinning_permitted()
     if not ok:

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from ..conform import FAIL, INCONCLUSIVE, PASS, run_suite
-from ..executor import load_factory
+from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
 from ..generate import GenerateOptions, generate_suite
 from ..language.load import load_spec
@@ -38,7 +38,7 @@ def register(sub) -> None:
                     "passed; 1: a test failed or was inconclusive; 2: bad input.")
     p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
     p.add_argument("--driver", metavar="MODULE:FACTORY", help="a factory returning a Driver "
-                   "(default: checker.executor:ReferenceDriver)")
+                   "(default: checker.drivers.executor:ReferenceDriver)")
     p.add_argument("--suite", metavar="DIR", help="a suite written by `regcheck generate -o DIR` (default: generate one)")
     p.add_argument("--depth", type=positive_int, default=3, metavar="N", help="prefix depth when generating (default 3)")
     p.add_argument("--stop-on-failure", action="store_true", help="stop at the first failing test")

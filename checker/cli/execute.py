@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from .. import execute as execute_module
+from ..drivers import execute as execute_module
 from ..language.diagnostics import RegcheckError
-from ..execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA, ExecutionReport, execute_trace
-from ..executor import load_factory
+from ..drivers.execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA, ExecutionReport, execute_trace
+from ..drivers.executor import load_factory
 from ..language.load import load_spec
 from ..sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN
@@ -19,7 +19,7 @@ from ..trace.reader import read_trace
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
 from .replay import expand_traces, report_text
 
-DEFAULT_DRIVER = "checker.executor:ReferenceDriver"
+DEFAULT_DRIVER = "checker.drivers.executor:ReferenceDriver"
 
 # Which finding kinds each executor rule ID is reported under, and its default SARIF level (a result
 # still carries its own: EXEC-DIVERGENCE is an error when it names a driver result the spec forbids).

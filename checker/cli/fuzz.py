@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..executor import load_factory
+from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
 from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..language.load import load_spec
@@ -27,7 +27,7 @@ def register(sub) -> None:
                     "Exit 0: none found; 1: a failure; 2: bad input.")
     p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
     p.add_argument("--driver", metavar="MODULE:FACTORY",
-                   help="a factory returning a Driver (default: checker.executor:ReferenceDriver)")
+                   help="a factory returning a Driver (default: checker.drivers.executor:ReferenceDriver)")
     p.add_argument("--max-examples", type=positive_int, default=100, metavar="N",
                    help="call sequences to try (default 100)")
     p.add_argument("--steps", type=positive_int, default=30, metavar="K", help="calls per sequence (default 30)")
@@ -79,7 +79,7 @@ def run(args, out) -> int:
         semantics_for(spec, env)  # unknown names and bad values are input errors (exit 2)
     options = FuzzOptions(args.max_examples, args.steps, args.seed, env, args.break_rate, args.shrink)
     result = fuzz(args.spec, factory, options)
-    driver_text = args.driver or "checker.executor:ReferenceDriver"
+    driver_text = args.driver or "checker.drivers.executor:ReferenceDriver"
     failure = result.failure
     path = None
     if failure is not None:

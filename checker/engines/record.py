@@ -10,7 +10,7 @@ The interposer is C, compiled on first use with the system compiler (`$CC`, else
 keyed by a hash of the source and of the compiler's identity, so an edited source or another
 compiler gets a new build. Without a compiler an earlier build of the same source is used.
 
-Error codes (X08xx, environment; X0801-X0808 belong to checker.pinning and checker.executor):
+Error codes (X08xx, environment; X0801-X0808 belong to checker.drivers.pinning and checker.drivers.executor):
   X0810  no C compiler found (and no earlier build of this interposer in the cache)
   X0811  the interposer failed to build (the message carries the compiler's output)
   X0812  the spec cannot be recorded: it lacks calls the interposer writes (cuPVA: see the docs)

@@ -1,6 +1,6 @@
 """Two buggy drivers for `regcheck execute --driver` tests."""
 
-from checker.executor import ReferenceDriver, Result
+from checker.drivers.executor import ReferenceDriver, Result
 
 PINNED = 0x10000000
 

@@ -1,6 +1,6 @@
 """Buggy drivers for mutation testing of the conformance suite and the fuzzer.
 
-Each mutant is a thin wrapper over `checker.executor.ReferenceDriver` that injects one realistic bug;
+Each mutant is a thin wrapper over `checker.drivers.executor.ReferenceDriver` that injects one realistic bug;
 its docstring names the bug and the rule that should catch it. `MUTANTS` lists them all as
 (spec, "module:Class") in a stable order; `tests/test_mutants.py` asserts each is killed and
 `bench/bench_mutants.py` prints the mutation score.

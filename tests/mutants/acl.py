@@ -1,6 +1,6 @@
 """Mutants of the reference driver's Ascend CANN (`acl`) implementation: one injected bug each."""
 
-from checker.executor import (
+from checker.drivers.executor import (
     ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
     ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
     ACL_ERROR_RT_PARAM_INVALID,

@@ -1,6 +1,6 @@
 """Mutants of the reference driver's NVIDIA cuPVA (`cupva`) implementation: one injected bug each."""
 
-from checker.executor import PVA_OK, ReferenceDriver, Result, _PvaDriver
+from checker.drivers.executor import PVA_OK, ReferenceDriver, Result, _PvaDriver
 
 __all__ = ["RegisterInOperational", "AliasingRuleInverted", "NegativeSizeWraps", "ForceDisableAfterUse",
            "UnregisterInOperational"]

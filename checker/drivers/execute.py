@@ -30,12 +30,12 @@ from typing import Any, Callable, Mapping
 
 from sortedcontainers import SortedDict
 
-from .language import syntax as S
+from ..language import syntax as S
 from .executor import Driver, ReferenceDriver, Result
 from .pinning import PAGE_SIZE
-from .engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
-from .model.semantics import Semantics, State
-from .trace.reader import read_trace
+from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
+from ..model.semantics import Semantics, State
+from ..trace.reader import read_trace
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
 # and refusals (the executor protecting memory it does not own; the cause, a caller error or an
@@ -268,7 +268,7 @@ class Execution:
 
 def _status_only(sem: Semantics, allowed, status):
     """A judgement of the status alone (outputs not compared)."""
-    from .model.semantics import Judgement, describe_outcomes
+    from ..model.semantics import Judgement, describe_outcomes
     ok = allowed.allows_status(status, sem.success)
     return Judgement(ok, () if ok else tuple(e.rule for e in allowed.errors), "" if ok else describe_outcomes(allowed, sem.success))
 

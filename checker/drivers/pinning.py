@@ -1,0 +1,729 @@
+"""Pinning: the real-memory layer under the reference executor (Linux only).
+
+A `PinnedArena` hands out its own page-aligned buffers, makes second mappings of their pages (the
+"device" view of a MAPPED registration), and locks pages with per-page reference counts, because the
+kernel does not count `mlock`: one `munlock` undoes any number of `mlock`s of a page. Every address
+it is given must lie inside memory it created; it never locks, maps or writes anything else.
+
+Buffers are `memfd_create` files mapped MAP_SHARED, so an alias is simply another mapping of the
+same file: a write through one address is visible through the other.
+
+Error codes (X08xx, executor environment):
+  X0801  the kernel refused to lock pages (mlock errno: EPERM, ENOMEM/RLIMIT_MEMLOCK, EAGAIN)
+  X0802  locking would exceed the arena's `max_locked_bytes` cap
+  X0803  address range not inside a buffer or alias this arena created
+  X0804  unlock of pages this arena has not locked
+  X0805  creating a buffer or alias failed (memfd_create, ftruncate, mmap)
+  X0806  the arena is closed
+
+Cleanup safety net: every open arena is in a module registry that `atexit` closes, and
+`install_signal_cleanup()` makes SIGINT/SIGTERM close them before the process stops.
+
+Arenas are not thread-safe; use one from one thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import bisect
+import ctypes
+import errno as errno_codes
+import mmap
+import os
+import signal
+from dataclasses import dataclass, field
+from enum import Enum
+from types import FrameType
+from typing import Any, Callable, Iterator
+
+from ..language.diagnostics import RegcheckError, error
+
+PAGE_SIZE = mmap.PAGESIZE
+DEFAULT_MAX_LOCKED_BYTES = 256 * 1024 * 1024
+
+CODE_MLOCK_REFUSED = "X0801"
+CODE_CAP_EXCEEDED = "X0802"
+CODE_NOT_OWNED = "X0803"
+CODE_NOT_LOCKED = "X0804"
+CODE_MAPPING_FAILED = "X0805"
+CODE_ARENA_CLOSED = "X0806"
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+class PinningError(RegcheckError):
+    """Root of this module's errors; `code` is the X08xx diagnostic code."""
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__([error(code, message)])
+
+
+class PinningFailed(PinningError):
+    """Pages could not be locked; the arena's counts and the kernel's locks are as before the call."""
+
+    def __init__(self, errno: int, message: str, code: str = CODE_MLOCK_REFUSED):
+        self.errno = errno
+        super().__init__(code, message)
+
+
+class NotOwned(PinningError):
+    """An address range that does not lie entirely inside one buffer or alias of the arena."""
+
+    def __init__(self, address: int, size: int, why: str = "is not inside a buffer or alias of this arena"):
+        self.address = address
+        self.size = size
+        super().__init__(CODE_NOT_OWNED, f"range {_show(address, size)} {why}")
+
+
+class NotLocked(PinningError):
+    """An unlock of pages whose lock count is already zero."""
+
+    def __init__(self, address: int, size: int):
+        self.address = address
+        self.size = size
+        super().__init__(CODE_NOT_LOCKED, f"range {_show(address, size)} has pages this arena has not locked")
+
+
+class MappingFailed(PinningError):
+    def __init__(self, errno: int, message: str):
+        self.errno = errno
+        super().__init__(CODE_MAPPING_FAILED, message)
+
+
+class ArenaClosed(PinningError):
+    def __init__(self) -> None:
+        super().__init__(CODE_ARENA_CLOSED, "the pinning arena is closed")
+
+
+def _show(address: int, size: int) -> str:
+    return f"[{address:#x}, {address + size:#x})"
+
+
+def _strerror(err: int) -> str:
+    return f"{errno_codes.errorcode.get(err, str(err))}: {os.strerror(err)}"
+
+
+# --- system calls ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LockCalls:
+    """The two calls that change the kernel's lock state, replaceable so tests can inject failures.
+
+    Each takes (address, length) and returns 0 or an errno value.
+    """
+
+    mlock: Callable[[int, int], int]
+    munlock: Callable[[int, int], int]
+
+
+def _libc_calls() -> LockCalls:
+    libc = ctypes.CDLL(None, use_errno=True)
+    for name in ("mlock", "munlock"):
+        fn = getattr(libc, name)
+        fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+        fn.restype = ctypes.c_int
+
+    def call(fn: Any) -> Callable[[int, int], int]:
+        def run(address: int, length: int) -> int:
+            return 0 if fn(address, length) == 0 else ctypes.get_errno()
+
+        return run
+
+    return LockCalls(call(libc.mlock), call(libc.munlock))
+
+
+_LIBC: LockCalls | None = None
+
+
+def libc_calls() -> LockCalls:
+    """The real `mlock`/`munlock`, loaded once."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = _libc_calls()
+    return _LIBC
+
+
+def _address_of(m: mmap.mmap) -> int:
+    # The ctypes view exports m's buffer; it must be gone before m can be closed.
+    view = ctypes.c_char.from_buffer(m)
+    try:
+        return ctypes.addressof(view)
+    finally:
+        del view
+
+
+def _page_floor(address: int) -> int:
+    return address - address % PAGE_SIZE
+
+
+def _page_ceil(address: int) -> int:
+    return _page_floor(address + PAGE_SIZE - 1)
+
+
+def _require_size(size: int) -> None:
+    if not isinstance(size, int) or size <= 0:
+        raise ValueError(f"size must be a positive int, not {size!r}")
+
+
+# --- lock counts by range ------------------------------------------------------------------------
+
+
+class _LockCounts:
+    """Lock counts over page-aligned address ranges: disjoint segments [start, end) with a count >= 1.
+
+    Every operation costs time in the number of segments it touches, never in pages, so a 1 TiB
+    range costs what a 4 KiB one does.
+    """
+
+    __slots__ = ("_starts", "_segs", "total")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []  # sorted segment starts
+        self._segs: dict[int, list[int]] = {}  # start -> [end, count]
+        self.total = 0  # bytes with a count >= 1
+
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
+    def clear(self) -> None:
+        self._starts.clear()
+        self._segs.clear()
+        self.total = 0
+
+    def segments(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int, int]]:
+        """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
+        i = bisect.bisect_right(self._starts, lo) - 1
+        if i < 0:
+            i = 0
+        for start in self._starts[i:]:
+            end, count = self._segs[start]
+            if hi is not None and start >= hi:
+                break
+            if end <= lo:
+                continue
+            yield max(start, lo), end if hi is None else min(end, hi), count
+
+    def covered(self, lo: int, hi: int) -> int:
+        """Bytes of [lo, hi) with a count >= 1."""
+        return sum(e - s for s, e, _ in self.segments(lo, hi))
+
+    def gaps(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """(start, length) runs of [lo, hi) with no count."""
+        out, at = [], lo
+        for s, e, _ in self.segments(lo, hi):
+            if s > at:
+                out.append((at, s - at))
+            at = e
+        if at < hi:
+            out.append((at, hi - at))
+        return out
+
+    def runs_at(self, lo: int, hi: int, count: int) -> list[tuple[int, int]]:
+        """(start, length) runs of [lo, hi) whose count is exactly `count`, adjacent ones merged."""
+        out: list[tuple[int, int]] = []
+        for s, e, c in self.segments(lo, hi):
+            if c != count:
+                continue
+            if out and out[-1][0] + out[-1][1] == s:
+                out[-1] = (out[-1][0], out[-1][1] + e - s)
+            else:
+                out.append((s, e - s))
+        return out
+
+    def add(self, lo: int, hi: int, delta: int) -> None:
+        """Add `delta` (+1 or -1) to every byte of [lo, hi); a count reaching 0 is dropped. A -1 must
+        only be applied where every byte has a count."""
+        self._split(lo)
+        self._split(hi)
+        if delta > 0:
+            for start, length in self.gaps(lo, hi):
+                self._insert(start, start + length, 0)
+        i = bisect.bisect_left(self._starts, lo)
+        while i < len(self._starts) and self._starts[i] < hi:
+            start = self._starts[i]
+            seg = self._segs[start]
+            seg[1] += delta
+            if seg[1] == 0:
+                self.total -= seg[0] - start
+                del self._segs[start]
+                del self._starts[i]
+                continue
+            i += 1
+        self._merge_around(lo, hi)
+
+    def drop(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Forget every count in [lo, hi); returns the (start, length) runs that had one."""
+        held = [(s, e - s) for s, e, _ in self.segments(lo, hi)]
+        self._split(lo)
+        self._split(hi)
+        i = bisect.bisect_left(self._starts, lo)
+        while i < len(self._starts) and self._starts[i] < hi:
+            start = self._starts.pop(i)
+            self.total -= self._segs.pop(start)[0] - start
+        merged: list[tuple[int, int]] = []
+        for s, n in held:
+            if merged and merged[-1][0] + merged[-1][1] == s:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((s, n))
+        return merged
+
+    def pages(self, page_size: int) -> dict[int, int]:
+        """Page address -> count (for inspection: one entry per locked page)."""
+        return {p: c for s, e, c in self.segments() for p in range(s, e, page_size)}
+
+    def _insert(self, start: int, end: int, count: int) -> None:
+        bisect.insort(self._starts, start)
+        self._segs[start] = [end, count]
+        self.total += end - start
+
+    def _split(self, at: int) -> None:
+        """Make `at` a segment boundary if a segment spans it."""
+        i = bisect.bisect_right(self._starts, at) - 1
+        if i < 0:
+            return
+        start = self._starts[i]
+        seg = self._segs[start]
+        if start < at < seg[0]:
+            self._segs[at] = [seg[0], seg[1]]
+            seg[0] = at
+            self._starts.insert(i + 1, at)
+
+    def _merge_around(self, lo: int, hi: int) -> None:
+        """Join neighbouring segments with equal counts in and at the edges of [lo, hi)."""
+        i = max(bisect.bisect_left(self._starts, lo) - 1, 0)
+        while i + 1 < len(self._starts) and self._starts[i] <= hi:
+            a, b = self._starts[i], self._starts[i + 1]
+            sa, sb = self._segs[a], self._segs[b]
+            if sa[0] == b and sa[1] == sb[1]:
+                sa[0] = sb[0]
+                del self._segs[b]
+                del self._starts[i + 1]
+            else:
+                i += 1
+
+
+# --- regions --------------------------------------------------------------------------------------
+
+
+class RegionKind(str, Enum):
+    BUFFER = "buffer"
+    ALIAS = "alias"
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A buffer or alias of an arena: its usable bytes and the page-aligned mapping holding them."""
+
+    kind: RegionKind
+    address: int  # what allocate() or alias() returned
+    size: int  # usable bytes from `address`
+    map_address: int
+    map_length: int
+    buffer: int  # address of the buffer whose pages these are (its own address for a buffer)
+
+    @property
+    def end(self) -> int:
+        return self.address + self.size
+
+    def contains(self, address: int, size: int) -> bool:
+        return size > 0 and self.address <= address and address + size <= self.end
+
+
+@dataclass(frozen=True, slots=True)
+class _Mapping:
+    region: Region
+    view: mmap.mmap = field(compare=False, repr=False)
+    fd: int = -1  # the memfd, kept by buffers so that aliases can map it later
+
+
+# --- the arena ------------------------------------------------------------------------------------
+
+_LIVE: set["PinnedArena"] = set()
+
+
+class PinnedArena:
+    """Buffers, aliases and reference-counted page locks, all released by `close()`."""
+
+    def __init__(self, max_locked_bytes: int = DEFAULT_MAX_LOCKED_BYTES, *, calls: LockCalls | None = None):
+        if max_locked_bytes < 0:
+            raise ValueError("max_locked_bytes must not be negative")
+        self.max_locked_bytes = max_locked_bytes
+        self._calls = calls if calls is not None else libc_calls()
+        self._mappings: dict[int, _Mapping] = {}  # by map_address
+        self._counts = _LockCounts()  # lock counts by page-aligned range, only counts > 0
+        self._closed = False
+        _LIVE.add(self)
+
+    # -- context manager
+
+    def __enter__(self) -> "PinnedArena":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- buffers and aliases
+
+    def allocate(self, size: int) -> int:
+        """A new zero-filled buffer of `size` bytes; returns its page-aligned address."""
+        self._require_open()
+        _require_size(size)
+        length = _page_ceil(size)
+        fd = self._memfd(length)
+        try:
+            view = mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as exc:
+            os.close(fd)
+            raise MappingFailed(exc.errno or 0, f"mmap of a {length}-byte buffer failed: {exc}") from exc
+        address = _address_of(view)
+        region = Region(RegionKind.BUFFER, address, size, address, length, address)
+        self._mappings[address] = _Mapping(region, view, fd)
+        return address
+
+    def free(self, address: int) -> None:
+        """Unmap the buffer that `allocate` returned as `address`, and every alias of it.
+
+        Locks the arena holds on those pages are dropped first, so nothing stays locked.
+        """
+        self._require_open()
+        buffer = self._region_at(address, RegionKind.BUFFER)
+        for mapping in [m for m in self._mappings.values() if m.region.buffer == buffer.address]:
+            if mapping.region.kind is RegionKind.ALIAS:
+                self._release(mapping)
+        self._release(self._mappings[buffer.map_address])
+
+    def alias(self, address: int, size: int) -> int:
+        """A second mapping of the pages holding buffer bytes [address, address + size).
+
+        Returns the address in the new mapping that corresponds to `address`.
+        """
+        self._require_open()
+        _require_size(size)
+        host = self._owner(address, size)
+        if host.kind is not RegionKind.BUFFER:
+            raise NotOwned(address, size, "is not inside a buffer (aliases of aliases are not made)")
+        first = _page_floor(address)
+        length = _page_ceil(address + size) - first
+        fd = self._mappings[host.map_address].fd
+        try:
+            view = mmap.mmap(
+                fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=first - host.map_address
+            )
+        except OSError as exc:
+            raise MappingFailed(exc.errno or 0, f"mmap of an alias of {_show(address, size)} failed: {exc}") from exc
+        base = _address_of(view)
+        device = base + (address - first)
+        region = Region(RegionKind.ALIAS, device, size, base, length, host.address)
+        self._mappings[base] = _Mapping(region, view)
+        return device
+
+    def unalias(self, device_address: int) -> None:
+        """Unmap the alias that `alias` returned as `device_address`, dropping the arena's locks on it."""
+        self._require_open()
+        region = self._region_at(device_address, RegionKind.ALIAS)
+        self._release(self._mappings[region.map_address])
+
+    # -- ownership
+
+    def owns(self, address: int, size: int) -> bool:
+        """Whether [address, address + size) lies entirely inside one buffer or alias."""
+        return self._find(address, size) is not None
+
+    def buffer_of(self, address: int) -> Region | None:
+        """The buffer or alias whose usable bytes include `address`, if any."""
+        return self._find(address, 1)
+
+    # -- locking
+
+    def lock(self, address: int, size: int) -> None:
+        """Count one more lock on each page of the range; `mlock` the pages whose count was 0.
+
+        Raises PinningFailed (leaving every count and kernel lock as it was) when the cap would be
+        exceeded or the kernel refuses.
+        """
+        self._require_open()
+        _require_size(size)
+        self._owner(address, size)
+        lo, hi = _page_floor(address), _page_ceil(address + size)
+        fresh = self._counts.gaps(lo, hi)  # the cap is checked first, on lengths: no per-page work
+        wanted = self._counts.total + sum(n for _, n in fresh)
+        if wanted > self.max_locked_bytes:
+            raise PinningFailed(
+                errno_codes.ENOMEM,
+                f"locking {_show(address, size)} would lock {wanted} bytes, over the cap of {self.max_locked_bytes}",
+                CODE_CAP_EXCEEDED,
+            )
+        self._apply(fresh, self._calls.mlock, self._calls.munlock, "mlock")
+        self._counts.add(lo, hi, 1)
+
+    def unlock(self, address: int, size: int) -> None:
+        """Count one lock less on each page of the range; `munlock` the pages whose count reaches 0."""
+        self._require_open()
+        _require_size(size)
+        self._owner(address, size)
+        lo, hi = _page_floor(address), _page_ceil(address + size)
+        if self._counts.gaps(lo, hi):
+            raise NotLocked(address, size)
+        self._apply(self._counts.runs_at(lo, hi, 1), self._calls.munlock, self._calls.mlock, "munlock")
+        self._counts.add(lo, hi, -1)
+
+    def locked_pages(self) -> dict[int, int]:
+        """Page address -> lock count, for every page the arena holds locked."""
+        return self._counts.pages(PAGE_SIZE)
+
+    def locked_bytes(self) -> int:
+        return self._counts.total
+
+    def is_locked(self, address: int) -> bool:
+        page = _page_floor(address)
+        return self._counts.covered(page, page + PAGE_SIZE) > 0
+
+    # -- what the kernel says
+
+    def kernel_locked_pages(self) -> frozenset[int]:
+        """Pages of the arena's mappings that the kernel marks locked (VmFlags `lo` in smaps)."""
+        pages: set[int] = set()
+        spans = [(m.region.map_address, m.region.map_address + m.region.map_length) for m in self._mappings.values()]
+        for start, end in _kernel_locked_vmas():
+            for lo, hi in spans:
+                pages.update(range(max(start, lo), min(end, hi), PAGE_SIZE))
+        return frozenset(pages)
+
+    def kernel_locked_bytes(self) -> int:
+        """Bytes of the arena's mappings the kernel holds locked, read from /proc/self/smaps."""
+        return len(self.kernel_locked_pages()) * PAGE_SIZE
+
+    # -- data
+
+    def write(self, address: int, data: bytes) -> None:
+        """Copy `data` to `address`; the whole range must lie inside one buffer or alias."""
+        self._require_open()
+        mapping, offset = self._slice(address, len(data))
+        mapping.view[offset : offset + len(data)] = data
+
+    def read(self, address: int, n: int) -> bytes:
+        """The `n` bytes at `address`; the whole range must lie inside one buffer or alias."""
+        self._require_open()
+        mapping, offset = self._slice(address, n)
+        return mapping.view[offset : offset + n]
+
+    # -- closing
+
+    def close(self) -> None:
+        """Unlock everything the arena locked and unmap everything it mapped; safe to call twice.
+
+        Never raises: it also runs from signal handlers and atexit, where an error would replace the
+        real reason the process is stopping.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        _LIVE.discard(self)
+        for start, end, _ in list(self._counts.segments()):
+            # A failure here is harmless: unmapping below drops any lock that is left.
+            self._calls.munlock(start, end - start)
+        self._counts.clear()
+        for mapping in list(self._mappings.values()):
+            self._unmap(mapping)
+        self._mappings.clear()
+
+    # -- internals
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise ArenaClosed()
+
+    @staticmethod
+    def _memfd(length: int) -> int:
+        try:
+            fd = os.memfd_create("regcheck-arena", os.MFD_CLOEXEC)
+        except (AttributeError, OSError) as exc:
+            raise MappingFailed(getattr(exc, "errno", 0) or 0, f"memfd_create failed: {exc}") from exc
+        try:
+            os.ftruncate(fd, length)
+        except (OSError, OverflowError) as exc:  # OverflowError: a length past off_t (a size >= 2**63)
+            os.close(fd)
+            raise MappingFailed(getattr(exc, "errno", 0) or 0, f"ftruncate of a memfd to {length} bytes failed: {exc}") from exc
+        return fd
+
+    def _find(self, address: int, size: int) -> Region | None:
+        if size <= 0:
+            return None
+        for mapping in self._mappings.values():
+            if mapping.region.contains(address, size):
+                return mapping.region
+        return None
+
+    def _owner(self, address: int, size: int) -> Region:
+        region = self._find(address, size)
+        if region is None:
+            raise NotOwned(address, size)
+        return region
+
+    def _region_at(self, address: int, kind: RegionKind) -> Region:
+        for mapping in self._mappings.values():
+            if mapping.region.address == address and mapping.region.kind is kind:
+                return mapping.region
+        raise NotOwned(address, 1, f"is not the start of a {kind.value} of this arena")
+
+    def _slice(self, address: int, n: int) -> tuple[_Mapping, int]:
+        _require_size(n)
+        region = self._owner(address, n)
+        return self._mappings[region.map_address], address - region.map_address
+
+    def _apply(
+        self, runs: list[tuple[int, int]], do: Callable[[int, int], int], undo: Callable[[int, int], int], name: str
+    ) -> None:
+        """Apply `do` to every run, or, if one fails, `undo` those already done and raise."""
+        done: list[tuple[int, int]] = []
+        for start, length in runs:
+            err = do(start, length)
+            if err:
+                for d_start, d_length in reversed(done):
+                    undo(d_start, d_length)
+                raise PinningFailed(err, f"{name} of {_show(start, length)} failed: {_strerror(err)}")
+            done.append((start, length))
+
+    def _release(self, mapping: _Mapping) -> None:
+        region = mapping.region
+        for start, length in self._counts.drop(region.map_address, region.map_address + region.map_length):
+            # Unmapping drops the lock even if this fails, so the error is not worth raising.
+            self._calls.munlock(start, length)
+        self._unmap(mapping)
+        del self._mappings[region.map_address]
+
+    @staticmethod
+    def _unmap(mapping: _Mapping) -> None:
+        try:
+            mapping.view.close()
+        except BufferError:
+            # Only a transient export from _address_of can hold the view; the process exit unmaps it.
+            pass
+        if mapping.fd >= 0:
+            os.close(mapping.fd)
+
+
+# --- kernel views ---------------------------------------------------------------------------------
+
+
+def _smaps_vmas(path: str = "/proc/self/smaps") -> Iterator[tuple[int, int, frozenset[str]]]:
+    """(start, end, VmFlags) for every mapping of the process."""
+    start = end = -1
+    with open(path, encoding="ascii", errors="replace") as f:
+        for line in f:
+            head = line.split(" ", 1)[0]
+            if "-" in head and ":" not in head:
+                lo, hi = head.split("-")
+                start, end = int(lo, 16), int(hi, 16)
+            elif line.startswith("VmFlags:"):
+                yield start, end, frozenset(line.split()[1:])
+
+
+def _kernel_locked_vmas() -> list[tuple[int, int]]:
+    # VmFlags rather than the `Locked:` field: `Locked:` is a proportional (PSS) figure, so pages
+    # mapped by both a buffer and its alias would count half in each mapping.
+    return [(start, end) for start, end, flags in _smaps_vmas() if "lo" in flags]
+
+
+def vmlck_bytes() -> int:
+    """The process's locked memory (`VmLck` in /proc/self/status), in bytes."""
+    with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+        for line in f:
+            if line.startswith("VmLck:"):
+                value, unit = line.split()[1:3]
+                assert unit == "kB", line
+                return int(value) * 1024
+    return 0
+
+
+def pinning_permitted() -> tuple[bool, str]:
+    """Whether this process can really lock memory: tries to mlock one page of a scratch memfd mapping."""
+    if not hasattr(os, "memfd_create"):
+        return False, "os.memfd_create is not available (pinning needs Linux)"
+    try:
+        calls = libc_calls()
+    except (OSError, AttributeError) as exc:
+        return False, f"cannot load mlock/munlock from libc: {exc}"
+    try:
+        fd = os.memfd_create("regcheck-probe", os.MFD_CLOEXEC)
+    except OSError as exc:
+        return False, f"memfd_create failed: {exc}"
+    try:
+        os.ftruncate(fd, PAGE_SIZE)
+        view = mmap.mmap(fd, PAGE_SIZE, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except OSError as exc:
+        os.close(fd)
+        return False, f"mapping a memfd failed: {exc}"
+    try:
+        address = _address_of(view)
+        err = calls.mlock(address, PAGE_SIZE)
+        if err:
+            return False, f"mlock of one page failed: {_strerror(err)}"
+        calls.munlock(address, PAGE_SIZE)
+        return True, "mlock of one page succeeded"
+    finally:
+        view.close()
+        os.close(fd)
+
+
+# --- process-wide cleanup -------------------------------------------------------------------------
+
+
+def live_arenas() -> tuple[PinnedArena, ...]:
+    return tuple(_LIVE)
+
+
+def close_all_arenas() -> None:
+    """Close every arena that is still open."""
+    for arena in tuple(_LIVE):
+        arena.close()
+
+
+atexit.register(close_all_arenas)
+
+_CLEANUP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_previous_handlers: dict[int, Any] = {}
+
+
+def _close_then_stop(signum: int, frame: FrameType | None) -> None:
+    close_all_arenas()
+    previous = _previous_handlers.get(signum)
+    if callable(previous):
+        # Python's own SIGINT handler lands here and raises KeyboardInterrupt.
+        previous(signum, frame)
+        return
+    # SIG_DFL (or a handler set outside Python): stop the way the default would, but through
+    # Python's unwinding so that finally blocks and atexit still run.
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+def install_signal_cleanup() -> None:
+    """Make SIGINT and SIGTERM close all live arenas, then do what the previous handler did.
+
+    A signal that was ignored stays ignored: the process will survive it, so its memory must stay.
+    Call from the main thread. Calling twice is harmless.
+    """
+    for signum in _CLEANUP_SIGNALS:
+        current = signal.getsignal(signum)
+        if current is _close_then_stop or current == signal.SIG_IGN:
+            continue
+        _previous_handlers[signum] = current
+        signal.signal(signum, _close_then_stop)
+
+
+def uninstall_signal_cleanup() -> None:
+    """Put back the handlers that `install_signal_cleanup` replaced."""
+    for signum, previous in list(_previous_handlers.items()):
+        if signal.getsignal(signum) is _close_then_stop:
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        del _previous_handlers[signum]
