@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.mutants
 
-from checker.conform import run_suite  # noqa: E402
+from checker.testgen.conform import run_suite  # noqa: E402
 from checker.drivers.executor import ReferenceDriver  # noqa: E402
 from tests.mutants import FUZZ_BUDGET, MUTANTS, bundled_suite, kill  # noqa: E402
 

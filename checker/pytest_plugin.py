@@ -35,8 +35,8 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def _load_suite(config):
-    from .generate import generate_suite
-    from .suite import read_suite
+    from .testgen.generate import generate_suite
+    from .testgen.suite import read_suite
 
     directory = config.getoption("--regcheck-suite")
     return read_suite(directory) if directory else generate_suite(config.getoption("--regcheck-spec"))
@@ -63,7 +63,7 @@ class RegcheckItem(pytest.Item):
         self.user_properties.append(("rule", test.rule))
 
     def runtest(self) -> None:
-        from .conform import run_test
+        from .testgen.conform import run_test
 
         result = run_test(self.test, self.config.getoption("--regcheck-driver"))
         if result.status == "inconclusive":

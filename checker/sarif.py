@@ -533,7 +533,7 @@ def conform_log(report: Any, spec: Any, files: Mapping[str, str] | None = None,
     `regcheck/conform/<spec>/`, the spec's rules then `tool_rules` (the executor's, whose rule IDs
     problems carry) and the runner's own; the summary counts as run properties (plus `properties`).
     `files`: test name -> the test's trace file (see `conform_results`)."""
-    from .conform import FAIL, INCONCLUSIVE, PASS  # here: the runner pulls in the executor, which replay never needs
+    from .testgen.conform import FAIL, INCONCLUSIVE, PASS  # here: the runner pulls in the executor, which replay never needs
 
     props = {"spec": spec.name, "driver": report.driver, "tests": report.tests, "passed": report.count(PASS),
              "failed": report.count(FAIL), "inconclusive": report.count(INCONCLUSIVE),
@@ -547,7 +547,7 @@ def conform_results(report: Any, spec: Any, files: Mapping[str, str] | None = No
     read from a directory), located at its trace file, at the event's line (event i is line i + 1;
     a start or close problem has no line); otherwise at the rule's line in the spec file. Related:
     the rule's clause in the spec and, when the test checks another rule, that rule's clause."""
-    from .conform import INCONCLUSIVE
+    from .testgen.conform import INCONCLUSIVE
 
     files = files or {}
     path = _spec_path(report, spec)

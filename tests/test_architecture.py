@@ -128,7 +128,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("proofs, bounded model checking, random walks", ("engines.prover", "engines.bmc", "engines.simulate")),
     ("the replayer", ("fast", "fast.stepcode", "fast.fastpath", "engines.replay", "engines.shrink")),
     ("pinned memory, drivers, execution", ("drivers", "drivers.pinning", "drivers.executor", "drivers.execute")),
-    ("conformance suites and fuzzing", ("generate", "suite", "conform", "fuzz")),
+    ("conformance suites and fuzzing", ("testgen", "testgen.generate", "testgen.suite", "testgen.conform", "testgen.fuzz")),
     ("emitters", ("emit_pytest", "junit", "pytest_plugin")),
     ("recording", ("engines.record",)),
     ("corpus scale-out and output formats", ("engines.parallel", "sarif", "itf", "diagram", "timeline", "progress")),

@@ -1,4 +1,4 @@
-"""`checker.conform` / `regcheck conform`: a suite against a driver; pass, fail, inconclusive; JUnit."""
+"""`checker.testgen.conform` / `regcheck conform`: a suite against a driver; pass, fail, inconclusive; JUnit."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from checker.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
+from checker.testgen.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
 from checker.emit_pytest import render_pytest
 from checker.drivers.executor import ReferenceDriver, Result
-from checker.generate import Suite
+from checker.testgen.generate import Suite
 from checker.drivers.pinning import vmlck_bytes
-from checker.suite import format_test, write_suite
+from checker.testgen.suite import format_test, write_suite
 from tests.helpers import run_cli
 from tests.mutants import bundled_suite
 

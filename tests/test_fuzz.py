@@ -1,4 +1,4 @@
-"""`checker.fuzz` / `regcheck fuzz`: Hypothesis stateful differential testing of drivers."""
+"""`checker.testgen.fuzz` / `regcheck fuzz`: Hypothesis stateful differential testing of drivers."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from checker.conform import run_test
+from checker.testgen.conform import run_test
 from checker.drivers.executor import ReferenceDriver, Result
-from checker.fuzz import FuzzOptions, from_spec, fuzz
+from checker.testgen.fuzz import FuzzOptions, from_spec, fuzz
 from checker.engines.replay import replay_trace
 from tests.helpers import run_cli
 

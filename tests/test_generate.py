@@ -1,4 +1,4 @@
-"""`checker.generate`: conformance tests computed from the specs, as data; coverage; emitters."""
+"""`checker.testgen.generate`: conformance tests computed from the specs, as data; coverage; emitters."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 import pytest
 
 from checker.emit_pytest import render_pytest
-from checker.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
+from checker.testgen.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
                               GenerateOptions, configurations, expectation_of, generate_suite)
 from checker.language.load import load_spec
 from checker.engines.replay import replay_events, semantics_for
-from checker.suite import read_suite, parse_test, format_test, write_suite
+from checker.testgen.suite import read_suite, parse_test, format_test, write_suite
 from checker.trace.events import TraceHeader
 from tests.mutants import bundled_suite
 from tests.helpers import run_cli
@@ -296,7 +296,7 @@ def test_pytest_module_imports_only_pytest_and_the_public_api():
     tree = ast.parse(source)
     imports = {(n.module if isinstance(n, ast.ImportFrom) else a.name) for n in ast.walk(tree)
                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    assert imports == {"pytest", "checker.conform"}
+    assert imports == {"pytest", "checker.testgen.conform"}
     functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
     assert functions == ["test_" + t.name.replace("-", "_") for t in suite.tests]
     assert "def test_PVA_REG_OPERATIONAL_1():" in source

@@ -160,7 +160,7 @@ def test_prove_draws_a_bar_on_a_terminal():
 
 
 def test_generation_reports_each_configuration():
-    from checker.generate import generate_suite
+    from checker.testgen.generate import generate_suite
 
     seen = []
     suite = generate_suite("cupva", progress=lambda done, total, label: seen.append((done, total)))

@@ -448,9 +448,9 @@ def conform(*argv: str) -> tuple[int, str, str]:
 def conform_suite(tmp_path_factory):
     """One acl test per rule (about 20; among them tests that reach the overlap error) as a suite
     directory, written once for this module. The reference driver locks real memory."""
-    from checker.generate import Suite
+    from checker.testgen.generate import Suite
     from checker.drivers.pinning import pinning_permitted
-    from checker.suite import write_suite
+    from checker.testgen.suite import write_suite
     from tests.mutants import bundled_suite
 
     ok, why = pinning_permitted()

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import orjson
 
-from ..conform import FAIL, INCONCLUSIVE, PASS, run_suite
+from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
-from ..generate import GenerateOptions, generate_suite
+from ..testgen.generate import GenerateOptions, generate_suite
 from ..language.load import load_spec
 from ..sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN
-from ..suite import INDEX, read_suite
+from ..testgen.suite import INDEX, read_suite
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, positive_int
 from .execute import DEFAULT_DRIVER, executor_rules
 
@@ -97,9 +97,9 @@ def run(args, out) -> int:
 
 
 def _fuzz_phase(args, factory):
-    """The bounded differential fuzz phase after the suite (checker.fuzz, the reference semantics
+    """The bounded differential fuzz phase after the suite (checker.testgen.fuzz, the reference semantics
     against the driver on random call sequences); its failure, if any, comes back shrunk."""
-    from ..fuzz import FuzzOptions, fuzz
+    from ..testgen.fuzz import FuzzOptions, fuzz
 
     return fuzz(args.spec, factory, FuzzOptions(max_examples=args.fuzz, steps=args.fuzz_steps, seed=args.fuzz_seed))
 

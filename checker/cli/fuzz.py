@@ -10,7 +10,7 @@ import argparse
 
 from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
-from ..fuzz import SHRINK_MODES, FuzzOptions, fuzz
+from ..testgen.fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..language.load import load_spec
 from ..language.files import write_output
 from ..engines.runs import semantics_for

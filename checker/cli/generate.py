@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 
 from ..language.diagnostics import RegcheckError, error
-from ..generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
-from ..suite import coverage_summary, write_suite
+from ..testgen.generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
+from ..testgen.suite import coverage_summary, write_suite
 from ..language.files import make_directory, write_output
 from ..progress import progress_bar
 from .common import EXIT_OK, add_format, nonneg_int, positive_int

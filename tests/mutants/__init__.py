@@ -20,7 +20,7 @@ _SUITES: dict = {}
 def bundled_suite(spec: str):
     """The generated conformance suite of a bundled spec, computed once per test session."""
     if spec not in _SUITES:
-        from checker.generate import generate_suite
+        from checker.testgen.generate import generate_suite
 
         _SUITES[spec] = generate_suite(spec)
     return _SUITES[spec]
@@ -35,8 +35,8 @@ def kill(spec: str, driver: str):
     failing test), then, if it survives, a bounded fuzzing run."""
     import time
 
-    from checker.conform import run_suite
-    from checker.fuzz import FuzzOptions, fuzz
+    from checker.testgen.conform import run_suite
+    from checker.testgen.fuzz import FuzzOptions, fuzz
 
     t0 = time.perf_counter()
     report = run_suite(bundled_suite(spec).tests, driver, stop_on_failure=True)

@@ -31,14 +31,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .language.diagnostics import RegcheckError
-from .drivers.execute import Execution, memory_shape
-from .drivers.executor import Driver, Result, load_factory
+from ..language.diagnostics import RegcheckError
+from ..drivers.execute import Execution, memory_shape
+from ..drivers.executor import Driver, Result, load_factory
 from .generate import ConformanceTest, Expectation
-from .language.load import load_spec
-from .drivers.pinning import PAGE_SIZE, vmlck_bytes
-from .engines.runs import semantics_for
-from .trace.events import TraceEvent
+from ..language.load import load_spec
+from ..drivers.pinning import PAGE_SIZE, vmlck_bytes
+from ..engines.runs import semantics_for
+from ..trace.events import TraceEvent
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 DRIVER_ENV = "REGCHECK_DRIVER"  # MODULE:FACTORY for tests emitted by `regcheck generate --pytest`

@@ -4,7 +4,7 @@ A `ConformanceTest` is a short trace: the calls that reach a state (the prefix),
 and usually one probe call after it, each API call carrying the outcome the spec expects of it
 (`Expectation`). Pointers in a test are outputs of its own allocation events plus offsets, so the
 executor's relocation (`checker.drivers.execute`) runs the same test against any driver. Emitters render
-tests as trace files (`checker.suite`) and as a pytest module (`checker.emit_pytest`).
+tests as trace files (`checker.testgen.suite`) and as a pytest module (`checker.emit_pytest`).
 
 How a test is found, per configuration of the spec's parameters (each product, kernel 5.10 and
 5.10.1, driver 2005 and 2006, QNX Safety on and off: `configurations`):
@@ -50,14 +50,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .language import syntax as S
-from .drivers.execute import memory_shape
-from .drivers.pinning import PAGE_SIZE
-from .engines.runs import Step, json_value, semantics_for
-from .model.semantics import Allowed, Semantics, State
-from .language.typecheck import normalise_version
-from .trace.events import TraceEvent, TraceHeader, parse_int
-from .language.typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
+from ..language import syntax as S
+from ..drivers.execute import memory_shape
+from ..drivers.pinning import PAGE_SIZE
+from ..engines.runs import Step, json_value, semantics_for
+from ..model.semantics import Allowed, Semantics, State
+from ..language.typecheck import normalise_version
+from ..trace.events import TraceEvent, TraceHeader, parse_int
+from ..language.typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 
 PAGE = PAGE_SIZE
 ALLOC_STRIDE = 0x100000  # recorded allocation k (1-based) starts at k * ALLOC_STRIDE
@@ -899,8 +899,8 @@ class _Generator:
                         wanted.append((call, rule, branch))
         if not wanted:
             return
-        from .engines.bmc import Target, Unrolling, cover
-        from .symbolic.solver import SolverOptions, Witness
+        from ..engines.bmc import Target, Unrolling, cover
+        from ..symbolic.solver import SolverOptions, Witness
 
         unrolling = Unrolling(self.spec, self.options.bmc_depth, SolverOptions(timeout_ms=self.options.timeout_ms),
                               env=ctx.env)
@@ -961,7 +961,7 @@ def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(),
     """The conformance suite of a spec (a bundled name or a path), as data.
 
     `progress(done, total, label)` hears about each configuration as it is finished (progress bars)."""
-    from .language.load import load_spec
+    from ..language.load import load_spec
 
     checked = spec if spec is not None else load_spec(spec_name)
     return _Generator(checked, spec_name, options).run(progress)
@@ -983,7 +983,7 @@ def _branches(kind: str, conditional: bool, facts: _Facts, rule: str) -> tuple[s
 
 
 def _target_formula(gen: _Generator, call: str, rule: str, branch: str):
-    from .symbolic.encode import conj, disj, neg
+    from ..symbolic.encode import conj, disj, neg
 
     facts = gen.facts[call]
     spec = gen.spec

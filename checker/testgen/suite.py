@@ -24,13 +24,13 @@ from typing import Iterable, Sequence
 
 import orjson
 
-from .language.diagnostics import RegcheckError, error
+from ..language.diagnostics import RegcheckError, error
 from .generate import ConformanceTest, Expectation, RuleCoverage, Suite
-from .language.files import make_directory, write_output
-from .language.source import Span
-from .trace.events import TraceEvent, TraceHeader
-from .trace.reader import read_trace, read_trace_text
-from .trace.writer import write_trace
+from ..language.files import make_directory, write_output
+from ..language.source import Span
+from ..trace.events import TraceEvent, TraceHeader
+from ..trace.reader import read_trace, read_trace_text
+from ..trace.writer import write_trace
 
 SUITE_VERSION = 1
 INDEX = "suite.json"
@@ -57,7 +57,7 @@ def parse_test(text: str, path: str = "<test>") -> ConformanceTest:
 
 def format_test(test: ConformanceTest) -> str:
     """The test as the text of its trace file."""
-    from .trace.writer import format_trace
+    from ..trace.writer import format_trace
 
     return format_trace(test.header(), test.trace_events()).decode("utf-8")
 

@@ -4,7 +4,7 @@
 spec's calls: an `initialize` rule draws a configuration and starts a fresh driver, and every call
 and environment event of the spec is a rule (enabled once it can take an address: an allocation
 exists). A rule draws its arguments from the pool the generator uses
-(`checker.generate.ArgumentPool`: allocation bases and their neighbours, boundary sizes, every
+(`checker.testgen.generate.ArgumentPool`: allocation bases and their neighbours, boundary sizes, every
 flag combination), sorted by the spec's semantics in the current state into successes, documented
 failures, calls that break an obligation whose outcome stays determinate (usage rules, plain
 `requires`) and calls that break an `undefined` one. It mostly keeps the caller's obligations and
@@ -33,17 +33,17 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .conform import DriverRaised, ObservedDriver, factory_name
-from .language.diagnostics import RegcheckError
-from .drivers.execute import Execution, memory_shape
-from .drivers.executor import Driver, load_factory
+from ..language.diagnostics import RegcheckError
+from ..drivers.execute import Execution, memory_shape
+from ..drivers.executor import Driver, load_factory
 from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node,
                        configurations, expectation_of, identifier, json_arg, representative_status)
-from .language.load import load_spec
-from .engines.replay import Finding
-from .engines.runs import semantics_for
-from .engines.shrink import ddmin
-from .trace.events import TraceEvent, TraceHeader
-from .trace.writer import format_trace
+from ..language.load import load_spec
+from ..engines.replay import Finding
+from ..engines.runs import semantics_for
+from ..engines.shrink import ddmin
+from ..trace.events import TraceEvent, TraceHeader
+from ..trace.writer import format_trace
 
 MAX_FUZZ_ALLOCS = 4
 SHRINK_MODES = ("calls", "hypothesis", "none")
@@ -85,7 +85,7 @@ class FuzzFailure:
         name = f"test_fuzz_{identifier(self.spec)}_{identifier(self.rule)}"
         doc = self.message.replace("\\", "\\\\").replace('"""', "'''")
         lines = [f"def {name}():", f'    """Found by `regcheck fuzz`: {doc}"""',
-                 "    from checker.conform import assert_conforms", "", "    trace = ("]
+                 "    from checker.testgen.conform import assert_conforms", "", "    trace = ("]
         for line in format_test(self.test).splitlines():
             lines.append(f"        {line + chr(10)!r}")
         lines += ["    )", f"    assert_conforms(trace, {driver!r})", ""]
