@@ -110,54 +110,87 @@ def test_only_the_cli_prints():
 
 # ---------------------------------------------------------------- stages
 
-# The package's stages in pipeline order (README, "Architecture"; STYLE.md, "Shape of the package").
-# A module may import modules of its own stage or an earlier one, never a later one. A new module
-# goes into the stage it belongs to; one without a stage fails `test_every_module_has_a_stage`.
-STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("source text and spans", ("checker", "language", "language.source")),
-    ("diagnostics; reading and writing files", ("language.diagnostics", "language.files")),
-    ("the AST", ("language.syntax",)),
-    ("the parser", ("language.parser",)),
-    ("the printer", ("language.printer",)),
-    ("the type checker", ("language.typecheck",)),
-    ("loading specs", ("language.load",)),
-    ("the concrete semantics", ("model", "model.semantics")),
-    ("trace I/O", ("trace", "trace.*")),
-    ("the Z3 encoding and the solver", ("symbolic", "symbolic.encode", "symbolic.solver")),
-    ("runs of the model", ("engines", "engines.runs")),
-    ("proofs, bounded model checking, random walks", ("engines.prover", "engines.bmc", "engines.simulate")),
-    ("the replayer", ("fast", "fast.stepcode", "fast.fastpath", "engines.replay", "engines.shrink")),
-    ("pinned memory, drivers, execution", ("drivers", "drivers.pinning", "drivers.executor", "drivers.execute")),
-    ("conformance suites and fuzzing", ("testgen", "testgen.generate", "testgen.suite", "testgen.conform", "testgen.fuzz")),
-    ("emitters", ("emit_pytest", "junit", "pytest_plugin")),
-    ("recording", ("engines.record",)),
-    ("corpus scale-out and output formats", ("engines.parallel", "sarif", "itf", "diagram", "timeline", "progress")),
-    ("the command line", ("cli", "cli.*")),
-    ("stable import paths of docs/drivers.md, kept for drivers written against them", ("diagnostics", "executor", "pinning")),
+# The package's stages in pipeline order, one subpackage each (README, "Architecture"; STYLE.md, "Shape
+# of the package"). A module may import modules of an earlier stage, never of a later one; inside a
+# stage it may import only the modules listed before it ("*" stands for the rest, in no order). A
+# subpackage's __init__ comes after its modules. A new module must be listed here, or
+# `test_every_module_has_a_stage` fails.
+STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "the package (its version)", ("checker",)),
+    ("language", "the spec language", ("source", "diagnostics", "files", "syntax", "parser", "printer", "typecheck",
+                                       "load")),
+    ("model", "the concrete semantics", ("semantics",)),
+    ("trace", "trace files", ("events", "reader", "writer")),
+    ("fast", "the fast path", ("stepcode", "fastpath")),
+    ("symbolic", "the Z3 encoding and the solver", ("solver", "encode")),
+    ("engines", "runs, proofs, bounded model checking, random walks, replay, scale-out, recording",
+     ("runs", "bmc", "prover", "simulate", "replay", "shrink", "parallel", "record")),
+    ("drivers", "pinned memory, drivers, execution", ("pinning", "executor", "execute")),
+    ("testgen", "conformance suites and fuzzing", ("generate", "suite", "conform", "fuzz")),
+    ("emit", "output formats", ("sarif", "junit", "itf", "diagram", "timeline", "pytest_module")),
+    ("cli", "the command line", ("progress", "common", "*")),
+    ("", "entry points and the stable import paths of docs/drivers.md",
+     ("pytest_plugin", "diagnostics", "executor", "pinning")),
 )
 
 
-def stage_of(module: str) -> int | None:
-    short = "checker" if module == "checker" else module.removeprefix("checker.")
-    found = [i for i, (_, members) in enumerate(STAGES) if any(fnmatch.fnmatchcase(short, m) for m in members)]
-    return found[0] if len(found) == 1 else None
+def rank_of(module: str) -> tuple[int, int | None] | None:
+    """(stage, position in the stage or None for "*") of a module of the package, or None if unlisted."""
+    parts = module.split(".")[1:]
+    for i, (package, _, members) in enumerate(STAGES):
+        if not package:
+            short = "checker" if not parts else ".".join(parts)
+            if short in members:
+                return i, members.index(short)
+            continue
+        if not parts or parts[0] != package:
+            continue
+        if len(parts) == 1:  # the subpackage's __init__
+            return i, len(members)
+        if parts[1] in members:
+            return i, members.index(parts[1])
+        if "*" in members and len(parts) == 2:
+            return i, None
+    return None
 
 
 def test_every_module_has_a_stage():
     assert len(MODULES) > 40, PKG  # the package was found
-    assert [m for m in sorted(GRAPH) if stage_of(m) is None] == []
+    assert [m for m in sorted(GRAPH) if rank_of(m) is None] == []
 
 
 def test_every_stage_member_is_a_module():
-    shorts = {"checker" if m == "checker" else m.removeprefix("checker.") for m in GRAPH}
-    assert [m for _, members in STAGES for m in members if not fnmatch.filter(shorts, m)] == []
+    ranked = {rank_of(m) for m in GRAPH}
+    assert [f"{package}.{name}" for i, (package, _, members) in enumerate(STAGES)
+            for j, name in enumerate(members) if name != "*" and (i, j) not in ranked] == []
 
 
-def test_modules_import_only_their_own_or_earlier_stages():
-    late = sorted(f"{m} ({STAGES[stage_of(m)][0]}) imports {d} ({STAGES[stage_of(d)][0]})"
-                  for m, deps in GRAPH.items() for d in internal(deps) - {m}
-                  if stage_of(m) is not None and stage_of(d) is not None and stage_of(d) > stage_of(m))
-    assert late == []
+def test_the_stages_are_the_folder_tree():
+    """Every subpackage of checker/ is a stage, and every stage but the top's is a subpackage."""
+    folders = {p.parent.name for p in MODULES if p.parent != PKG}
+    assert folders == {package for package, _, _ in STAGES if package}
+
+
+def imports_out_of_order(module: str, deps: set[str]) -> list[str]:
+    here = rank_of(module)
+    late = []
+    for d in sorted(internal(deps) - {module}):
+        there = rank_of(d)
+        if here is None or there is None:
+            continue
+        if there[0] > here[0] or (there[0] == here[0] and None not in (here[1], there[1]) and there[1] >= here[1]):
+            late.append(f"{module} ({STAGES[here[0]][1]}) imports {d} ({STAGES[there[0]][1]})")
+    return late
+
+
+def test_modules_import_only_earlier_stages_and_earlier_modules_of_their_own():
+    assert [bad for m, deps in GRAPH.items() for bad in imports_out_of_order(m, deps)] == []
+
+
+def test_the_order_check_can_fail():
+    assert imports_out_of_order("checker.language.syntax", {"checker.model.semantics"})
+    assert imports_out_of_order("checker.language.syntax", {"checker.language.typecheck"})
+    assert not imports_out_of_order("checker.language.typecheck", {"checker.language.syntax"})
 
 
 # ---------------------------------------------------------------- private names stay private

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from checker.testgen.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
-from checker.emit_pytest import render_pytest
+from checker.emit.pytest_module import render_pytest
 from checker.drivers.executor import ReferenceDriver, Result
 from checker.testgen.generate import Suite
 from checker.drivers.pinning import vmlck_bytes

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from checker.language import syntax as S
-from checker.diagram import calls_graph, spec_diagram, states_graph, to_dot, to_markdown, to_mermaid
+from checker.emit.diagram import calls_graph, spec_diagram, states_graph, to_dot, to_markdown, to_mermaid
 from checker.language.load import load_spec
 from tests.helpers import run_cli
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from checker.emit_pytest import render_pytest
+from checker.emit.pytest_module import render_pytest
 from checker.testgen.generate import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
                               GenerateOptions, configurations, expectation_of, generate_suite)
 from checker.language.load import load_spec

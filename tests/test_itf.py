@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.itf import SAFE_INT, counterexample_to_itf, encode_value, run_to_itf, trace_to_itf
+from checker.emit.itf import SAFE_INT, counterexample_to_itf, encode_value, run_to_itf, trace_to_itf
 from checker.language.load import load_spec
 from checker.engines.runs import Run, Step
 from checker.model.semantics import Semantics

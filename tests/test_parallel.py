@@ -14,7 +14,7 @@ import pytest
 from checker.engines import parallel
 from checker.cli import main
 from checker.engines.parallel import CorpusReport, replay_corpus, replay_one
-from checker.progress import QuietBar, progress_bar
+from checker.cli.progress import QuietBar, progress_bar
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import pytest
 from checker.engines import replay as replay_module
 from checker.cli import main
 from checker.language.load import load_spec
-from checker.progress import QuietBar, progress_bar
+from checker.cli.progress import QuietBar, progress_bar
 from checker.engines.prover import ProveOptions, prove
 from checker.engines.replay import replay_events, replay_trace, semantics_for
 from checker.model.semantics import NATIVE

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from checker.language.load import load_spec
-from checker.sarif import SARIF_VERSION, SarifResult, artifact_uri, sarif_log
+from checker.emit.sarif import SARIF_VERSION, SarifResult, artifact_uri, sarif_log
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.timeline import Timeline, build_timeline, render_html, timeline_data
+from checker.emit.timeline import Timeline, build_timeline, render_html, timeline_data
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 A, B = 0x7F3A2C000000, 0x7F3A2D000000

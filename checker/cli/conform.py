@@ -21,7 +21,7 @@ from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
 from ..testgen.generate import GenerateOptions, generate_suite
 from ..language.load import load_spec
-from ..sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
+from ..emit.sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN
 from ..testgen.suite import INDEX, read_suite
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, positive_int
@@ -72,7 +72,7 @@ def run(args, out) -> int:
         out.json(doc)
         return code
     if args.format == "junit":
-        from ..junit import junit_xml
+        from ..emit.junit import junit_xml
 
         out.stdout.write(junit_xml(report))
         return code

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..language.files import write_output
-from ..diagram import VIEWS, spec_diagram, to_dot, to_markdown, to_mermaid
+from ..emit.diagram import VIEWS, spec_diagram, to_dot, to_markdown, to_mermaid
 from ..language.load import load_spec
 from .common import EXIT_OK
 

@@ -11,7 +11,7 @@ from ..language.diagnostics import RegcheckError, error
 from ..testgen.generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
 from ..testgen.suite import coverage_summary, write_suite
 from ..language.files import make_directory, write_output
-from ..progress import progress_bar
+from .progress import progress_bar
 from .common import EXIT_OK, add_format, nonneg_int, positive_int
 
 
@@ -44,7 +44,7 @@ def run(args, out) -> int:
     if args.output:
         written += write_suite(args.output, suite)  # E0603 when it cannot be written
     if args.pytest:
-        from ..emit_pytest import render_pytest
+        from ..emit.pytest_module import render_pytest
 
         parent = os.path.dirname(args.pytest)
         if parent:

@@ -6,7 +6,7 @@ import argparse
 import io
 
 from ..language.diagnostics import RegcheckError
-from ..itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
+from ..emit.itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
 from ..language.files import OutputFile, cannot_write
 from .common import EXIT_OK, add_trace_limits
 

@@ -20,12 +20,12 @@ import orjson
 from ..engines.bmc import BmcResult, search_violation
 from ..engines.runs import Run, format_env, format_state, format_step
 from ..language.diagnostics import RegcheckError, error
-from ..itf import counterexample_to_itf, run_to_itf
+from ..emit.itf import counterexample_to_itf, run_to_itf
 from ..language.load import load_spec
 from ..language.files import make_directory, write_output
-from ..progress import progress_bar
+from .progress import progress_bar
 from ..engines.prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
-from ..sarif import prove_log
+from ..emit.sarif import prove_log
 from ..symbolic.solver import SolverOptions, Verdict, Witness
 from ..language.typecheck import CheckedSpec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int

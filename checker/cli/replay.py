@@ -19,9 +19,9 @@ from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
 from ..language.files import write_output
 from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
-from ..progress import is_terminal, progress_bar
+from .progress import is_terminal, progress_bar
 from ..engines.replay import ReplayReport
-from ..sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
+from ..emit.sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, render_all, positive_int
 
@@ -195,7 +195,7 @@ def sarif_report(corpus: CorpusReport) -> dict:
 
 
 def _write_timeline(path: str, spec: str | None, target: str) -> None:
-    from ..timeline import build_timeline, render_html
+    from ..emit.timeline import build_timeline, render_html
 
     page = render_html(build_timeline(path, spec))
     write_output(target, page)

@@ -4,7 +4,7 @@ A `ConformanceTest` is a short trace: the calls that reach a state (the prefix),
 and usually one probe call after it, each API call carrying the outcome the spec expects of it
 (`Expectation`). Pointers in a test are outputs of its own allocation events plus offsets, so the
 executor's relocation (`checker.drivers.execute`) runs the same test against any driver. Emitters render
-tests as trace files (`checker.testgen.suite`) and as a pytest module (`checker.emit_pytest`).
+tests as trace files (`checker.testgen.suite`) and as a pytest module (`checker.emit.pytest_module`).
 
 How a test is found, per configuration of the spec's parameters (each product, kernel 5.10 and
 5.10.1, driver 2005 and 2006, QNX Safety on and off: `configurations`):

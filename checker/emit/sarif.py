@@ -34,7 +34,7 @@ from pathlib import PurePosixPath
 from typing import Any, Iterable, Mapping, NamedTuple
 from urllib.parse import quote
 
-from . import __version__
+from .. import __version__
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -350,7 +350,7 @@ def prove_log(report: Any, spec: Any, traces: Mapping[int, str] | None = None,
 def _property_rules(report: Any, spec: Any) -> list[ToolRule]:
     """The prover's own rule IDs: the implicit properties (TYPES, API-GROUPS(x)) and the fallbacks
     for consistency checks of a call that has no effect rule."""
-    from .engines.prover import GROUP_FRAME, TYPES  # here, not above: the prover pulls in z3, which replay never needs
+    from ..engines.prover import GROUP_FRAME, TYPES  # here, not above: the prover pulls in z3, which replay never needs
     out = [ToolRule(TYPES, "property", "every state value lies in its declared type's range (an addr field holds a "
                     "value in 0 .. 2**64-1, an enum field a member, ...), after every call branch",
                     Citation("PROVER", "TYPES: every state value lies in its declared type's range"), _PROVER_DOC,
@@ -413,7 +413,7 @@ def _obligation_location(o: Any, spec: Any, path: str) -> tuple[str, int | None]
 
 def _obligation_results(report: Any, spec: Any, written: Mapping[int, str],
                         itf: Mapping[int, str]) -> list[SarifResult]:
-    from .engines.runs import Step, format_env, format_state, format_step  # here for the same reason
+    from ..engines.runs import Step, format_env, format_state, format_step  # here for the same reason
 
     path = _spec_path(report, spec)
     reached = {inv: r.violation for r in report.reach if r.violation is not None for inv in r.violation.invariants}
@@ -533,7 +533,7 @@ def conform_log(report: Any, spec: Any, files: Mapping[str, str] | None = None,
     `regcheck/conform/<spec>/`, the spec's rules then `tool_rules` (the executor's, whose rule IDs
     problems carry) and the runner's own; the summary counts as run properties (plus `properties`).
     `files`: test name -> the test's trace file (see `conform_results`)."""
-    from .testgen.conform import FAIL, INCONCLUSIVE, PASS  # here: the runner pulls in the executor, which replay never needs
+    from ..testgen.conform import FAIL, INCONCLUSIVE, PASS  # here: the runner pulls in the executor, which replay never needs
 
     props = {"spec": spec.name, "driver": report.driver, "tests": report.tests, "passed": report.count(PASS),
              "failed": report.count(FAIL), "inconclusive": report.count(INCONCLUSIVE),
@@ -547,7 +547,7 @@ def conform_results(report: Any, spec: Any, files: Mapping[str, str] | None = No
     read from a directory), located at its trace file, at the event's line (event i is line i + 1;
     a start or close problem has no line); otherwise at the rule's line in the spec file. Related:
     the rule's clause in the spec and, when the test checks another rule, that rule's clause."""
-    from .testgen.conform import INCONCLUSIVE
+    from ..testgen.conform import INCONCLUSIVE
 
     files = files or {}
     path = _spec_path(report, spec)

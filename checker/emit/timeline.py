@@ -25,8 +25,8 @@ from typing import Any, Mapping
 
 import orjson
 
-from .engines.replay import Finding, Replayer, semantics_for
-from .trace.reader import read_trace
+from ..engines.replay import Finding, Replayer, semantics_for
+from ..trace.reader import read_trace
 
 MAX_EVENTS = 20_000
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from .testgen.conform import FAIL, INCONCLUSIVE, ConformReport
+from ..testgen.conform import FAIL, INCONCLUSIVE, ConformReport
 
 
 def junit_xml(report: ConformReport) -> str:

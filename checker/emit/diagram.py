@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from .language import syntax as S
-from .language.printer import print_expr
-from .language.typecheck import CheckedSpec
+from ..language import syntax as S
+from ..language.printer import print_expr
+from ..language.typecheck import CheckedSpec
 
 VIEWS = ("calls", "states")
 
