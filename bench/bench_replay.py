@@ -125,7 +125,7 @@ def main() -> None:
     n3, t_replay, verdict = best[replay_only]
     n4, t_pure = pure_python_replay(small, a.repeat)
     assert n == n1 == n2 == n3 == n4, (n, n1, n2, n3, n4)
-    from checker.model.semantics import NATIVE
+    from checker.model.state import NATIVE
     print(f"trace: {n:,} events ({os.path.getsize(small) / 1e6:.0f} MB), verdict {verdict};"
           f" C module checker._native: {'in use' if NATIVE is not None else 'NOT built (pure Python)'}")
     print(f"replay (parse + check):             {t_replay:.3f} s  {n / t_replay:,.0f} events/s"

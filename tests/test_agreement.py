@@ -52,7 +52,10 @@ from checker.language.load import check_source
 from checker.engines.prover import ProveOptions, prove
 from checker.engines.replay import Replayer
 from checker.engines.runs import semantics_for
-from checker.model.semantics import EvalError, NATIVE, Semantics, State, Table
+from checker.model.semantics import Semantics
+from checker.model.state import Table
+from checker.model.outcomes import EvalError
+from checker.model.state import NATIVE, State
 from checker.engines.simulate import SimulationOptions, simulate
 from checker.symbolic.solver import SolverOptions, Verdict, Witness
 from checker.language.source import SourceFile

@@ -119,7 +119,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "the package (its version)", ("checker",)),
     ("language", "the spec language", ("source", "diagnostics", "files", "syntax", "parser", "printer", "typecheck",
                                        "load")),
-    ("model", "the concrete semantics", ("semantics",)),
+    ("model", "the concrete semantics", ("state", "outcomes", "values", "codegen", "semantics")),
     ("trace", "trace files", ("events", "reader", "writer")),
     ("fast", "the fast path", ("stepcode", "fastpath")),
     ("symbolic", "the Z3 encoding and the solver", ("solver", "encode")),

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from checker.language.load import load_spec
-from checker.model.semantics import Semantics, coerce_value
+from checker.model.semantics import Semantics
+from checker.model.values import coerce_value
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli
 

@@ -22,7 +22,8 @@ from checker.language.diagnostics import RegcheckError
 from checker.symbolic.encode import Encoder, Types, concrete_config, leaves, symbolic_config
 from checker.language.load import load_spec, check_source
 from checker.engines.runs import semantics_for
-from checker.model.semantics import State, Table
+from checker.model.state import Table
+from checker.model.state import State
 from checker.language.source import SourceFile
 from checker.language.typecheck import Type
 

@@ -24,7 +24,7 @@ from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.language.load import bundled_spec_names, load_spec
 from checker.engines.replay import Replayer, _replay_stream, semantics_for
-from checker.model.semantics import NATIVE
+from checker.model.state import NATIVE
 from checker.trace.reader import EventStream, read_trace_text
 from tests.helpers import outcome
 

@@ -125,7 +125,7 @@ def test_expectations_are_the_spec_outcomes_of_each_call(name):
 
 
 def _value(sem, spec, call, name, v, out=False):
-    from checker.model.semantics import coerce_value
+    from checker.model.values import coerce_value
     info = spec.calls[call]
     t = dict(info.outputs if out else info.params)[name]
     return coerce_value(t, v, spec)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.model.semantics import NATIVE
+from checker.model.state import NATIVE
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))

@@ -14,7 +14,7 @@ from checker.language.load import load_spec
 from checker.cli.progress import QuietBar, progress_bar
 from checker.engines.prover import ProveOptions, prove
 from checker.engines.replay import replay_events, replay_trace, semantics_for
-from checker.model.semantics import NATIVE
+from checker.model.state import NATIVE
 from checker.trace.reader import read_trace
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checker.engines.replay import _python_remembering, _remembering
-from checker.model.semantics import NATIVE
+from checker.model.state import NATIVE
 from tests.helpers import run_cli
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}

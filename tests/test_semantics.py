@@ -24,7 +24,8 @@ import pytest
 from checker.language.diagnostics import RegcheckError
 from checker.language.load import load_spec
 from checker.language.parser import parse_spec
-from checker.model.semantics import ErrorOutcome, Semantics
+from checker.model.semantics import Semantics
+from checker.model.outcomes import ErrorOutcome
 from checker.language.typecheck import check_spec
 from checker.language import syntax as S
 

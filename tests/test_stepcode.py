@@ -23,7 +23,9 @@ from checker.fast import stepcode
 from checker.fast.fastpath import fast_path
 from checker.language.load import load_spec
 from checker.engines.replay import Replayer
-from checker.model.semantics import NATIVE, EvalError, Semantics
+from checker.model.semantics import Semantics
+from checker.model.outcomes import EvalError
+from checker.model.state import NATIVE
 from checker.fast.stepcode import KIND_INT
 from checker.language.typecheck import Type, value_bounds
 from tests.helpers import outcome

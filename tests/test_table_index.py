@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.model.semantics import NATIVE, PyTable, Table, contains_addr, contains_range, overlaps
+from checker.model.state import Table
+from checker.model.codegen import contains_addr, contains_range, overlaps
+from checker.model.state import NATIVE, PyTable
 
 # Keys and sizes are small (dense windows); in some examples a few are beyond 64 bits, which the
 # C code hands to Python, and must still answer the same.

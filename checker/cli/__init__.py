@@ -33,7 +33,7 @@ class _UsageError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-    from ..model.semantics import NATIVE
+    from ..model.state import NATIVE
 
     speedups = "on" if NATIVE is not None else "off"  # off: not built, or REGCHECK_PURE_PYTHON set
     parser = _Parser(prog="regcheck", description="Executable, provable specs of host-memory registration APIs.")

@@ -34,7 +34,8 @@ from ..language import syntax as S
 from .executor import Driver, ReferenceDriver, Result
 from .pinning import PAGE_SIZE
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
-from ..model.semantics import Semantics, State
+from ..model.semantics import Semantics
+from ..model.state import State
 from ..trace.reader import read_trace
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
@@ -268,7 +269,7 @@ class Execution:
 
 def _status_only(sem: Semantics, allowed, status):
     """A judgement of the status alone (outputs not compared)."""
-    from ..model.semantics import Judgement, describe_outcomes
+    from ..model.outcomes import Judgement, describe_outcomes
     ok = allowed.allows_status(status, sem.success)
     return Judgement(ok, () if ok else tuple(e.rule for e in allowed.errors), "" if ok else describe_outcomes(allowed, sem.success))
 

@@ -51,7 +51,7 @@ from .pinning import (
     PinningError,
     install_signal_cleanup,
 )
-from ..model.semantics import resolve_config
+from ..model.values import resolve_config
 
 CODE_SPEC_NOT_IMPLEMENTED = "X0807"
 CODE_BAD_CALL = "X0808"

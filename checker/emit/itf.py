@@ -38,7 +38,8 @@ import orjson
 from ..language.diagnostics import RegcheckError, error
 from ..engines.replay import Finding, Replayer, semantics_for
 from ..engines.runs import Run
-from ..model.semantics import Semantics, State
+from ..model.semantics import Semantics
+from ..model.state import State
 from ..trace.reader import read_trace
 from ..language.typecheck import CheckedSpec
 

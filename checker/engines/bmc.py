@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..symbolic.encode import (FALSE, Encoder, SymState, concrete_config, conj, disj, fresh_int, holds_in, implies,
                      int_in, neg, read_config, symbolic_config)
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
-from ..model.semantics import State
+from ..model.state import State
 from ..symbolic.solver import Session, SolverOptions, Witness
 from ..language.typecheck import CheckedSpec
 

@@ -41,7 +41,9 @@ from ..language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
 from .runs import Run, Step, a_status, semantics_for, well_typed
 from ..symbolic.encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
-from ..model.semantics import Allowed, EvalError, Semantics, State, describe_outcomes
+from ..model.semantics import Semantics
+from ..model.outcomes import Allowed, EvalError, describe_outcomes
+from ..model.state import State
 from ..symbolic.solver import Answer, Session, SolverOptions, Verdict, Witness
 from ..language.typecheck import CheckedSpec
 

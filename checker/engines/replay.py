@@ -27,7 +27,9 @@ from ..language.diagnostics import RegcheckError, error, excerpt
 from ..fast.fastpath import DECODE_ERRORS, fast_path
 from ..language.load import load_spec
 from .runs import semantics_for as compiled_semantics
-from ..model.semantics import NATIVE, Semantics, State, coerce_value, resolve_config
+from ..model.semantics import Semantics
+from ..model.state import NATIVE, State
+from ..model.values import coerce_value, resolve_config
 from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader, parse_int
 from ..trace.reader import UNDECODED, EventStream, read_trace

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..model.semantics import Allowed, EvalError, Semantics, State
+from ..model.semantics import Semantics
+from ..model.outcomes import Allowed, EvalError
+from ..model.state import State
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.writer import write_trace
 from ..language.typecheck import CheckedSpec, Type, value_bounds

@@ -40,7 +40,10 @@ from msgspec import UNSET, Meta, UnsetType
 
 from ..language import syntax as S
 from . import stepcode
-from ..model.semantics import NATIVE, RUNTIME, CodeScope, Emitter, EvalError, Semantics, State, bound_tables
+from ..model.semantics import Semantics
+from ..model.codegen import RUNTIME, CodeScope, Emitter, bound_tables
+from ..model.outcomes import EvalError
+from ..model.state import NATIVE, State
 from ..trace.events import NUMERIC_START
 from ..language.typecheck import Type, value_bounds
 

@@ -597,7 +597,7 @@ class Encoder:
         return SymState(vars, tables)
 
     def concrete_state(self, state, bounded: bool = True) -> SymState:
-        """A `checker.model.semantics.State` with constant leaves: slots (bounded) or arrays (quantified)."""
+        """A `checker.model.state.State` with constant leaves: slots (bounded) or arrays (quantified)."""
         kind = SlotTable if bounded else ArrayTable
         vars = {n: self.types.const(t, state.vars[n]) for n, (t, _) in self.spec.vars.items()}
         tables = {n: kind.of_rows(info, self.types, state.tables[n].rows) for n, info in self.spec.tables.items()}
@@ -613,7 +613,7 @@ class Encoder:
 
     def read_state(self, model: z3.ModelRef, st: SymState):
         """The concrete state a model gives a bounded state (live slots only)."""
-        from ..model.semantics import State, Table as CTable
+        from ..model.state import State, Table as CTable
 
         vars = {n: self.types.read(t, model, st.vars[n]) for n, (t, _) in self.spec.vars.items()}
         tables = {}
@@ -697,7 +697,7 @@ class Encoder:
                 assert_never(e)
 
     def name(self, e: S.Name, st: SymState, env: Mapping):
-        """The term of a name, by what the type checker bound it to (as `checker.model.semantics.Emitter.name`)."""
+        """The term of a name, by what the type checker bound it to (as `checker.model.codegen.Emitter.name`)."""
         spec, b = self.spec, self.spec.binding(e)
         n = b.name
         match b.kind:

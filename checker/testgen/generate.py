@@ -54,7 +54,9 @@ from ..language import syntax as S
 from ..drivers.execute import memory_shape
 from ..drivers.pinning import PAGE_SIZE
 from ..engines.runs import Step, json_value, semantics_for
-from ..model.semantics import Allowed, Semantics, State
+from ..model.semantics import Semantics
+from ..model.outcomes import Allowed
+from ..model.state import State
 from ..language.typecheck import normalise_version
 from ..trace.events import TraceEvent, TraceHeader, parse_int
 from ..language.typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds

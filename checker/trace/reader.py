@@ -1,4 +1,5 @@
-"""Reading traces: a stream of checked events, one line in memory at a time (fails closed at the first bad line)."""
+"""Reading traces: a stream of checked events, one line in memory at a time (fails closed at the first bad
+line)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Writing traces: canonical JSON lines, every line checked as the reader would check it, files written atomically."""
+"""Writing traces: canonical JSON lines, every line checked as the reader would check it, files written
+atomically."""
 
 from __future__ import annotations
 

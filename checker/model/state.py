@@ -1,0 +1,393 @@
+"""The model's state: variables and tables, each table an ordered interval index (in C when checker._native
+is built, in Python otherwise)."""
+
+from __future__ import annotations
+
+import heapq
+import os
+import sys
+from bisect import bisect_left, insort
+from typing import Any, Callable
+
+from sortedcontainers import SortedList
+
+
+# ---------------------------------------------------------------- state
+
+
+class _TableOps:
+    """A keyed collection of records; sized tables keep an interval index for range queries.
+
+    The index of a sized table is its sorted keys plus the largest size of any entry (a max-heap
+    with lazy deletion). A query for the entries whose range overlaps or contains a given range
+    then only looks at keys within one maximum size of it: O(log n + k) for k candidates, and exact
+    (the candidates are a superset of the answer; the caller tests each).
+
+    The sorted keys are a plain list while the table is small (insertion there is a memmove of at
+    most SMALL pointers, several times cheaper than a SortedList's bookkeeping at a few hundred
+    live entries) and a SortedList (O(log n)) once it grows past SMALL; it goes back to a list
+    below SMALL // 2.
+
+    These methods are the reference. `Table` is `PyTable` (them alone) or, when the C module
+    `checker._native` is built, a subclass of its `TableCore` whose put, remove and the three
+    `any_*` probes run in C for the common case and hand every other case to the `_slow_*`
+    aliases below (see checker/native/_native.c).
+    """
+
+    __slots__ = ()
+
+    SMALL = 2048
+
+    def __init__(self, sized_by: str | None, name: str = "", small: int | None = None):
+        self.name = name
+        self.rows: dict[Any, dict] = {}
+        # interned, as the records' field names are: looking the size up then compares pointers
+        self.sized_by = sys.intern(sized_by) if sized_by else sized_by
+        self.small = self.SMALL if small is None else small  # tests set 0: always a SortedList
+        self.keys: list | SortedList | None = (SortedList() if self.small == 0 else []) if sized_by else None
+        self._size_count: dict[int, int] = {}
+        self._size_heap: list[int] = []  # negated sizes; stale entries are dropped lazily
+        self._largest: int | None = None  # the largest size while known; None: ask the heap
+        # Every put/remove is appended as (table, key, "put"|"remove", previous record): `apply`
+        # rolls a failed effect back with it, and the replayer learns which line made each entry.
+        self.journal: list | None = None
+
+    def put(self, key, record: dict) -> None:
+        rows = self.rows
+        old = rows.get(key)
+        journal = self.journal
+        if journal is not None:
+            journal.append((self.name, key, "put", old))
+        field = self.sized_by
+        if field is not None:
+            if old is None:
+                keys = self.keys
+                if type(keys) is list:
+                    insort(keys, key)
+                    if len(keys) > self.small:
+                        self.keys = SortedList(keys)
+                else:
+                    keys.add(key)
+            else:
+                self._forget_size(old[field])
+            size = record[field]
+            counts = self._size_count
+            count = counts.get(size, 0)
+            counts[size] = count + 1
+            largest = self._largest
+            if largest is not None and size > largest:
+                self._largest = size
+            if count == 0:
+                heap = self._size_heap
+                if len(heap) > 2 * len(counts) + 16:  # mostly stale: rebuild, so memory stays bounded
+                    heap[:] = [-s for s in counts]
+                    heapq.heapify(heap)
+                else:
+                    heapq.heappush(heap, -size)
+        rows[key] = record
+
+    def remove(self, key) -> None:
+        old = self.rows.pop(key, None)
+        if old is None:
+            return
+        journal = self.journal
+        if journal is not None:
+            journal.append((self.name, key, "remove", old))
+        field = self.sized_by
+        if field is not None:
+            keys = self.keys
+            if type(keys) is list:
+                del keys[bisect_left(keys, key)]
+            else:
+                keys.remove(key)
+                if len(keys) < self.small // 2:
+                    self.keys = list(keys)
+            self._forget_size(old[field])
+
+    def _forget_size(self, size: int) -> None:
+        count = self._size_count[size] - 1
+        if count:
+            self._size_count[size] = count
+        else:
+            del self._size_count[size]
+            if size == self._largest:
+                self._largest = None
+
+    def set_field(self, key, name: str, value) -> None:
+        if name == self.sized_by:  # the index must follow a size change
+            record = dict(self.rows[key])
+            record[name] = value
+            self.put(key, record)
+            return
+        old = self.rows[key]
+        if self.journal is not None:
+            self.journal.append((self.name, key, "put", old))
+        record = old.copy()
+        record[name] = value
+        self.rows[key] = record
+
+    def entries(self) -> list[tuple]:
+        return list(self.rows.items())
+
+    def _window(self, lo: int, hi: int) -> list[tuple]:
+        """Entries whose key lies in [lo, hi)."""
+        keys, rows = self.keys, self.rows
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            j = bisect_left(keys, hi, i)
+            return [(k, rows[k]) for k in keys[i:j]] if j > i else []
+        # A SortedList: walk its sublists directly (its documented-stable `_lists`/`_maxes`
+        # layout); positional indexing through the public API costs a tree lookup per element.
+        maxes = keys._maxes
+        pos = bisect_left(maxes, lo)
+        if pos == len(maxes):
+            return []
+        lists = keys._lists
+        sub = lists[pos]
+        idx = bisect_left(sub, lo)
+        stop = bisect_left(sub, hi, idx)
+        if stop < len(sub):  # the usual case: the window ends inside this sublist
+            return [(k, rows[k]) for k in sub[idx:stop]] if stop > idx else []
+        out = [(k, rows[k]) for k in sub[idx:]]
+        for sub in lists[pos + 1:]:
+            stop = bisect_left(sub, hi)
+            out += [(k, rows[k]) for k in sub[:stop]]
+            if stop < len(sub):
+                break
+        return out
+
+    def overlapping(self, base: int, end: int) -> list[tuple]:
+        """Candidates for `entry.range overlaps [base, end)`."""
+        bounds = self._probe_bounds(base, end, True)
+        return self._window(*bounds) if bounds else []
+
+    def containing(self, base: int, end: int) -> list[tuple]:
+        """Candidates for `entry.range contains [base, end)` (an address x is [x, x + 1))."""
+        bounds = self._probe_bounds(base, end, False)
+        return self._window(*bounds) if bounds else []
+
+    def _probe_bounds(self, base: int, end: int, overlap: bool) -> tuple[int, int] | None:
+        """[lo, hi): where the keys of the entries that may overlap (`overlap`) or contain
+        [base, end) lie; None when no entry can.
+
+        Overlap: only non-empty ranges overlap, so an entry (k, s) qualifies only if s > 0, k < end
+        and k + s > base, hence k > base - max_size. Containment: (k, s) contains [base, end) iff
+        k <= base and end <= k + s, hence k >= end - max_size; the lower bound
+        min(base, end) - max_size also covers inverted (negative-size) queries.
+        """
+        if not self.rows or (overlap and end <= base):
+            return None
+        largest = self.max_size()
+        if overlap:
+            return (base - largest + 1, end) if largest > 0 else None
+        return (base if base < end else end) - largest, base + 1
+
+    # Whole `exists` tests for the fast path: an exact hit on the key first (the usual case: the
+    # range asked about is an entry's own), then the window of `overlapping` / `containing` and the
+    # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
+    # `contains_addr` below on (k, k + size)). Written out in each, because they run for most events.
+    def any_overlapping(self, base: int, end: int, pred: Callable | None = None) -> bool:
+        rows = self.rows
+        if not rows or end <= base:
+            return False
+        field = self.sized_by
+        record = rows.get(base)
+        if record is not None and record[field] > 0 and (pred is None or pred((base, record))):
+            return True
+        largest = self._largest
+        if largest is None:
+            largest = self.max_size()
+        if largest <= 0:
+            return False
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, base - largest + 1)
+            candidates = keys[i:bisect_left(keys, end, i)]
+        else:
+            candidates = self._keys_between(base - largest + 1, end)
+        for k in candidates:
+            record = rows[k]
+            size = record[field]
+            if size > 0 and base < k + size and (pred is None or pred((k, record))):  # k < end: the window's bound
+                return True
+        return False
+
+    def any_containing(self, base: int, end: int, pred: Callable | None = None) -> bool:
+        rows = self.rows
+        if not rows:
+            return False
+        field = self.sized_by
+        record = rows.get(base)
+        if record is not None and end <= base + record[field] and (pred is None or pred((base, record))):
+            return True
+        largest = self._largest
+        if largest is None:
+            largest = self.max_size()
+        lo = (base if base < end else end) - largest
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            candidates = keys[i:bisect_left(keys, base + 1, i)]
+        else:
+            candidates = self._keys_between(lo, base + 1)
+        for k in candidates:
+            record = rows[k]
+            if k <= base and end <= k + record[field] and (pred is None or pred((k, record))):
+                return True
+        return False
+
+    def any_containing_addr(self, x: int, pred: Callable | None = None) -> bool:
+        rows = self.rows
+        if not rows:
+            return False
+        field = self.sized_by
+        record = rows.get(x)
+        if record is not None and record[field] > 0 and (pred is None or pred((x, record))):
+            return True
+        largest = self._largest
+        if largest is None:
+            largest = self.max_size()
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, x - largest)
+            candidates = keys[i:bisect_left(keys, x + 1, i)]
+        else:
+            candidates = self._keys_between(x - largest, x + 1)
+        for k in candidates:
+            record = rows[k]
+            if k <= x < k + record[field] and (pred is None or pred((k, record))):
+                return True
+        return False
+
+    def max_size(self) -> int:
+        """The largest size of any entry (the table must not be empty)."""
+        largest = self._largest
+        if largest is None:
+            heap, counts = self._size_heap, self._size_count
+            while -heap[0] not in counts:
+                heapq.heappop(heap)
+            largest = self._largest = -heap[0]
+        return largest
+
+    def _keys_between(self, lo: int, hi: int) -> list:
+        """The keys in [lo, hi)."""
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            return keys[i:bisect_left(keys, hi, i)]
+        return [k for k, _ in self._window(lo, hi)]
+
+    def restore(self, key, old: dict | None) -> None:
+        """Undo one journalled change (the journal itself is not touched)."""
+        journal, self.journal = self.journal, None
+        try:
+            if old is None:
+                self.remove(key)
+            else:
+                self.put(key, old)
+        finally:
+            self.journal = journal
+
+    def copy(self) -> "Table":
+        t = type(self)(self.sized_by, self.name, self.small)
+        t.rows = dict(self.rows)
+        if self.sized_by is not None:
+            t.keys = self.keys.copy()
+            t._size_count = dict(self._size_count)
+            t._size_heap = list(self._size_heap)
+            t._largest = self._largest
+        return t
+
+    # Pickling and copy.copy/deepcopy, the same for both classes (the C base has no default for it).
+    def __reduce__(self):
+        return type(self), (self.sized_by, self.name, self.small), {f: getattr(self, f) for f in _FIELDS}
+
+    def __setstate__(self, state: dict) -> None:
+        for field, value in state.items():
+            setattr(self, field, value)
+
+    # What the C methods fall back to (the methods above, even where C overrides them).
+    _slow_put = put
+    _slow_remove = remove
+    _slow_set_field = set_field
+    _slow_any_overlapping = any_overlapping
+    _slow_any_containing = any_containing
+    _slow_any_containing_addr = any_containing_addr
+
+
+_FIELDS = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "_largest", "journal")
+
+
+class PyTable(_TableOps):
+    """A table in pure Python."""
+
+    __slots__ = _FIELDS
+
+
+NATIVE_INTERFACE = 2  # what checker/native/_native.c must say it implements
+
+
+def _native_module():
+    """The C module, unless it is not built (or an old build), or REGCHECK_PURE_PYTHON is set."""
+    if os.environ.get("REGCHECK_PURE_PYTHON"):
+        return None
+    try:
+        from .. import _native as module
+    except ImportError:
+        return None
+    return module if getattr(module, "INTERFACE", None) == NATIVE_INTERFACE else None
+
+
+NATIVE = _native_module()  # also read by checker.engines.replay
+
+if NATIVE is not None:
+    class Table(NATIVE.TableCore, _TableOps):
+        """A table whose hot operations run in C (checker/native/_native.c)."""
+
+        __slots__ = ()
+else:
+    Table = PyTable  # type: ignore[misc]
+
+
+class State:
+    """State scalars and tables. Mutable for speed; `copy()` and `snapshot()` for pure uses.
+
+    `journal` lists the changes made by the last `Semantics.apply` (entries (table, key, op, old),
+    with table None for a state variable): the undo log of a failed effect and the replayer's
+    record of which event created which entry.
+    """
+
+    __slots__ = ("vars", "tables", "journal")
+
+    def __init__(self, vars: dict, tables: dict[str, Table]):
+        self.vars = vars
+        self.tables = tables
+        self.journal: list = []
+        for t in tables.values():
+            t.journal = self.journal
+
+    def copy(self) -> "State":
+        return State(dict(self.vars), {n: t.copy() for n, t in self.tables.items()})
+
+    def rollback(self) -> None:
+        for table, key, op, old in reversed(self.journal):
+            if table is None:
+                self.vars[key] = old
+            else:
+                self.tables[table].restore(key, old)
+        self.journal.clear()
+
+    def snapshot(self) -> tuple:
+        """A hashable, order-independent image of the state (for tests and model checking)."""
+        return (
+            tuple(sorted(self.vars.items())),
+            tuple((n, tuple(sorted((k, tuple(sorted(r.items()))) for k, r in t.rows.items())))
+                  for n, t in sorted(self.tables.items())),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.snapshot() == other.snapshot()
+
+    def __repr__(self) -> str:
+        tables = {n: dict(t.rows) for n, t in self.tables.items()}
+        return f"State(vars={self.vars}, tables={tables})"

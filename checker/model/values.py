@@ -1,0 +1,99 @@
+"""Configuration values: parsing versions and integers and resolving a trace's env against a spec's
+parameters (used by the semantics, the executor and replay)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+
+from ..language.diagnostics import RegcheckError, error, excerpt
+from ..language.typecheck import CheckedSpec, Type, normalise_version, value_bounds
+
+
+# ---------------------------------------------------------------- configuration
+
+
+_VERSION_PREFIX = re.compile(r"\s*([0-9]+(?:\.[0-9]+)*)")
+
+
+def parse_version(value) -> tuple[int, ...] | None:
+    """A version from "5.10.1", "5.10.0-136.oe2203.aarch64" (the distribution suffix is ignored)
+    or a list of ints; None when it does not start with a number."""
+    if isinstance(value, (list, tuple)) and value and all(type(x) is int and x >= 0 for x in value):
+        return normalise_version(value)
+    if not isinstance(value, str):
+        return None
+    m = _VERSION_PREFIX.match(value)
+    if m is None:
+        return None
+    return normalise_version(int(p) for p in m.group(1).split("."))
+
+
+def coerce_value(t: Type, value, spec: CheckedSpec):
+    """A JSON value as a value of type t, or raise ValueError with a reason."""
+    match t.kind:
+        case "bool":
+            if isinstance(value, bool):
+                return value
+            raise ValueError("expected true or false")
+        case "int" | "flags":
+            v = coerce_int(value, spec.flags.get(t.name) if t.kind == "flags" else None)
+            bounds = value_bounds(t)
+            if bounds and not bounds[0] <= v <= bounds[1]:
+                raise ValueError(f"{v} is out of range for {'flags ' if t.kind == 'flags' else ''}{t.name}")
+            return v
+        case "version":
+            v = parse_version(value)
+            if v is None:
+                raise ValueError(f"{excerpt(value)} is not a version number like 5.10.1")
+            return v
+        case "enum":
+            if isinstance(value, str) and value in spec.enums[t.name]:
+                return value
+            raise ValueError(f"expected one of {', '.join(spec.enums[t.name])}")
+        case _:
+            raise ValueError(f"values of type {t} cannot be given")
+
+
+_INT_STRING = re.compile(r"-?0[xX][0-9a-fA-F]+").fullmatch
+
+
+def coerce_int(value, flag_names: Mapping[str, int] | None = None) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, found a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        # Only the trace format's integer strings (docs/trace-format.md): "0x..." hex, optionally
+        # negative, ASCII digits, nothing around it. No decimal strings, "+", spaces or other digits.
+        if _INT_STRING(value):
+            return int(value, 16)
+        if flag_names is not None and value in flag_names:
+            return flag_names[value]
+        raise ValueError(f"{excerpt(value)} is not an integer (write a JSON integer or a \"0x...\" hex string)")
+    if isinstance(value, list) and flag_names is not None:
+        total = 0
+        for item in value:
+            if not isinstance(item, str) or item not in flag_names:
+                raise ValueError(f"unknown flag {item!r} (known: {', '.join(flag_names)})")
+            total |= flag_names[item]
+        return total
+    raise ValueError("expected an integer")
+
+
+def resolve_config(spec: CheckedSpec, env: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters for one trace: given values (checked against their types) over the spec's defaults."""
+    diags = []
+    config = {n: v for n, (_, v) in spec.params.items()}
+    for name, value in env.items():
+        if name not in spec.params:
+            diags.append(error("T0720", f"unknown parameter '{name}' for spec {spec.name} (known: {', '.join(spec.params)})"))
+            continue
+        try:
+            config[name] = coerce_value(spec.params[name][0], value, spec)
+        except ValueError as exc:
+            diags.append(error("T0721", f"parameter '{name}': {exc}"))
+    if diags:
+        raise RegcheckError(diags)
+    return config
