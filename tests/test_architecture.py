@@ -117,7 +117,7 @@ def test_only_the_cli_prints():
 # `test_every_module_has_a_stage` fails.
 STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "the package (its version)", ("checker",)),
-    ("language", "the spec language", ("source", "diagnostics", "files", "syntax", "parser", "printer", "typecheck",
+    ("language", "the spec language", ("source", "diagnostics", "files", "syntax", "analysis", "parser", "printer", "typecheck",
                                        "load")),
     ("model", "the concrete semantics", ("state", "outcomes", "values", "codegen", "semantics")),
     ("trace", "trace files", ("events", "reader", "writer")),
@@ -126,7 +126,8 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("engines", "runs, proofs, bounded model checking, random walks, replay, scale-out, recording",
      ("runs", "bmc", "prover", "simulate", "replay", "shrink", "parallel", "record")),
     ("drivers", "pinned memory, drivers, execution", ("pinning", "executor", "execute")),
-    ("testgen", "conformance suites and fuzzing", ("generate", "suite", "conform", "fuzz")),
+    ("testgen", "conformance suites and fuzzing", ("model", "configs", "coverage", "pool", "generate", "suite", "conform",
+                                                  "fuzz")),
     ("emit", "output formats", ("sarif", "junit", "itf", "diagram", "timeline", "pytest_module")),
     ("cli", "the command line", ("progress", "common", "*")),
     ("", "entry points and the stable import paths of docs/drivers.md",

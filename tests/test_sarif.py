@@ -448,7 +448,7 @@ def conform(*argv: str) -> tuple[int, str, str]:
 def conform_suite(tmp_path_factory):
     """One acl test per rule (about 20; among them tests that reach the overlap error) as a suite
     directory, written once for this module. The reference driver locks real memory."""
-    from checker.testgen.generate import Suite
+    from checker.testgen.model import Suite
     from checker.drivers.pinning import pinning_permitted
     from checker.testgen.suite import write_suite
     from tests.mutants import bundled_suite

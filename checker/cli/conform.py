@@ -19,7 +19,8 @@ import orjson
 from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
-from ..testgen.generate import GenerateOptions, generate_suite
+from ..testgen.generate import generate_suite
+from ..testgen.model import GenerateOptions
 from ..language.load import load_spec
 from ..emit.sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
 from ..language.source import NO_SPAN

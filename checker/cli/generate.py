@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 
 from ..language.diagnostics import RegcheckError, error
-from ..testgen.generate import ALLOWED, GenerateOptions, Suite, config_label, generate_suite
+from ..testgen.generate import generate_suite
+from ..testgen.configs import config_label
+from ..testgen.model import ALLOWED, GenerateOptions, Suite
 from ..testgen.suite import coverage_summary, write_suite
 from ..language.files import make_directory, write_output
 from .progress import progress_bar

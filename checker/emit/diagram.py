@@ -24,6 +24,7 @@ from typing import Iterable
 from ..language import syntax as S
 from ..language.printer import print_expr
 from ..language.typecheck import CheckedSpec
+from ..language.analysis import identifier
 
 VIEWS = ("calls", "states")
 
@@ -98,7 +99,7 @@ def calls_graph(spec: CheckedSpec) -> Graph:
     edges: list[Edge] = []
     clusters: list[Cluster] = []
     for name, info in spec.tables.items():
-        nodes.append(Node(f"t_{_ident(name)}", f"{name}: {info.key} -> {info.record}", "table"))
+        nodes.append(Node(f"t_{identifier(name)}", f"{name}: {info.key} -> {info.record}", "table"))
     written_vars: dict[str, str] = {}
     for i, (name, cinfo) in enumerate(spec.calls.items()):
         decl = cinfo.decl
@@ -145,10 +146,10 @@ def calls_graph(spec: CheckedSpec) -> Graph:
                             continue
                         seen.add(key)
                         if is_table:
-                            edges.append(Edge(ok, f"t_{_ident(target)}", how, "dashed"))
+                            edges.append(Edge(ok, f"t_{identifier(target)}", how, "dashed"))
                         else:
-                            written_vars[target] = f"v_{_ident(target)}"
-                            edges.append(Edge(ok, f"v_{_ident(target)}", how, "dashed"))
+                            written_vars[target] = f"v_{identifier(target)}"
+                            edges.append(Edge(ok, f"v_{identifier(target)}", how, "dashed"))
                 case S.Order():
                     pass  # which failure wins when several apply: not a branch of its own
                 case _:
@@ -169,7 +170,7 @@ def calls_graph(spec: CheckedSpec) -> Graph:
     for var, nid in written_vars.items():
         t, _ = spec.vars[var]
         nodes.append(Node(nid, f"{var}: {t}", "var"))
-    table_ids = {n: f"t_{_ident(n)}" for n in spec.tables}
+    table_ids = {n: f"t_{identifier(n)}" for n in spec.tables}
     inv_members = []
     for j, inv in enumerate(spec.invariants):
         nid = f"inv{j}"
@@ -190,7 +191,7 @@ def calls_graph(spec: CheckedSpec) -> Graph:
     for rule, info in spec.rules.items():
         if re.search(rf"(?<![\w-]){re.escape(rule)}(?![\w-])", drawn):
             continue
-        nid = f"r_{_ident(rule)}"
+        nid = f"r_{identifier(rule)}"
         nodes.append(Node(nid, f"{info.kind} {rule}", "invariant"))
         other.append(nid)
         if tables_of.get(rule) in table_ids:
@@ -222,7 +223,7 @@ def states_graph(spec: CheckedSpec) -> Graph:
                     only_in.setdefault(g, []).append((name, clause.rule))
     for var, t, init in finite:
         values = list(spec.enums[t.name]) if t.kind == "enum" else [False, True]
-        ids = {v: f"s_{_ident(var)}_{_ident(str(v).lower() if isinstance(v, bool) else v)}" for v in values}
+        ids = {v: f"s_{identifier(var)}_{identifier(str(v).lower() if isinstance(v, bool) else v)}" for v in values}
         members = []
         for v in values:
             label = f"{var} = {str(v).lower() if isinstance(v, bool) else v}"
@@ -241,7 +242,7 @@ def states_graph(spec: CheckedSpec) -> Graph:
                         edges.append(Edge(ids[src], ids[dst], f"{call}({print_expr(value)}={_show(dst)})"))
                     else:
                         edges.append(Edge(ids[src], ids[dst], call))
-        clusters.append(Cluster(f"sv_{_ident(var)}", var, tuple(members)))
+        clusters.append(Cluster(f"sv_{identifier(var)}", var, tuple(members)))
     if not finite:
         tables = ", ".join(spec.tables) or "none"
         nodes.append(Node("none", f"spec {spec.name} has no enum or bool state variables; its state is its "
@@ -280,10 +281,6 @@ def _group_is(cond: S.Expr, var: str, value) -> bool:
     if isinstance(cond, S.Name) and isinstance(value, bool):
         return cond.name == var and value
     return False
-
-
-def _ident(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
 # ---------------------------------------------------------------- Mermaid
@@ -336,8 +333,8 @@ def to_mermaid(g: Graph) -> str:
         lines.append(f'  {e.src} {_MERMAID_ARROWS[e.style]}|"{_mermaid_text(e.label)}"| {e.dst}')
     kinds = sorted({n.kind for n in g.nodes})
     for k in kinds:
-        lines.append(f"  classDef k_{_ident(k)} {_MERMAID_CLASSES.get(k, 'fill:#fff,stroke:#888888')}")
-        lines.append(f"  class {','.join(n.id for n in g.nodes if n.kind == k)} k_{_ident(k)}")
+        lines.append(f"  classDef k_{identifier(k)} {_MERMAID_CLASSES.get(k, 'fill:#fff,stroke:#888888')}")
+        lines.append(f"  class {','.join(n.id for n in g.nodes if n.kind == k)} k_{identifier(k)}")
     return "\n".join(lines) + "\n"
 
 

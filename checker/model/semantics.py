@@ -24,6 +24,7 @@ from .state import State, Table
 from .outcomes import Allowed, CONFORMS, describe_outcomes, ErrorOutcome, EvalError, Judgement
 from .values import resolve_config
 from .codegen import CodeScope, Emitter, negated, RUNTIME
+from ..language.analysis import identifier
 
 
 # ---------------------------------------------------------------- the compiled semantics of one call
@@ -60,13 +61,13 @@ class Semantics:
         lines: list[str] = []
         plans = {name: self._emit_call(em, lines, i, info) for i, (name, info) in enumerate(spec.calls.items())}
         for g, cond in spec.groups.items():
-            lines += em.condition(f"g_{_ident(g)}", (), cond)
+            lines += em.condition(f"g_{identifier(g)}", (), cond)
         for k, inv in enumerate(spec.invariants):
             lines += em.condition(f"inv{k}", (), inv.expr)
         for k, pin in enumerate(spec.pinned):
             lines += em.condition(f"pin{k}", (pin.var,), pin.cond)
         ns = self._load("\n".join(lines), em)
-        self._groups = {g: ns[f"g_{_ident(g)}"] for g in spec.groups}
+        self._groups = {g: ns[f"g_{identifier(g)}"] for g in spec.groups}
         self.invariants = [(inv.rule, ns[f"inv{k}"]) for k, inv in enumerate(spec.invariants)]
         self._pinned = [(pin.rule, pin.var, pin.table, ns[f"pin{k}"]) for k, pin in enumerate(spec.pinned)]
         self.calls: dict[str, CompiledCall] = {name: plan(ns) for name, plan in plans.items()}
@@ -277,10 +278,6 @@ class Semantics:
 
 
 _EMPTY: Mapping = {}
-
-
-def _ident(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
 
 
 def _allowed_from_mask(cc: CompiledCall, m: int) -> Allowed:

@@ -48,7 +48,7 @@ import z3
 from ..language import syntax as S
 from ..language.diagnostics import RegcheckError, error
 from ..language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
-
+from ..language.analysis import nodes
 
 
 class Rng(NamedTuple):
@@ -180,27 +180,13 @@ _VERSION_WIDTH: dict = {}
 
 def _longest_version(spec: CheckedSpec) -> int:
     longest = 1
-    for node in _walk(spec.ast):
+    for node in nodes(spec.ast):
         if isinstance(node, S.VersionLit):
             longest = max(longest, len(node.parts))
     for t, v in list(spec.params.values()) + list(spec.vars.values()) + list(spec.consts.values()):
         if t.kind == "version":
             longest = max(longest, len(v))
     return longest
-
-
-def _walk(node) -> Iterable:
-    yield node
-    if isinstance(node, tuple):
-        for x in node:
-            yield from _walk(x)
-        return
-    for name in getattr(node, "__dataclass_fields__", ()):
-        if name == "span":
-            continue
-        child = getattr(node, name)
-        if isinstance(child, tuple) or hasattr(child, "__dataclass_fields__"):
-            yield from _walk(child)
 
 
 # ---------------------------------------------------------------- value helpers
@@ -963,7 +949,6 @@ def _version_cmp(op: str, a: Ver, b: Ver):
     less = lt(0)
     eq = z3.And([x == y for x, y in zip(a, b)])
     return {"<": less, "<=": z3.Or(less, eq), ">": z3.Not(z3.Or(less, eq)), ">=": z3.Not(less)}[op]
-
 
 
 # ---------------------------------------------------------------- formulas for the layers above

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..language.diagnostics import RegcheckError
 from ..drivers.execute import Execution, memory_shape
 from ..drivers.executor import Driver, Result, load_factory
-from .generate import ConformanceTest, Expectation
+from .model import ConformanceTest, Expectation
 from ..language.load import load_spec
 from ..drivers.pinning import PAGE_SIZE, vmlck_bytes
 from ..engines.runs import semantics_for

@@ -36,8 +36,10 @@ from .conform import DriverRaised, ObservedDriver, factory_name
 from ..language.diagnostics import RegcheckError
 from ..drivers.execute import Execution, memory_shape
 from ..drivers.executor import Driver, load_factory
-from .generate import (ALLOC_SIZE, ALLOC_STRIDE, PAGE, ArgumentPool, ConformanceTest, Expectation, Node,
-                       configurations, expectation_of, identifier, json_arg, representative_status)
+from ..language.analysis import identifier
+from .configs import configurations
+from .model import ALLOC_SIZE, ALLOC_STRIDE, PAGE, ConformanceTest, Expectation, Node, expectation_of
+from .pool import ArgumentPool, json_arg, representative_status
 from ..language.load import load_spec
 from ..engines.replay import Finding
 from ..engines.runs import semantics_for

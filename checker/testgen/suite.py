@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 import orjson
 
 from ..language.diagnostics import RegcheckError, error
-from .generate import ConformanceTest, Expectation, RuleCoverage, Suite
+from .model import ConformanceTest, Expectation, RuleCoverage, Suite
 from ..language.files import make_directory, write_output
 from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader

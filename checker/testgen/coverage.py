@@ -1,0 +1,150 @@
+"""What each call reads and writes (its facts) and the coverage report: for every rule of the spec, which
+of its branches the suite tests, and why the rest are not tested."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..language import syntax as S
+from ..language.typecheck import CheckedSpec, Type
+from .model import ALLOWED, ConformanceTest, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, RuleCoverage, TESTED
+from ..language.analysis import nodes
+
+
+# ---------------------------------------------------------------- what each call reads
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """Spec-level facts about one call (independent of the configuration)."""
+
+    name: str
+    is_api: bool
+    params: tuple[tuple[str, Type], ...]
+    ranges: dict[str, str]  # address param -> the size param of `range(ptr, size)` in its clauses
+    reads: dict[str, frozenset[str]]  # rule -> names its condition reads (params, vars, tables)
+    all_reads: frozenset[str]
+    kinds: dict[str, str]  # rule -> clause kind
+    conditional_may: frozenset[str]
+    effect_rule: str | None
+    ensures: tuple[str, ...]
+    thread_rule: str | None
+
+
+def facts_of(spec: CheckedSpec, info) -> CallFacts:
+    reads: dict[str, frozenset[str]] = {}
+    kinds: dict[str, str] = {}
+    ranges: dict[str, str] = {}
+    params = {n for n, _ in info.params}
+    cond_may = set()
+    ensures, effect, thread = [], None, None
+    for c in info.decl.clauses:
+        cond = getattr(c, "cond", None)
+        rule = getattr(c, "rule", None)
+        if rule is not None:
+            kinds[rule] = spec.rules[rule].kind
+        if isinstance(c, S.OnlyIn):
+            names: set[str] = set()
+            for g in c.groups:
+                names |= _reads(spec, spec.groups[g])
+            reads[c.rule] = frozenset(names)
+        elif cond is not None and rule is not None:
+            reads[rule] = frozenset(_reads(spec, cond))
+            for node in nodes(cond):
+                if isinstance(node, S.Builtin) and node.func == "range" and all(isinstance(a, S.Name) for a in node.args):
+                    p, s = node.args[0].name, node.args[1].name
+                    if p in params and s in params:
+                        ranges.setdefault(p, s)
+        if isinstance(c, S.MayFail) and c.cond is not None:
+            cond_may.add(c.rule)
+        if isinstance(c, S.Ensures):
+            ensures.append(c.rule)
+        if isinstance(c, S.Effect):
+            effect = c.rule
+        if isinstance(c, S.NotThreadSafe):
+            thread = c.rule
+    all_reads = frozenset().union(*reads.values()) if reads else frozenset()
+    return CallFacts(info.name, info.decl.kind == "call", info.params, ranges, reads, all_reads, kinds,
+                  frozenset(cond_may), effect, tuple(ensures), thread)
+
+
+def _reads(spec: CheckedSpec, e: S.Expr) -> set[str]:
+    """Names an expression reads (params, vars, tables), with `def`s expanded."""
+    return {b.name for b in spec.reads(e, defs=True)}
+
+
+# ---------------------------------------------------------------- the coverage report
+
+
+def coverage_report(spec: CheckedSpec, facts: Mapping[str, CallFacts], tests: Sequence[ConformanceTest],
+              missing: Mapping, open_seen: Mapping[str, int]) -> tuple[RuleCoverage, ...]:
+    by_rule: dict[str, dict[str, list[str]]] = {}
+    boundaries: dict[str, int] = {}
+    for t in tests:
+        for item in t.covers:
+            rule, _, label = item.partition(": ")
+            branch = label.split(" [", 1)[0]
+            if label.endswith("]") and " [" in label or branch in ("locked", "released"):
+                by_rule.setdefault(rule, {}).setdefault(branch, [])
+                if t.name not in by_rule[rule][branch]:
+                    by_rule[rule][branch].append(t.name)
+            else:
+                boundaries[rule] = boundaries.get(rule, 0) + 1
+    using: dict[str, int] = {}
+    for t in tests:
+        for call in {ev.call for ev in t.events}:
+            using[call] = using.get(call, 0) + 1
+    out = []
+    for rule, info in spec.rules.items():
+        branches = tuple((b, tuple(ts)) for b, ts in sorted(by_rule.get(rule, {}).items()))
+        call_facts = facts.get(info.call) if info.call else None
+        status, note = _status_of(info, call_facts, branches, missing, open_seen)
+        if status == ENVIRONMENT:
+            note += f" ({using.get(info.call, 0)} tests use {info.call})"
+        out.append(RuleCoverage(rule, info.kind, info.call, status, note, branches, boundaries.get(rule, 0)))
+    return tuple(out)
+
+
+def _status_of(info, facts: CallFacts | None, branches, missing, open_seen) -> tuple[str, str]:
+    kind = info.kind
+    tested = bool(branches)
+    why_missing = _missing_note({label: why for (rule, label), why in missing.items() if rule == info.rule})
+    if kind == "invariant":
+        return MODEL, "a property of the spec's model, proved by `regcheck prove`; not a driver behaviour"
+    if facts is not None and not facts.is_api:
+        if kind == "undefined":
+            return NOT_TESTABLE, "undefined behaviour (breaking it leaves every outcome open); kept by every test"
+        return ENVIRONMENT, "an environment event's contract, kept wherever a test uses the event as setup"
+    if kind == "undefined":
+        return NOT_TESTABLE, (f"undefined behaviour: breaking it leaves every outcome open (met in "
+                              f"{open_seen.get(info.rule, 0)} candidates, none kept); kept by every test")
+    if kind == "unspecified":
+        return NOT_TESTABLE, (f"the documents are silent: any outcome is allowed (met in {open_seen.get(info.rule, 0)} "
+                              "candidates, none kept)")
+    if kind == "usage" and facts is not None and info.rule == facts.thread_rule:
+        return NOT_TESTABLE, "thread safety needs concurrent calls; conformance tests make one call at a time"
+    if kind == "pinned":
+        if tested:
+            return TESTED, "page locks compared with the kernel's after every step of every test"
+        return NOT_REACHED, "no test takes this lock"
+    if kind == "may-fail":
+        if tested:
+            return ALLOWED, "an environmental failure: allowed where its condition holds, never forced"
+        return NOT_REACHED, why_missing or "its condition never held in a determinate case"
+    if tested and all(b.startswith("fails together with") for b, _ in branches):
+        return TESTED, ("never isolated: in no configuration is it the only `fails` clause that holds (bounded "
+                        "model checking, runs of up to the bmc depth); tested where it holds together with others, "
+                        "the expected failure being the union of theirs")
+    if tested:
+        return TESTED, f"not shown in every configuration: {why_missing}" if why_missing else ""
+    return NOT_REACHED, why_missing or "no determinate case found"
+
+
+def _missing_note(by_label: Mapping[str, str]) -> str:
+    """`fails [cfg A]: why`, ... grouped by reason: `why: fails in cfg A; fails in cfg B`."""
+    by_reason: dict[str, list[str]] = {}
+    for label, why in sorted(by_label.items()):
+        branch, _, cfg = label.partition(" [")
+        by_reason.setdefault(why, []).append(f"{branch} [{cfg}" if cfg else branch)
+    return "; ".join(f"{why}: {', '.join(where)}" for why, where in by_reason.items())
