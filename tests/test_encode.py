@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker.language.diagnostics import RegcheckError
-from checker.symbolic.encode import Encoder, Types, concrete_config, leaves, symbolic_config
+from checker.symbolic.encode import Encoder, concrete_config, symbolic_config
+from checker.symbolic.terms import Types, leaves
 from checker.language.load import load_spec, check_source
 from checker.engines.runs import semantics_for
 from checker.model.state import Table
@@ -353,7 +354,8 @@ def test_versions_compare_like_the_semantics():
     """Canonical versions (5.10.0 is 5.10, as checker.model.semantics normalises them), padded with -1."""
     types = Types(load_spec("acl"))
     assert types.version_width == 3
-    from checker.symbolic.encode import _version_cmp, equal
+    from checker.symbolic.encode import _version_cmp
+    from checker.symbolic.terms import equal
     v = lambda parts: types.const(Type("version"), parts)  # noqa: E731
     assert z3.is_true(z3.simplify(_version_cmp("<", v((5, 10)), v((5, 10, 1)))))
     assert z3.is_true(z3.simplify(equal(v((5, 10)), v((5, 10, 0)))))

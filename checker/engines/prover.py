@@ -40,7 +40,10 @@ from typing import Any, Callable, Mapping, Sequence
 from ..language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
 from .runs import Run, Step, a_status, semantics_for, well_typed
-from ..symbolic.encode import Encoder, SymState, conj, disj, neg, read_config, reads_and_writes, symbolic_config
+from ..language.analysis import reads_and_writes
+from ..symbolic.encode import Encoder, read_config, symbolic_config
+from ..symbolic.tables import SymState
+from ..symbolic.terms import conj, disj, neg
 from ..model.semantics import Semantics
 from ..model.outcomes import Allowed, EvalError, describe_outcomes
 from ..model.state import State
@@ -231,7 +234,7 @@ def _group_properties(spec: CheckedSpec, writes) -> list[_Property]:
 
 def _same(enc: Encoder, pre: SymState, post: SymState, target: str, is_var: bool):
     if is_var:
-        from ..symbolic.encode import equal
+        from ..symbolic.terms import equal
         return equal(pre.vars[target], post.vars[target])
     return pre.tables[target].same_as(post.tables[target], enc.fresh_name("same"))
 

@@ -7,7 +7,12 @@ pieces are. Walks over expressions and statements of one kind live with the AST
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from . import syntax as S
+
+if TYPE_CHECKING:
+    from .typecheck import CheckedSpec
 
 
 def nodes(tree) -> Iterator:
@@ -31,3 +36,71 @@ def nodes(tree) -> Iterator:
 def identifier(text: str) -> str:
     """text as part of a Python or Mermaid identifier: each character other than a letter, digit or _ becomes _."""
     return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
+
+
+def reads_and_writes(spec: CheckedSpec) -> tuple[Callable[[S.Expr], frozenset], Callable[[str], frozenset]]:
+    """Syntactic footprints: what an expression reads and what a call's effect writes.
+
+    Items: ("var", name), ("present", table), ("field", table, name). An invariant whose reads miss
+    an effect's writes is preserved by it (the frame argument the prover's fast path uses).
+    """
+
+    def reads(e, seen_defs=frozenset()) -> frozenset:
+        out: set = set()
+        stack = [e]
+        while stack:
+            x = stack.pop()
+            match x:
+                case S.Name():
+                    b = spec.binding(x)
+                    if b.kind == "var":
+                        out.add(("var", b.name))
+                    elif b.kind == "def" and b.name not in seen_defs:
+                        out |= reads(spec.defs[b.name], seen_defs | {b.name})
+                    elif b.kind == "table":
+                        out.add(("present", b.name))
+                case S.Field(obj=o, name=n):
+                    ot = spec.types.get(id(o))
+                    if ot is not None and ot.kind == "entry":
+                        if n == "range":
+                            out.add(("field", ot.name, spec.tables[ot.name].sized_by))
+                        elif n != "key":
+                            out.add(("field", ot.name, n))
+                    stack.append(o)
+                case S.Index(table=t, key=k):
+                    out.add(("present", t))  # a lookup's value depends on which keys exist
+                    stack.append(k)
+                case S.Quant(table=t, body=b):
+                    out.add(("present", t))
+                    stack.append(b)
+                case S.Unary(operand=o):
+                    stack.append(o)
+                case S.Binary(left=l, right=r):
+                    stack += [l, r]
+                case S.Builtin(args=args) | S.SetLit(items=args):
+                    stack += list(args)
+                case _:
+                    pass
+        return frozenset(out)
+
+    def writes(call: str) -> frozenset:
+        out: set = set()
+        effects = spec.calls[call].clauses(S.Effect)
+        stack = list(effects[0].body) if effects else []
+        while stack:
+            s = stack.pop()
+            match s:
+                case S.Assign(var=v):
+                    out.add(("var", v))
+                case S.Insert(table=t):
+                    out.add(("present", t))
+                    out |= {("field", t, n) for n, _ in spec.tables[t].fields}
+                case S.Update(table=t, field=n):
+                    out.add(("field", t, n))
+                case S.Delete(table=t):
+                    out.add(("present", t))
+                case S.If(then=th, orelse=el):
+                    stack += list(th) + list(el)
+        return frozenset(out)
+
+    return reads, writes

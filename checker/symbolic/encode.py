@@ -41,463 +41,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, assert_never
+from typing import Any, Iterable, Mapping, assert_never
 
 import z3
 
 from ..language import syntax as S
-from ..language.diagnostics import RegcheckError, error
-from ..language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
-from ..language.analysis import nodes
-
-
-class Rng(NamedTuple):
-    base: Any
-    end: Any
-
-
-class Ver(tuple):
-    """A version: K Int components, padded with -1."""
-
-
-class Entry(NamedTuple):
-    table: str
-    key: Any
-    slot: Any  # where to read its fields: a SlotTable slot, an ArrayTable, or None (the state's table)
-
-
-class TableName(NamedTuple):
-    name: str
-
-
-def unsupported(msg: str, span=None) -> RegcheckError:
-    return RegcheckError([error("P0901", f"cannot encode for the solver: {msg}", span)])
-
-
-# ---------------------------------------------------------------- sorts, fresh values, bounds
-
-
-class Types:
-    """Per-spec knowledge of how each type is represented."""
-
-    def __init__(self, spec: CheckedSpec):
-        self.spec = spec
-        hit = _VERSION_WIDTH.get(id(spec))
-        if hit is None or hit[0] is not spec:  # the AST walk is costly: once per spec
-            hit = _VERSION_WIDTH[id(spec)] = (spec, _longest_version(spec) + 1)
-        self.version_width = hit[1]
-
-    def width(self, t: Type) -> int:
-        """Number of Z3 leaves a value of type t has."""
-        if t.kind == "version":
-            return self.version_width
-        if t.kind == "range":
-            return 2
-        return 1
-
-    def leaf_sort(self, t: Type):
-        return z3.BoolSort() if t.kind == "bool" else z3.IntSort()
-
-    def fresh(self, t: Type, name: str):
-        if t.kind == "bool":
-            return z3.Bool(name)
-        if t.kind in ("int", "flags", "enum"):
-            return z3.Int(name)
-        if t.kind == "version":
-            return Ver(z3.Int(f"{name}.{i}") for i in range(self.version_width))
-        if t.kind == "range":
-            return Rng(z3.Int(f"{name}.base"), z3.Int(f"{name}.end"))
-        raise unsupported(f"values of type {t} cannot be state, inputs or outputs")
-
-    def bounds(self, t: Type, v) -> list:
-        """Constraints a well-typed value satisfies."""
-        if t.kind == "int":
-            b = INT_BOUNDS.get(t.name)
-            return [v >= b[0], v <= b[1]] if b else []
-        if t.kind == "flags":
-            return [v >= FLAGS_BOUNDS[0], v <= FLAGS_BOUNDS[1]]
-        if t.kind == "enum":
-            return [v >= 0, v < len(self.spec.enums[t.name])]
-        if t.kind == "version":
-            out = [v[0] >= 0]
-            for i in range(1, len(v)):
-                out += [v[i] >= -1, z3.Implies(v[i - 1] == -1, v[i] == -1)]
-                # canonical: no trailing zero component (5.10.0 is 5.10)
-                out.append(z3.Implies(v[i] == 0, v[i + 1] >= 0) if i + 1 < len(v) else v[i] != 0)
-            return out
-        return []
-
-    def const(self, t: Type, value):
-        """A concrete (semantics) value as a Z3 value."""
-        match t.kind:
-            case "bool":
-                return z3.BoolVal(bool(value))
-            case "int" | "flags":
-                return z3.IntVal(int(value))
-            case "enum":
-                return z3.IntVal(self.spec.enums[t.name].index(value))
-            case "version":
-                parts = normalise_version(value)
-                if len(parts) > self.version_width:
-                    # compares with every literal of the spec (at most K-1 components) like value
-                    parts = parts[: self.version_width - 1] + (1,)
-                return Ver(z3.IntVal(p) for p in parts + (-1,) * (self.version_width - len(parts)))
-            case "range":
-                return Rng(z3.IntVal(value[0]), z3.IntVal(value[1]))
-        raise unsupported(f"a constant of type {t}")
-
-    def read(self, t: Type, model: z3.ModelRef, v):
-        """The concrete (semantics) value of v in model."""
-        match t.kind:
-            case "bool":
-                return z3.is_true(model.eval(v, model_completion=True))
-            case "int" | "flags":
-                return model.eval(v, model_completion=True).as_long()
-            case "enum":
-                members = self.spec.enums[t.name]
-                i = model.eval(v, model_completion=True).as_long()
-                return members[i] if 0 <= i < len(members) else f"<{i}>"
-            case "version":
-                parts = [model.eval(p, model_completion=True).as_long() for p in v]
-                return tuple(p for p in itertools.takewhile(lambda p: p >= 0, parts))
-            case "range":
-                return (model.eval(v.base, model_completion=True).as_long(),
-                        model.eval(v.end, model_completion=True).as_long())
-        raise unsupported(f"reading a value of type {t}")
-
-    def default(self, t: Type):
-        if t.kind == "bool":
-            return z3.BoolVal(False)
-        if t.kind == "version":
-            return Ver([z3.IntVal(0)] + [z3.IntVal(-1)] * (self.version_width - 1))
-        if t.kind == "range":
-            return Rng(z3.IntVal(0), z3.IntVal(0))
-        return z3.IntVal(0)
-
-
-_VERSION_WIDTH: dict = {}
-
-
-def _longest_version(spec: CheckedSpec) -> int:
-    longest = 1
-    for node in nodes(spec.ast):
-        if isinstance(node, S.VersionLit):
-            longest = max(longest, len(node.parts))
-    for t, v in list(spec.params.values()) + list(spec.vars.values()) + list(spec.consts.values()):
-        if t.kind == "version":
-            longest = max(longest, len(v))
-    return longest
-
-
-# ---------------------------------------------------------------- value helpers
-
-
-def leaves(v) -> list:
-    if isinstance(v, (Ver, Rng)):
-        return list(v)
-    return [v]
-
-
-def ite(c, a, b):
-    if isinstance(a, Rng):
-        return Rng(z3.If(c, a.base, b.base), z3.If(c, a.end, b.end))
-    if isinstance(a, Ver):
-        return Ver(z3.If(c, x, y) for x, y in zip(a, b))
-    return z3.If(c, a, b)
-
-
-def equal(a, b):
-    if isinstance(a, (Rng, Ver)):
-        return z3.And([x == y for x, y in zip(a, b)])
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        raise unsupported("comparing sets with `==` (use `in`)")
-    return a == b
-
-
-def _rebuild(like, parts):
-    if isinstance(like, Rng):
-        return Rng(*parts)
-    if isinstance(like, Ver):
-        return Ver(parts)
-    return parts[0]
-
-
-def _is_const(v) -> bool:
-    return z3.is_int_value(v)
-
-
-def _c(v) -> int:
-    return v.as_long()
-
-
-# ---------------------------------------------------------------- tables
-
-
-class ArrayTable:
-    """A table as Z3 arrays: key -> present, key -> each field (unbounded).
-
-    A table an effect derived from another (`root`) remembers the keys it touched: a quantifier
-    over it splits into the untouched entries, read from the root's arrays, and the touched keys.
-    Both parts are exact (untouched keys have the root's entries), and the first part is phrased
-    over the same arrays as the invariants assumed of the pre-state, which keeps the solver's
-    quantifier instantiation simple.
-    """
-
-    __slots__ = ("info", "types", "present", "fields", "root", "touched")
-
-    def __init__(self, info, types: Types, present, fields: dict, root: "ArrayTable | None" = None,
-                 touched: tuple = ()):
-        self.info = info
-        self.types = types
-        self.present = present
-        self.fields = fields  # name -> array, or tuple of arrays for range/version fields
-        self.root = root  # None: this table is a root (fresh or empty)
-        self.touched = touched
-
-    @classmethod
-    def fresh(cls, info, types: Types, prefix: str) -> "ArrayTable":
-        ks = types.leaf_sort(info.key)
-        if types.width(info.key) != 1:
-            raise unsupported(f"table {info.name}: keys of type {info.key}")
-        fields = {}
-        for n, t in info.fields:
-            arrs = [z3.Array(f"{prefix}{info.name}.{n}.{i}", ks, types.leaf_sort(t)) for i in range(types.width(t))]
-            fields[n] = arrs[0] if types.width(t) == 1 else tuple(arrs)
-        return cls(info, types, z3.Array(f"{prefix}{info.name}.present", ks, z3.BoolSort()), fields)
-
-    @classmethod
-    def empty(cls, info, types: Types) -> "ArrayTable":
-        ks = types.leaf_sort(info.key)
-        fields = {}
-        for n, t in info.fields:
-            d = types.default(t)
-            arrs = [z3.K(ks, x) for x in leaves(d)]
-            fields[n] = arrs[0] if len(arrs) == 1 else tuple(arrs)
-        return cls(info, types, z3.K(ks, z3.BoolVal(False)), fields)
-
-    @classmethod
-    def of_rows(cls, info, types: Types, rows: Mapping) -> "ArrayTable":
-        """Concrete rows as arrays (Store chains over constant arrays); quantifiers stay quantifiers."""
-        t = cls.empty(info, types)
-        for key, rec in rows.items():
-            t = t.insert(types.const(info.key, key), {f: types.const(ft, rec[f]) for f, ft in info.fields})
-        return cls(info, types, t.present, t.fields)
-
-    def _get(self, arr, key, t: Type):
-        if isinstance(arr, tuple):
-            return _rebuild(self.types.default(t), [z3.Select(a, key) for a in arr])
-        return z3.Select(arr, key)
-
-    def has(self, key):
-        return z3.Select(self.present, key)
-
-    def get(self, entry: Entry, name: str):
-        src = entry.slot if isinstance(entry.slot, ArrayTable) else self
-        return src._get(src.fields[name], entry.key, self.info.field_type(name))
-
-    def _split(self, fresh_name: str, body):
-        """(bound key, its guard over the root, its entry) and the touched keys' parts."""
-        base = self.root or self
-        k = z3.Const(fresh_name, self.types.leaf_sort(self.info.key))
-        guard = [base.has(k)] + [k != t for t in self.touched]
-        return k, z3.And(guard), body(Entry(self.info.name, k, base)), \
-            [(self.has(t), body(Entry(self.info.name, t, self))) for t in self.touched]
-
-    def entries_forall(self, fresh_name: str, body: Callable[[Entry], Any]):
-        k, guard, b, touched = self._split(fresh_name, body)
-        return z3.And([z3.ForAll([k], z3.Implies(guard, b))] + [z3.Implies(h, x) for h, x in touched])
-
-    def entries_exists(self, fresh_name: str, body: Callable[[Entry], Any]):
-        k, guard, b, touched = self._split(fresh_name, body)
-        return z3.Or([z3.Exists([k], z3.And(guard, b))] + [z3.And(h, x) for h, x in touched])
-
-    def _derived(self, present, fields: dict, key) -> "ArrayTable":
-        touched = self.touched if any(_same_term(key, t) for t in self.touched) else self.touched + (key,)
-        return ArrayTable(self.info, self.types, present, fields, self.root or self, touched)
-
-    def insert(self, key, record: dict) -> "ArrayTable":
-        fields = {}
-        for n, arr in self.fields.items():
-            v = record[n]
-            if isinstance(arr, tuple):
-                fields[n] = tuple(z3.Store(a, key, x) for a, x in zip(arr, leaves(v)))
-            else:
-                fields[n] = z3.Store(arr, key, v)
-        return self._derived(z3.Store(self.present, key, True), fields, key)
-
-    def delete(self, key) -> "ArrayTable":
-        return self._derived(z3.Store(self.present, key, False), dict(self.fields), key)
-
-    def update(self, key, name: str, value) -> "ArrayTable":
-        fields = dict(self.fields)
-        arr = fields[name]
-        if isinstance(arr, tuple):
-            fields[name] = tuple(z3.Store(a, key, x) for a, x in zip(arr, leaves(value)))
-        else:
-            fields[name] = z3.Store(arr, key, value)
-        return self._derived(self.present, fields, key)
-
-    def ite(self, c, other: "ArrayTable") -> "ArrayTable":
-        if other is self:
-            return self
-        fields = {}
-        for n, arr in self.fields.items():
-            o = other.fields[n]
-            fields[n] = tuple(z3.If(c, a, b) for a, b in zip(arr, o)) if isinstance(arr, tuple) else z3.If(c, arr, o)
-        present = z3.If(c, self.present, other.present)
-        mine, theirs = self.root or self, other.root or other
-        if mine is not theirs:  # unrelated tables: no split
-            return ArrayTable(self.info, self.types, present, fields)
-        touched = self.touched + tuple(t for t in other.touched if not any(_same_term(t, u) for u in self.touched))
-        return ArrayTable(self.info, self.types, present, fields, mine, touched)
-
-    def well_typed(self, fresh_name: str) -> list:
-        """Every present entry's key and fields lie in their types' ranges."""
-        def body(e: Entry):
-            out = self.types.bounds(self.info.key, e.key)
-            for n, t in self.info.fields:
-                out += self.types.bounds(t, self.get(e, n))
-            return z3.And(out) if out else z3.BoolVal(True)
-        return [self.entries_forall(fresh_name, body)]
-
-    def same_as(self, other: "ArrayTable", fresh_name: str):
-        """Same entries with the same records (fields of absent keys do not matter)."""
-        def body(e: Entry):
-            plain = Entry(e.table, e.key, None)
-            return z3.And([equal(self.get(plain, n), other.get(plain, n)) for n, _ in self.info.fields]
-                          or [z3.BoolVal(True)])
-        return z3.And(self.present == other.present, self.entries_forall(fresh_name, body))
-
-
-def _same_term(a, b) -> bool:
-    return z3.is_expr(a) and z3.is_expr(b) and a.eq(b)
-
-
-@dataclass(frozen=True, slots=True)
-class Slot:
-    present: Any
-    key: Any
-    fields: dict
-
-
-class SlotTable:
-    """A table as a finite list of slots; live slots have pairwise distinct keys (bounded)."""
-
-    __slots__ = ("info", "types", "slots")
-
-    def __init__(self, info, types: Types, slots: tuple):
-        self.info = info
-        self.types = types
-        self.slots = slots
-
-    @classmethod
-    def fresh(cls, info, types: Types, prefix: str, n: int) -> "SlotTable":
-        slots = []
-        for i in range(n):
-            fields = {f: types.fresh(t, f"{prefix}{info.name}[{i}].{f}") for f, t in info.fields}
-            slots.append(Slot(z3.Bool(f"{prefix}{info.name}[{i}].present"),
-                              types.fresh(info.key, f"{prefix}{info.name}[{i}].key"), fields))
-        return cls(info, types, tuple(slots))
-
-    @classmethod
-    def of_rows(cls, info, types: Types, rows: Mapping) -> "SlotTable":
-        slots = []
-        for key, rec in rows.items():
-            fields = {f: types.const(t, rec[f]) for f, t in info.fields}
-            slots.append(Slot(z3.BoolVal(True), types.const(info.key, key), fields))
-        return cls(info, types, tuple(slots))
-
-    def _match(self, s: Slot, key):
-        return z3.And(s.present, s.key == key)
-
-    def has(self, key):
-        return z3.Or([self._match(s, key) for s in self.slots]) if self.slots else z3.BoolVal(False)
-
-    def get(self, entry: Entry, name: str):
-        if entry.slot is not None:
-            return entry.slot.fields[name]
-        out = self.types.default(self.info.field_type(name))
-        for s in self.slots:
-            out = ite(self._match(s, entry.key), s.fields[name], out)
-        return out
-
-    def entries_forall(self, fresh_name: str, body):
-        return z3.And([z3.Implies(s.present, body(Entry(self.info.name, s.key, s))) for s in self.slots])
-
-    def entries_exists(self, fresh_name: str, body):
-        return z3.Or([z3.And(s.present, body(Entry(self.info.name, s.key, s))) for s in self.slots])
-
-    def insert(self, key, record: dict) -> "SlotTable":
-        kept = tuple(Slot(z3.And(s.present, s.key != key), s.key, s.fields) for s in self.slots)
-        return SlotTable(self.info, self.types, kept + (Slot(z3.BoolVal(True), key, dict(record)),))
-
-    def delete(self, key) -> "SlotTable":
-        return SlotTable(self.info, self.types,
-                         tuple(Slot(z3.And(s.present, s.key != key), s.key, s.fields) for s in self.slots))
-
-    def update(self, key, name: str, value) -> "SlotTable":
-        out = []
-        for s in self.slots:
-            fields = dict(s.fields)
-            fields[name] = ite(self._match(s, key), value, s.fields[name])
-            out.append(Slot(s.present, s.key, fields))
-        return SlotTable(self.info, self.types, tuple(out))
-
-    def _dead(self) -> Slot:
-        return Slot(z3.BoolVal(False), self.types.default(self.info.key),
-                    {f: self.types.default(t) for f, t in self.info.fields})
-
-    def ite(self, c, other: "SlotTable") -> "SlotTable":
-        """Slot-wise merge; both sides grew from one table, so slot i means the same in both."""
-        if other is self:
-            return self
-        n = max(len(self.slots), len(other.slots))
-        a = self.slots + (self._dead(),) * (n - len(self.slots))
-        b = other.slots + (self._dead(),) * (n - len(other.slots))
-        out = []
-        for x, y in zip(a, b):
-            if x is y:
-                out.append(x)
-                continue
-            out.append(Slot(z3.If(c, x.present, y.present), ite(c, x.key, y.key),
-                            {f: ite(c, x.fields[f], y.fields[f]) for f in x.fields}))
-        return SlotTable(self.info, self.types, tuple(out))
-
-    def well_typed(self, fresh_name: str) -> list:
-        out = []
-        for i, s in enumerate(self.slots):
-            conds = self.types.bounds(self.info.key, s.key)
-            for f, t in self.info.fields:
-                conds += self.types.bounds(t, s.fields[f])
-            if conds:
-                out.append(z3.Implies(s.present, z3.And(conds)))
-            for t in self.slots[:i]:
-                out.append(z3.Implies(z3.And(s.present, t.present), s.key != t.key))
-        return out
-
-    def same_as(self, other: "SlotTable", fresh_name: str):
-        def same_entry(s: Slot, tbl: "SlotTable"):
-            rec = [equal(s.fields[f], tbl.get(Entry(self.info.name, s.key, None), f)) for f, _ in self.info.fields]
-            return z3.Implies(s.present, z3.And([tbl.has(s.key)] + rec))
-        return z3.And([same_entry(s, other) for s in self.slots] + [same_entry(s, self) for s in other.slots])
-
-
-Table = ArrayTable | SlotTable
-
-
-@dataclass(frozen=True, slots=True)
-class SymState:
-    """A symbolic state: state scalars and tables."""
-
-    vars: dict
-    tables: dict
-
-    def ite(self, c, other: "SymState") -> "SymState":
-        if other is self:
-            return self
-        vars = {n: (v if v is other.vars[n] else ite(c, v, other.vars[n])) for n, v in self.vars.items()}
-        tables = {n: t.ite(c, other.tables[n]) for n, t in self.tables.items()}
-        return SymState(vars, tables)
+from ..language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
+from .terms import int_value, Entry, equal, is_const, Rng, TableName, Types, unsupported, Ver
+from .tables import ArrayTable, SlotTable, SymState
 
 
 # ---------------------------------------------------------------- the outcome conditions of one call
@@ -657,8 +208,8 @@ class Encoder:
                 if op == "not":
                     return z3.Not(v)
                 if op == "-":
-                    return z3.IntVal(-_c(v)) if _is_const(v) else -v
-                return z3.IntVal(~_c(v)) if _is_const(v) else -v - 1
+                    return z3.IntVal(-int_value(v)) if is_const(v) else -v
+                return z3.IntVal(~int_value(v)) if is_const(v) else -v - 1
             case S.Binary():
                 return self.binary(e, st, env)
             case S.Builtin(func=fn, args=args):
@@ -742,11 +293,11 @@ class Encoder:
             case "<" | "<=" | ">" | ">=":
                 if isinstance(a, Ver):
                     return _version_cmp(op, a, b)
-                return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op] if not (_is_const(a) and _is_const(b)) \
-                    else z3.BoolVal({"<": _c(a) < _c(b), "<=": _c(a) <= _c(b), ">": _c(a) > _c(b), ">=": _c(a) >= _c(b)}[op])
+                return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op] if not (is_const(a) and is_const(b)) \
+                    else z3.BoolVal({"<": int_value(a) < int_value(b), "<=": int_value(a) <= int_value(b), ">": int_value(a) > int_value(b), ">=": int_value(a) >= int_value(b)}[op])
             case "+" | "-" | "*":
-                if _is_const(a) and _is_const(b):
-                    x, y = _c(a), _c(b)
+                if is_const(a) and is_const(b):
+                    x, y = int_value(a), int_value(b)
                     return z3.IntVal(x + y if op == "+" else x - y if op == "-" else x * y)
                 return a + b if op == "+" else a - b if op == "-" else a * b
             case "%":
@@ -779,10 +330,10 @@ class Encoder:
         return z3.Or([equal(a, x) for x in items]) if items else z3.BoolVal(False)
 
     def mod(self, a, b):
-        if _is_const(a) and _is_const(b) and _c(b) != 0:
-            return z3.IntVal(_c(a) % _c(b))
-        if _is_const(b):
-            d = _c(b)
+        if is_const(a) and is_const(b) and int_value(b) != 0:
+            return z3.IntVal(int_value(a) % int_value(b))
+        if is_const(b):
+            d = int_value(b)
             if d > 0:
                 return a % b
             if d < 0:
@@ -792,11 +343,11 @@ class Encoder:
         return z3.If(b >= 0, m, z3.If(m == 0, m, m + b))
 
     def power(self, a, b, e):
-        if _is_const(a) and _is_const(b) and 0 <= _c(b) <= 4096:
-            return z3.IntVal(_c(a) ** _c(b))
-        if _is_const(b) and 0 <= _c(b) <= 8:
+        if is_const(a) and is_const(b) and 0 <= int_value(b) <= 4096:
+            return z3.IntVal(int_value(a) ** int_value(b))
+        if is_const(b) and 0 <= int_value(b) <= 8:
             out = z3.IntVal(1)
-            for _ in range(_c(b)):
+            for _ in range(int_value(b)):
                 out = out * a
             return out
         raise unsupported("`**` needs a constant exponent (at most 8 with a symbolic base)", e.span)
@@ -823,12 +374,12 @@ class Encoder:
         return None
 
     def bitand(self, a, at: Type, b, bt: Type, e):
-        if _is_const(a) and _is_const(b):
-            return z3.IntVal(_c(a) & _c(b))
-        if _is_const(b):
-            return self._and_const(a, _c(b))
-        if _is_const(a):
-            return self._and_const(b, _c(a))
+        if is_const(a) and is_const(b):
+            return z3.IntVal(int_value(a) & int_value(b))
+        if is_const(b):
+            return self._and_const(a, int_value(b))
+        if is_const(a):
+            return self._and_const(b, int_value(a))
         wa, wb = self._width(at), self._width(bt)
         if wa is None or wb is None:
             raise unsupported(f"`&` of two non-constant values needs non-negative bounded types, not {at} and {bt}",
@@ -842,8 +393,8 @@ class Encoder:
         return z3.If(inside, exact, z3.Int(self.fresh_name("bitand")))
 
     def bitor(self, a, at: Type, b, bt: Type, e):
-        if _is_const(a) and _is_const(b):
-            return z3.IntVal(_c(a) | _c(b))
+        if is_const(a) and is_const(b):
+            return z3.IntVal(int_value(a) | int_value(b))
         return a + b - self.bitand(a, at, b, bt, e)
 
     # ---- a call's clauses
@@ -951,51 +502,6 @@ def _version_cmp(op: str, a: Ver, b: Ver):
     return {"<": less, "<=": z3.Or(less, eq), ">": z3.Not(z3.Or(less, eq)), ">=": z3.Not(less)}[op]
 
 
-# ---------------------------------------------------------------- formulas for the layers above
-
-# The prover and the bounded model checker combine the formulas built here; they do it through
-# these helpers so that z3 stays behind this module and `checker.symbolic.solver`.
-TRUE = z3.BoolVal(True)
-FALSE = z3.BoolVal(False)
-
-
-def _flat(fs) -> list:
-    return list(fs[0]) if len(fs) == 1 and isinstance(fs[0], (list, tuple)) else list(fs)
-
-
-def conj(*fs):
-    """And of formulas (given as arguments or one list); True when there are none."""
-    fs = _flat(fs)
-    return z3.And(fs) if fs else TRUE
-
-
-def disj(*fs):
-    """Or of formulas (given as arguments or one list); False when there are none."""
-    fs = _flat(fs)
-    return z3.Or(fs) if fs else FALSE
-
-
-def neg(f):
-    return z3.Not(f)
-
-
-def implies(a, b):
-    return z3.Implies(a, b)
-
-
-def fresh_int(name: str):
-    return z3.Int(name)
-
-
-def holds_in(model, f) -> bool:
-    """Whether formula f is true in a solver model (unconstrained symbols take default values)."""
-    return z3.is_true(model.eval(f, model_completion=True))
-
-
-def int_in(model, term) -> int:
-    return model.eval(term, model_completion=True).as_long()
-
-
 # ---------------------------------------------------------------- configurations
 
 
@@ -1019,71 +525,3 @@ def concrete_config(spec: CheckedSpec, values: Mapping[str, Any]) -> dict:
 def read_config(spec: CheckedSpec, model: z3.ModelRef, config: Mapping) -> dict:
     types = Types(spec)
     return {n: types.read(t, model, config[n]) for n, (t, _) in spec.params.items()}
-
-
-def reads_and_writes(spec: CheckedSpec) -> tuple[Callable[[S.Expr], frozenset], Callable[[str], frozenset]]:
-    """Syntactic footprints: what an expression reads and what a call's effect writes.
-
-    Items: ("var", name), ("present", table), ("field", table, name). An invariant whose reads miss
-    an effect's writes is preserved by it (the frame argument the prover's fast path uses).
-    """
-
-    def reads(e, seen_defs=frozenset()) -> frozenset:
-        out: set = set()
-        stack = [e]
-        while stack:
-            x = stack.pop()
-            match x:
-                case S.Name():
-                    b = spec.binding(x)
-                    if b.kind == "var":
-                        out.add(("var", b.name))
-                    elif b.kind == "def" and b.name not in seen_defs:
-                        out |= reads(spec.defs[b.name], seen_defs | {b.name})
-                    elif b.kind == "table":
-                        out.add(("present", b.name))
-                case S.Field(obj=o, name=n):
-                    ot = spec.types.get(id(o))
-                    if ot is not None and ot.kind == "entry":
-                        if n == "range":
-                            out.add(("field", ot.name, spec.tables[ot.name].sized_by))
-                        elif n != "key":
-                            out.add(("field", ot.name, n))
-                    stack.append(o)
-                case S.Index(table=t, key=k):
-                    out.add(("present", t))  # a lookup's value depends on which keys exist
-                    stack.append(k)
-                case S.Quant(table=t, body=b):
-                    out.add(("present", t))
-                    stack.append(b)
-                case S.Unary(operand=o):
-                    stack.append(o)
-                case S.Binary(left=l, right=r):
-                    stack += [l, r]
-                case S.Builtin(args=args) | S.SetLit(items=args):
-                    stack += list(args)
-                case _:
-                    pass
-        return frozenset(out)
-
-    def writes(call: str) -> frozenset:
-        out: set = set()
-        effects = spec.calls[call].clauses(S.Effect)
-        stack = list(effects[0].body) if effects else []
-        while stack:
-            s = stack.pop()
-            match s:
-                case S.Assign(var=v):
-                    out.add(("var", v))
-                case S.Insert(table=t):
-                    out.add(("present", t))
-                    out |= {("field", t, n) for n, _ in spec.tables[t].fields}
-                case S.Update(table=t, field=n):
-                    out.add(("field", t, n))
-                case S.Delete(table=t):
-                    out.add(("present", t))
-                case S.If(then=th, orelse=el):
-                    stack += list(th) + list(el)
-        return frozenset(out)
-
-    return reads, writes

@@ -512,7 +512,7 @@ def _branches(kind: str, conditional: bool, facts: CallFacts, rule: str) -> tupl
 
 
 def _target_formula(gen: _Generator, call: str, rule: str, branch: str):
-    from ..symbolic.encode import conj, disj, neg
+    from ..symbolic.terms import conj, disj, neg
 
     facts = gen.facts[call]
     spec = gen.spec
