@@ -15,7 +15,8 @@ import statistics
 import time
 
 from checker.language.load import load_spec
-from checker.engines.prover import ProveOptions, prove
+from checker.engines.prover import prove
+from checker.engines.proof import ProveOptions
 from checker.symbolic.solver import Verdict
 
 TARGET_SECONDS = 10.0

@@ -49,7 +49,8 @@ from checker.engines.bmc import search_violation
 from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import fast_path
 from checker.language.load import check_source
-from checker.engines.prover import ProveOptions, prove
+from checker.engines.prover import prove
+from checker.engines.proof import ProveOptions
 from checker.engines.replay import Replayer
 from checker.engines.runs import semantics_for
 from checker.model.semantics import Semantics

@@ -126,7 +126,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("fast", "the fast path", ("stepcode", "fastpath")),
     ("symbolic", "the Z3 encoding and the solver", ("solver", "terms", "tables", "encode")),
     ("engines", "runs, proofs, bounded model checking, random walks, replay, scale-out, recording",
-     ("runs", "bmc", "prover", "simulate", "replay", "shrink", "parallel", "record")),
+     ("runs", "bmc", "proof", "consistency", "prover", "simulate", "replay", "shrink", "parallel", "record")),
     ("drivers", "pinned memory, drivers, execution", ("pinning", "executor", "execute")),
     ("testgen", "conformance suites and fuzzing", ("model", "configs", "coverage", "pool", "generate", "suite", "conform",
                                                   "fuzz")),

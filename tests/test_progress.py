@@ -12,7 +12,8 @@ from checker.engines import replay as replay_module
 from checker.cli import main
 from checker.language.load import load_spec
 from checker.cli.progress import QuietBar, progress_bar
-from checker.engines.prover import ProveOptions, prove
+from checker.engines.prover import prove
+from checker.engines.proof import ProveOptions
 from checker.engines.replay import replay_events, replay_trace, semantics_for
 from checker.model.state import NATIVE
 from checker.trace.reader import read_trace

@@ -10,7 +10,8 @@ import pytest
 import z3
 
 from checker.language.load import load_spec
-from checker.engines.prover import GROUP_FRAME, TYPES, ProveOptions, prove
+from checker.engines.prover import prove
+from checker.engines.proof import GROUP_FRAME, TYPES, ProveOptions
 from checker.engines.replay import replay_trace
 from checker.engines.runs import replay_prefix, semantics_for, step_allowed
 from checker.symbolic.solver import Session, SolverOptions, Verdict, Witness

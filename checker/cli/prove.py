@@ -24,7 +24,8 @@ from ..emit.itf import counterexample_to_itf, run_to_itf
 from ..language.load import load_spec
 from ..language.files import make_directory, write_output
 from .progress import progress_bar
-from ..engines.prover import Check, CounterExample, Obligation, ProofReport, ProveOptions, prove
+from ..engines.prover import prove
+from ..engines.proof import Check, CounterExample, Obligation, ProofReport, ProveOptions
 from ..emit.sarif import prove_log
 from ..symbolic.solver import SolverOptions, Verdict, Witness
 from ..language.typecheck import CheckedSpec

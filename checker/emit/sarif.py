@@ -350,7 +350,7 @@ def prove_log(report: Any, spec: Any, traces: Mapping[int, str] | None = None,
 def _property_rules(report: Any, spec: Any) -> list[ToolRule]:
     """The prover's own rule IDs: the implicit properties (TYPES, API-GROUPS(x)) and the fallbacks
     for consistency checks of a call that has no effect rule."""
-    from ..engines.prover import GROUP_FRAME, TYPES  # here, not above: the prover pulls in z3, which replay never needs
+    from ..engines.proof import GROUP_FRAME, TYPES  # here, not above: the prover pulls in z3, which replay never needs
     out = [ToolRule(TYPES, "property", "every state value lies in its declared type's range (an addr field holds a "
                     "value in 0 .. 2**64-1, an enum field a member, ...), after every call branch",
                     Citation("PROVER", "TYPES: every state value lies in its declared type's range"), _PROVER_DOC,

@@ -26,6 +26,7 @@ from ..model.state import State
 from ..symbolic.solver import Session, SolverOptions, Witness
 from ..language.typecheck import CheckedSpec
 
+
 # ---------------------------------------------------------------- the unrolling
 
 SMALL = 1 << 20  # witnesses prefer addresses and sizes up to 1 MiB (readable traces)

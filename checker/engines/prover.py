@@ -32,218 +32,23 @@ successes (inputs where a call succeeds and no clause or effect statement applie
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..language import syntax as S
 from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
-from .runs import Run, Step, a_status, semantics_for, well_typed
+from .runs import Run, Step, semantics_for, well_typed
 from ..language.analysis import reads_and_writes
 from ..symbolic.encode import Encoder, read_config, symbolic_config
 from ..symbolic.tables import SymState
-from ..symbolic.terms import conj, disj, neg
+from ..symbolic.terms import neg
 from ..model.semantics import Semantics
-from ..model.outcomes import Allowed, EvalError, describe_outcomes
+from ..model.outcomes import describe_outcomes
 from ..model.state import State
-from ..symbolic.solver import Answer, Session, SolverOptions, Verdict, Witness
+from ..symbolic.solver import Answer, Session, Verdict, Witness
 from ..language.typecheck import CheckedSpec
-
-TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
-GROUP_FRAME = "API-GROUPS"  # prefix of the implicit "changes only in its API groups" properties
-
-
-# ---------------------------------------------------------------- results
-
-
-@dataclass(frozen=True, slots=True)
-class ProveOptions:
-    solver: SolverOptions = SolverOptions()
-    consistency: bool = True
-    guards: bool = True
-    witness_depth: int = 4  # steps before the final call in consistency witnesses
-    cti_slots: int = 3  # entries per table in counterexample searches
-    reach_depth: int = 4  # bounded search for a refuted invariant from the initial state (0: none)
-
-
-@dataclass(frozen=True, slots=True)
-class CounterExample:
-    """A concrete pre-state, call and post-state (a counterexample to induction, or a guard example)."""
-
-    env: Mapping[str, Any]
-    pre: State
-    call: str
-    inputs: Mapping[str, Any]
-    outputs: Mapping[str, Any]
-    post: State
-    rules: tuple[str, ...]  # the rule IDs involved
-    failing: tuple[str, ...]  # the properties false after the call (concrete semantics)
-    validated: bool  # the concrete semantics agrees: invariants held before, the step was allowed
-
-
-@dataclass(frozen=True, slots=True)
-class Obligation:
-    property: str  # an invariant's rule ID, TYPES, or API-GROUPS(<state>)
-    call: str | None  # None: the initial-state obligation
-    branch: str  # init | success | unspecified | failure
-    verdict: Verdict
-    how: str  # solver | frame | trivial | bounded (a bounded counterexample settled an UNKNOWN)
-    reason: str  # the solver's reason when UNKNOWN; a note otherwise
-    seconds: float
-    rules: tuple[str, ...]
-    cex: CounterExample | None = None
-
-    @property
-    def gap(self) -> bool:
-        """A refutation where the documents are silent: a documentation gap, not a spec bug."""
-        return self.branch == "unspecified" and self.verdict is not Verdict.PROVED
-
-
-@dataclass(frozen=True, slots=True)
-class Guard:
-    """Breaking obligation `rule` (and only it) lets `call` break `property`: FOUND / NONE / UNKNOWN."""
-
-    property: str
-    call: str
-    rule: str
-    witness: Witness
-    reason: str
-    seconds: float
-    example: CounterExample | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One consistency item.
-
-    kind: clause | call | invariant | overlap | gap | policy. status:
-      clause     live | shadowed | dead | unreached (satisfiable, no run within depth) | unknown
-      call       reachable | never | unreached | unknown
-      invariant  non-vacuous | vacuous | unreached | unknown
-      overlap    overlap | possible (no run within depth) | (disjoint pairs are counted, not listed)
-      gap        silent (a witness run) | possible
-      policy     unguarded (a `fails` whose citation says "must" / "should only" can decide the
-                 outcome of a call that keeps every obligation: the "must" has no `requires`) |
-                 possible (so in a state the invariants allow, no run shows it) | unknown
-                 (guarded clauses are counted, not listed)
-    """
-
-    kind: str
-    subject: str
-    call: str | None
-    status: str
-    ok: bool
-    rules: tuple[str, ...]
-    detail: str
-    seconds: float
-    run: Run | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProofReport:
-    spec: str  # as given: a bundled name or a path
-    name: str  # the spec's declared name
-    obligations: tuple[Obligation, ...]
-    guards: tuple[Guard, ...]
-    reach: tuple[BmcResult, ...]  # bounded searches from the initial state for refuted invariants
-    checks: tuple[Check, ...]
-    disjoint_pairs: int
-    options: ProveOptions
-    seconds: float
-    phase_seconds: Mapping[str, float] = field(default_factory=dict)
-
-    @property
-    def proved(self) -> bool:
-        return all(o.verdict is Verdict.PROVED for o in self.obligations)
-
-    @property
-    def consistent(self) -> bool:
-        return all(c.ok for c in self.checks)
-
-    @property
-    def ok(self) -> bool:
-        return self.proved and self.consistent
-
-
-# ---------------------------------------------------------------- properties
-
-
-@dataclass(frozen=True, slots=True)
-class _Property:
-    id: str
-    rules: tuple[str, ...]
-    reads: frozenset  # what it reads (None entries: everything)
-    holds: Callable  # (enc, pre: SymState, post: SymState, call | None) -> z3 Bool
-    concrete: Callable  # (sem, pre: State | None, call | None, post: State) -> bool
-    everything: bool = False
-
-
-def _properties(spec: CheckedSpec) -> list[_Property]:
-    reads, writes = reads_and_writes(spec)
-    props = []
-    for inv in spec.invariants:
-        props.append(_Property(
-            inv.rule, (inv.rule,), reads(inv.expr),
-            (lambda inv: lambda enc, pre, post, call: enc.invariant(inv, post))(inv),
-            (lambda rule: lambda sem, pre, call, post: rule not in _holds(sem, post))(inv.rule)))
-    props.append(_Property(TYPES, (), frozenset(), lambda enc, pre, post, call: conj(enc.well_typed(post)),
-                           lambda sem, pre, call, post: well_typed(sem.spec, post), everything=True))
-    props += _group_properties(spec, writes)
-    return props
-
-
-def _group_properties(spec: CheckedSpec, writes) -> list[_Property]:
-    """For state written by a call restricted to API groups: it changes only in the allowed groups."""
-    restricted: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}  # state -> [(call, groups, rule)]
-    for name, info in spec.calls.items():
-        usage = info.clauses(S.OnlyIn)
-        if not usage:
-            continue
-        for item in writes(name):
-            target = item[1]
-            for u in usage:
-                entry = (name, u.groups, u.rule)
-                if entry not in restricted.setdefault(target, []):
-                    restricted[target].append(entry)
-    props = []
-    for target, writers in restricted.items():
-        allowed = {call: groups for call, groups, _ in writers}
-        rules = tuple(dict.fromkeys(rule for _, _, rule in writers))
-        is_var = target in spec.vars
-        items = frozenset([("var", target)]) if is_var else \
-            frozenset([("present", target)] + [("field", target, n) for n, _ in spec.tables[target].fields])
-
-        def holds(enc: Encoder, pre: SymState, post: SymState, call, target=target, is_var=is_var, allowed=allowed):
-            same = _same(enc, pre, post, target, is_var)
-            if call in allowed:
-                return disj(same, disj([enc.group_active(g, pre) for g in allowed[call]]))
-            return same
-
-        def concrete(sem: Semantics, pre, call, post, target=target, is_var=is_var, allowed=allowed):
-            if pre is None:
-                return True
-            same = pre.vars[target] == post.vars[target] if is_var else pre.tables[target].rows == post.tables[target].rows
-            if same:
-                return True
-            return call in allowed and any(g in sem.group_of(pre) for g in allowed[call])
-
-        props.append(_Property(f"{GROUP_FRAME}({target})", rules, items, holds, concrete))
-    return props
-
-
-def _same(enc: Encoder, pre: SymState, post: SymState, target: str, is_var: bool):
-    if is_var:
-        from ..symbolic.terms import equal
-        return equal(pre.vars[target], post.vars[target])
-    return pre.tables[target].same_as(post.tables[target], enc.fresh_name("same"))
-
-
-def _holds(sem: Semantics, st: State) -> list[str]:
-    try:
-        return sem.holds(st)
-    except EvalError:
-        return [inv.rule for inv in sem.spec.invariants]
+from .proof import Check, CounterExample, GROUP_FRAME, Guard, failing_properties, Obligation, ProofReport, properties_of, Property, ProveOptions, TYPES
+from .consistency import branch_condition, branch_holds, clause_target, gap_target, rules_near, overlap_targets, policy_target, says_must, Shadow, status_for, success_target, vacuity_target
 
 
 # ---------------------------------------------------------------- the prover
@@ -259,7 +64,7 @@ class _Prover:
         self.options = options
         self.config, self.config_bounds = symbolic_config(spec)
         self.enc = Encoder(spec, self.config)
-        self.props = _properties(spec)
+        self.props = properties_of(spec)
         self.reads, self.writes = reads_and_writes(spec)
         self.pre = self.enc.fresh_state("pre.")
         self.hypotheses = (self.config_bounds + self.enc.well_typed(self.pre)
@@ -290,7 +95,7 @@ class _Prover:
             n += branches * len(self.props)
         return n
 
-    def touches(self, prop: _Property, call: str) -> bool:
+    def touches(self, prop: Property, call: str) -> bool:
         return prop.everything or bool(prop.reads & self.writes(call))
 
     # ---- induction
@@ -342,14 +147,14 @@ class _Prover:
                 self.step()
         return out
 
-    def _obligation(self, prop: _Property, call, branch: str, ans: Answer) -> Obligation:
+    def _obligation(self, prop: Property, call, branch: str, ans: Answer) -> Obligation:
         rules = prop.rules
         if call is not None:
             effect = self.spec.calls[call].clauses(S.Effect)
             rules = rules + ((effect[0].rule,) if effect else ())
         return Obligation(prop.id, call, branch, ans.verdict, "solver", ans.reason, ans.seconds, rules)
 
-    def _with_cti(self, ob: Obligation, prop: _Property, call: str, branch: str) -> Obligation:
+    def _with_cti(self, ob: Obligation, prop: Property, call: str, branch: str) -> Obligation:
         t0 = time.perf_counter()
         cex = self.bounded_example(prop, call, branch, None)
         seconds = ob.seconds + time.perf_counter() - t0
@@ -377,7 +182,7 @@ class _Prover:
             self._bounded_cache[call] = cached
         return cached
 
-    def bounded_example(self, prop: _Property, call: str, branch: str, broken_rule: str | None) -> CounterExample | None:
+    def bounded_example(self, prop: Property, call: str, branch: str, broken_rule: str | None) -> CounterExample | None:
         """A small concrete pre-state and step that break prop (with only broken_rule broken, if given)."""
         return self._bounded_search(prop, call, branch, broken_rule)[0]
 
@@ -386,12 +191,12 @@ class _Prover:
         key = (call, prop.id)
         if key not in self._bounded_goals:
             self._bounded_goals[key] = neg(prop.holds(enc, pre, post, call))
-        ans = session.find(_branch(cc, branch, broken_rule), self._bounded_goals[key])
+        ans = session.find(branch_condition(cc, branch, broken_rule), self._bounded_goals[key])
         if ans.witness is not Witness.FOUND:
             return None, ans
         return self._example(enc, ans.model, pre, call, env, prop, branch, broken_rule), ans
 
-    def _example(self, enc: Encoder, model, pre_sym: SymState, call: str, env: Mapping, prop: _Property,
+    def _example(self, enc: Encoder, model, pre_sym: SymState, call: str, env: Mapping, prop: Property,
                  branch: str, broken_rule: str | None) -> CounterExample:
         info = self.spec.calls[call]
         cfg = read_config(self.spec, model, self.config)
@@ -454,7 +259,7 @@ class _Prover:
         targets = self._targets()
         found = cover(unrolling, self.spec_name, [t for t, _ in targets])
         # second round: fails/unspecified clauses not live with the outcome decided by them
-        shadow = [_Shadow(t, info) for t, info in targets if info["kind"] in ("fails", "unspecified")
+        shadow = [Shadow(t, info) for t, info in targets if info["kind"] in ("fails", "unspecified")
                   and found[t.key].witness is not Witness.FOUND]
         shadow_found = cover(unrolling, self.spec_name, [s.target for s in shadow]) if shadow else {}
         checks: list[Check] = []
@@ -511,24 +316,24 @@ class _Prover:
             for c in clauses:
                 match c:
                     case S.Fails():
-                        out.append(_clause_target(call, "fails", c.rule))
+                        out.append(clause_target(call, "fails", c.rule))
                     case S.MayFail() if c.cond is not None:
-                        out.append(_clause_target(call, "may-fail", c.rule))
+                        out.append(clause_target(call, "may-fail", c.rule))
                     case S.Unspecified():
-                        target, meta = _clause_target(call, "unspecified", c.rule)
-                        meta["rules"] = (c.rule,) + _near(spec, call, c)
+                        target, meta = clause_target(call, "unspecified", c.rule)
+                        meta["rules"] = (c.rule,) + rules_near(spec, call, c)
                         out.append((target, meta))
                     case S.Requires():
-                        out.append(_clause_target(call, "requires", c.rule))
+                        out.append(clause_target(call, "requires", c.rule))
                     case S.OnlyIn():
-                        out.append(_clause_target(call, "usage", c.rule))
-            out += [_policy_target(call, c.rule) for c in clauses if isinstance(c, S.Fails) and _says_must(c)]
-            out.append(_success_target(call))
+                        out.append(clause_target(call, "usage", c.rule))
+            out += [policy_target(call, c.rule) for c in clauses if isinstance(c, S.Fails) and says_must(c)]
+            out.append(success_target(call))
             if info.decl.kind == "call":
-                out.append(_gap_target(spec, call))
-            out += _overlap_targets(call, clauses)
+                out.append(gap_target(spec, call))
+            out += overlap_targets(call, clauses)
         for inv in spec.invariants:
-            out.append(_vacuity_target(inv))
+            out.append(vacuity_target(inv))
         return out
 
     def _finish_run(self, run: Run | None, info: dict) -> Run | None:
@@ -543,7 +348,7 @@ class _Prover:
         for s in run.steps[:-1]:
             sem.apply(st, s.call, s.inputs, s.outputs)
         al = sem.allowed(st, last.call, last.inputs)
-        status = _status_for(self.spec, al, info)
+        status = status_for(self.spec, al, info)
         return Run(run.spec, run.env, run.steps[:-1] + (Step(last.call, last.inputs, last.outputs, status),))
 
     def _found_check(self, t: Target, info: dict, c: Covered) -> Check:
@@ -659,7 +464,7 @@ _LIVE = {
 class _ExampleCheck:
     """Is a concrete pre-state a counterexample (invariants hold, the branch is taken, prop fails after)?"""
 
-    def __init__(self, prover: "_Prover", sem: Semantics, prop: _Property, call: str, inputs: Mapping,
+    def __init__(self, prover: "_Prover", sem: Semantics, prop: Property, call: str, inputs: Mapping,
                  outputs: Mapping, branch: str, broken_rule: str | None):
         self.prover, self.sem, self.prop, self.call = prover, sem, prop, call
         self.inputs, self.outputs, self.branch, self.broken_rule = inputs, outputs, branch, broken_rule
@@ -667,10 +472,10 @@ class _ExampleCheck:
     def __call__(self, pre: State) -> bool:
         sem = self.sem
         try:
-            if _holds(sem, pre) or not well_typed(sem.spec, pre):
+            if failing_properties(sem, pre) or not well_typed(sem.spec, pre):
                 return False
             al = sem.allowed(pre, self.call, self.inputs)
-            if not _branch_holds(al, self.branch, self.broken_rule):
+            if not branch_holds(al, self.branch, self.broken_rule):
                 return False
             if sem.ensures_broken(pre, self.call, self.inputs, self.outputs):
                 return False
@@ -694,252 +499,6 @@ class _ExampleCheck:
                 if changed:
                     break
         return pre
-
-
-# ---------------------------------------------------------------- branch conditions
-
-
-def _branch(cc, branch: str, broken_rule: str | None):
-    if branch == "success":
-        return cc.success_documented
-    if branch == "unspecified":
-        return cc.success_unspecified
-    # "broken": only broken_rule is broken; the call still succeeds (anything may happen when the
-    # obligation is `undefined`; otherwise the documented errors still apply)
-    conds = []
-    undefined = True
-    for rule, cond in cc.usage:
-        conds.append(neg(cond) if rule == broken_rule else cond)
-        if rule == broken_rule:
-            undefined = False
-    for rule, is_undefined, cond in cc.requires:
-        conds.append(neg(cond) if rule == broken_rule else cond)
-        if rule == broken_rule:
-            undefined = is_undefined
-    if not undefined:
-        conds.append(disj(neg(cc.any_error), cc.any_unspecified))
-    return conj(conds)
-
-
-def _branch_holds(al: Allowed, branch: str, broken_rule: str | None) -> bool:
-    if branch == "success":
-        return not al.broken and al.success and not al.unspecified
-    if branch == "unspecified":
-        return not al.broken and bool(al.unspecified)
-    return al.broken == (broken_rule,) and (al.open or al.success)
-
-
-def _status_for(spec: CheckedSpec, al: Allowed, info: dict):
-    """A status the final call may return that shows what the check is about."""
-    kind = info["kind"]
-    if kind in ("fails", "may-fail"):
-        for e in al.errors + al.env_errors:
-            if e.rule == info["rule"]:
-                return a_status(spec, e)
-    if kind == "overlap" and not al.open:
-        for e in al.errors:
-            if e.rule in info["rules"]:
-                return a_status(spec, e)
-    if al.open or al.success or not al.errors:
-        return spec.success
-    return a_status(spec, al.errors[0])
-
-
-# ---------------------------------------------------------------- consistency targets
-
-
-def _clause_cond(cc, kind: str, rule: str):
-    if kind == "fails":
-        return next(c for r, _, c in cc.errors if r == rule)
-    if kind == "may-fail":
-        return next(c for r, _, c in cc.env_errors if r == rule)
-    if kind == "unspecified":
-        return next(c for r, c in cc.unspecified if r == rule)
-    if kind == "requires":
-        return neg(next(c for r, _, c in cc.requires if r == rule))
-    return neg(next(c for r, c in cc.usage if r == rule))
-
-
-def _open(cc):
-    undefined = [neg(c) for _, u, c in cc.requires if u]
-    return disj(undefined + [cc.any_unspecified])
-
-
-def _clause_holds(al: Allowed, kind: str, rule: str) -> bool:
-    if kind == "fails":
-        return rule in [e.rule for e in al.errors]
-    if kind == "may-fail":
-        return rule in [e.rule for e in al.env_errors]
-    if kind == "unspecified":
-        return rule in al.unspecified
-    return rule in al.broken
-
-
-def _clause_target(call: str, kind: str, rule: str) -> tuple[Target, dict]:
-    def formula(enc, env, cc, st):
-        c = _clause_cond(cc, kind, rule)
-        if kind == "fails":
-            return conj(c, neg(_open(cc)))
-        if kind == "unspecified":
-            return conj(c, cc.kept)
-        return c
-
-    def holds(sem, st, step):
-        al = sem.allowed(st, step.call, step.inputs)
-        if not _clause_holds(al, kind, rule):
-            return False
-        if kind == "fails":
-            return not al.open
-        if kind == "unspecified":
-            return not al.broken
-        return True
-    return Target(("clause", rule), call, formula, holds), {"kind": kind, "rule": rule, "rules": (rule,), "call": call}
-
-
-@dataclass(frozen=True, slots=True)
-class _Shadow:
-    """The second round for a clause: its condition alone (the outcome may be open)."""
-
-    original: Target
-    info: dict
-
-    @property
-    def target(self) -> Target:
-        kind, rule = self.info["kind"], self.info["rule"]
-        return Target(("shadow", self.original.key), self.original.call,
-                      lambda enc, env, cc, st: _clause_cond(cc, kind, rule),
-                      lambda sem, st, step: _clause_holds(sem.allowed(st, step.call, step.inputs), kind, rule))
-
-
-# Citations that word a caller obligation: such a clause's condition must break a `requires`.
-_MUST = re.compile(r"\b(must|should only)\b", re.IGNORECASE)
-
-
-def _says_must(c: S.Fails) -> bool:
-    return c.cite is not None and _MUST.search(c.cite.clause) is not None
-
-
-def _policy_target(call: str, rule: str) -> tuple[Target, dict]:
-    """The `fails` clause holds while every obligation of the call is kept."""
-    def formula(enc, env, cc, st):
-        kept = [c for _, c in cc.usage] + [c for _, _, c in cc.requires]
-        return conj([_clause_cond(cc, "fails", rule)] + kept)
-
-    def holds(sem, st, step):
-        al = sem.allowed(st, step.call, step.inputs)
-        return _clause_holds(al, "fails", rule) and not al.broken
-    return Target(("policy", rule), call, formula, holds), {"kind": "policy", "rule": rule, "rules": (rule,), "call": call}
-
-
-def _success_target(call: str) -> tuple[Target, dict]:
-    def holds(sem, st, step):
-        al = sem.allowed(st, step.call, step.inputs)
-        return (not al.broken and al.success and not al.open
-                and not sem.ensures_broken(st, step.call, step.inputs, step.outputs))
-    return (Target(("success", call), call, lambda enc, env, cc, st: conj(cc.success_documented, cc.ensured), holds),
-            {"kind": "success", "call": call})
-
-
-def _gap_target(spec: CheckedSpec, call: str) -> tuple[Target, dict]:
-    def formula(enc, env, cc, st):
-        return conj(cc.success_documented, cc.ensured, enc.effect_idle(call, st, env))
-
-    def holds(sem, st, step):
-        al = sem.allowed(st, step.call, step.inputs)
-        if al.broken or not al.success or al.open or sem.ensures_broken(st, step.call, step.inputs, step.outputs):
-            return False
-        return sem.successor(st, step.call, step.inputs, step.outputs) == st
-    return Target(("gap", call), call, formula, holds), {"kind": "gap", "call": call, "around": _around(spec, call)}
-
-
-def _around(spec: CheckedSpec, call: str) -> tuple[str, ...]:
-    """The rules next to a silent success: the effect rule, and clauses reading what its `if`s read."""
-    info = spec.calls[call]
-    effects = info.clauses(S.Effect)
-    names: set[str] = set()
-    if effects:
-        for node in _stmts_conds(effects[0].body):
-            names |= _names(spec, node)
-    rules = [effects[0].rule] if effects else []
-    for c in info.decl.clauses:
-        if isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(spec, c.cond) & names:
-            rules.append(c.rule)
-    return tuple(rules)
-
-
-def _near(spec: CheckedSpec, call: str, clause) -> tuple[str, ...]:
-    """The other clauses of the call that read what an `unspecified` clause reads."""
-    names = {b.name for b in spec.reads(clause.cond) if b.kind not in ("enum", "const")}
-    info = spec.calls[call]
-    return tuple(c.rule for c in info.decl.clauses if c is not clause
-                 and isinstance(c, (S.Fails, S.Unspecified, S.Requires)) and _names(spec, c.cond) & names)
-
-
-def _stmts_conds(body):
-    for s in body:
-        if isinstance(s, S.If):
-            yield s.cond
-            yield from _stmts_conds(s.then)
-            yield from _stmts_conds(s.orelse)
-
-
-def _names(spec: CheckedSpec, e) -> set[str]:
-    """Every name e mentions, tables included (what two clauses must share to be "around" each other)."""
-    return {b.name for b in spec.reads(e)}
-
-
-def _overlap_targets(call: str, clauses) -> list[tuple[Target, dict]]:
-    """Pairs of clauses whose conditions hold together while nothing else opens the outcome:
-    two errors (both outcomes allowed), an error and a broken (not `undefined`) obligation (the
-    caller's bug and a documented error), an error and an `unspecified` clause (the documents give
-    an error and are silent at once)."""
-    errors = [("fails", c.rule) for c in clauses if isinstance(c, S.Fails)]
-    others = [("requires", c.rule) for c in clauses if isinstance(c, S.Requires) and not c.undefined] + \
-             [("unspecified", c.rule) for c in clauses if isinstance(c, S.Unspecified)]
-    pairs = [(a, b) for i, a in enumerate(errors) for b in errors[i + 1:]] + [(a, b) for a in errors for b in others]
-    out = []
-    for (ka, ra), (kb, rb) in pairs:
-        def formula(enc, env, cc, st, ka=ka, ra=ra, kb=kb, rb=rb):
-            rest = [c for r, c in cc.usage] + [c for r, _, c in cc.requires if r != rb]
-            rest += [neg(c) for r, c in cc.unspecified if r != rb]
-            return conj([_clause_cond(cc, ka, ra), _clause_cond(cc, kb, rb)] + rest)
-
-        def holds(sem, st, step, ka=ka, ra=ra, kb=kb, rb=rb):
-            al = sem.allowed(st, step.call, step.inputs)
-            if not (_clause_holds(al, ka, ra) and _clause_holds(al, kb, rb)):
-                return False
-            return set(al.broken) <= {rb} and set(al.unspecified) <= {rb}
-        out.append((Target(("overlap", call, ra, rb), call, formula, holds),
-                    {"kind": "overlap", "rules": (ra, rb), "call": call}))
-    return out
-
-
-def _vacuity_target(inv: S.InvariantDecl) -> tuple[Target, dict]:
-    witness = _antecedent(inv.expr)
-
-    def holds(sem, st, step):
-        return bool(sem.eval(witness, st))
-    target = Target(("vacuity", inv.rule), None, lambda enc, env, cc, st: enc.expr(witness, st, {}), holds)
-    return target, {"kind": "vacuity", "rule": inv.rule, "rules": (inv.rule,)}
-
-
-def _antecedent(e: S.Expr) -> S.Expr:
-    """What must hold for the invariant to say something: its quantified entries exist and its
-    implication's premise holds (`forall a in T: A implies B` -> `exists a in T: A`)."""
-    match e:
-        case S.Quant(kind="forall", var=v, table=t, body=b):
-            return S.Quant("exists", v, t, _antecedent(b), e.span)
-        case S.Binary(op="implies", left=a, right=b):
-            rest = _antecedent(b)
-            return a if isinstance(rest, S.BoolLit) else S.Binary("and", a, rest, e.span)
-        case S.Binary(op="and", left=a, right=b):
-            ra, rb = _antecedent(a), _antecedent(b)
-            if isinstance(ra, S.BoolLit):
-                return rb
-            if isinstance(rb, S.BoolLit):
-                return ra
-            return S.Binary("and", ra, rb, e.span)
-    return S.BoolLit(True, e.span)
 
 
 # ---------------------------------------------------------------- entry point

@@ -18,6 +18,7 @@ from ..trace.events import TraceEvent, TraceHeader
 from ..trace.writer import write_trace
 from ..language.typecheck import CheckedSpec, Type, value_bounds
 
+
 # ---------------------------------------------------------------- runs
 
 
