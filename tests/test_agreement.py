@@ -60,7 +60,7 @@ from checker.model.state import NATIVE, State
 from checker.engines.simulate import SimulationOptions, simulate
 from checker.symbolic.solver import SolverOptions, Verdict, Witness
 from checker.language.source import SourceFile
-from checker.language.typecheck import value_bounds
+from checker.language.checked import value_bounds
 from tests import helpers
 from tests.spec_strategies import GenSpec, RandomChooser, gen_spec, specs
 from tests.test_encode import Harness, quantified_outcome

@@ -119,8 +119,8 @@ def test_only_the_cli_prints():
 # `test_every_module_has_a_stage` fails.
 STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "the package (its version)", ("checker",)),
-    ("language", "the spec language", ("source", "diagnostics", "files", "syntax", "parser", "printer", "typecheck", "analysis",
-                                       "load")),
+    ("language", "the spec language", ("source", "diagnostics", "files", "syntax", "parser", "printer", "checked",
+                                       "exprtypes", "typecheck", "analysis", "load")),
     ("model", "the concrete semantics", ("state", "outcomes", "values", "codegen", "semantics")),
     ("trace", "trace files", ("events", "reader", "writer")),
     ("fast", "the fast path", ("stepcode", "fastpath")),

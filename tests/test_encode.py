@@ -26,7 +26,7 @@ from checker.engines.runs import semantics_for
 from checker.model.state import Table
 from checker.model.state import State
 from checker.language.source import SourceFile
-from checker.language.typecheck import Type
+from checker.language.checked import Type
 
 ADDRS = (0, 1, 0x1000, 0x1800, 0x2000, 0x3000, 2**64 - 0x1000, 2**64 - 1)
 SIZES = (0, 1, 0x800, 0x1000, 0x2000, 2**64 - 1)

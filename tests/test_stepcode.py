@@ -27,7 +27,7 @@ from checker.model.semantics import Semantics
 from checker.model.outcomes import EvalError
 from checker.model.state import NATIVE
 from checker.fast.stepcode import KIND_INT
-from checker.language.typecheck import Type, value_bounds
+from checker.language.checked import Type, value_bounds
 from tests.helpers import outcome
 
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")

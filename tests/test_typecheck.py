@@ -12,7 +12,8 @@ from checker.language import syntax as S
 from checker.language.diagnostics import RegcheckError, Severity
 from checker.language.load import load_spec
 from checker.language.parser import parse_spec
-from checker.language.typecheck import BOOL, INT, RANGE, Type, check_spec
+from checker.language.typecheck import check_spec
+from checker.language.checked import BOOL, INT, RANGE, Type
 
 HEADER = 'spec demo "t"\nsource DOC "doc.txt" "a document"\nstatus int success 0\n'
 

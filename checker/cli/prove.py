@@ -28,7 +28,7 @@ from ..engines.prover import prove
 from ..engines.proof import Check, CounterExample, Obligation, ProofReport, ProveOptions
 from ..emit.sarif import prove_log
 from ..symbolic.solver import SolverOptions, Verdict, Witness
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 
 

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from ..language import syntax as S
 from ..language.printer import print_expr
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 from ..language.analysis import identifier
 
 VIEWS = ("calls", "states")

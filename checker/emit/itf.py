@@ -41,7 +41,7 @@ from ..engines.runs import Run
 from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import read_trace
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 
 ITF_FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 SAFE_INT = 2**53  # JSON numbers above this lose precision in JavaScript-based readers

@@ -24,7 +24,7 @@ from ..symbolic.terms import FALSE, conj, disj, fresh_int, holds_in, implies, in
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
 from ..model.state import State
 from ..symbolic.solver import Session, SolverOptions, Witness
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 
 
 # ---------------------------------------------------------------- the unrolling

@@ -12,7 +12,7 @@ from .bmc import Target
 from .runs import a_status
 from ..symbolic.terms import conj, disj, neg
 from ..model.outcomes import Allowed
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 
 
 # ---------------------------------------------------------------- branch conditions

@@ -18,7 +18,7 @@ from ..model.semantics import Semantics
 from ..model.outcomes import EvalError
 from ..model.state import State
 from ..symbolic.solver import SolverOptions, Verdict, Witness
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range

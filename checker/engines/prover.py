@@ -46,7 +46,7 @@ from ..model.semantics import Semantics
 from ..model.outcomes import describe_outcomes
 from ..model.state import State
 from ..symbolic.solver import Answer, Session, Verdict, Witness
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 from .proof import Check, CounterExample, GROUP_FRAME, Guard, failing_properties, Obligation, ProofReport, properties_of, Property, ProveOptions, TYPES
 from .consistency import branch_condition, branch_holds, clause_target, gap_target, rules_near, overlap_targets, policy_target, says_must, Shadow, status_for, success_target, vacuity_target
 

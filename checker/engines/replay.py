@@ -33,7 +33,7 @@ from ..model.values import coerce_value, resolve_config
 from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader, parse_int
 from ..trace.reader import UNDECODED, EventStream, read_trace
-from ..language.typecheck import UNBOUNDED, CheckedSpec, Type, value_bounds
+from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 
 _ABSENT = object()
 _NO_FINDINGS: list = []  # shared by every event without findings: callers must not append to it

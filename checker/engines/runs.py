@@ -16,7 +16,7 @@ from ..model.outcomes import Allowed, EvalError
 from ..model.state import State
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.writer import write_trace
-from ..language.typecheck import CheckedSpec, Type, value_bounds
+from ..language.checked import CheckedSpec, Type, value_bounds
 
 
 # ---------------------------------------------------------------- runs

@@ -23,7 +23,7 @@ from ..language import syntax as S
 from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink
 from ..model.semantics import Semantics
 from ..model.state import State
-from ..language.typecheck import INT_BOUNDS, CheckedSpec, Type
+from ..language.checked import INT_BOUNDS, CheckedSpec, Type
 
 # Addresses cluster on a few 4 KiB pages (aligned and not), so that ranges collide often.
 PAGE = 0x1000

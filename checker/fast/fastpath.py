@@ -45,7 +45,7 @@ from ..model.codegen import RUNTIME, CodeScope, Emitter, bound_tables
 from ..model.outcomes import EvalError
 from ..model.state import NATIVE, State
 from ..trace.events import NUMERIC_START
-from ..language.typecheck import Type, value_bounds
+from ..language.checked import Type, value_bounds
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from . import syntax as S
 
 if TYPE_CHECKING:
-    from .typecheck import CheckedSpec
+    from .checked import CheckedSpec
 
 
 def nodes(tree) -> Iterator:

@@ -11,7 +11,8 @@ from .diagnostics import RegcheckError, error
 from .files import open_input
 from .parser import parse_spec
 from .source import SourceFile, Span
-from .typecheck import CheckedSpec, check_spec
+from .typecheck import check_spec
+from .checked import CheckedSpec
 
 
 def _spec_dir():

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.typecheck import ANY, Binding, CheckedSpec, Type, normalise_version
+from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
 from .state import Table
 from .outcomes import EvalError
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, assert_never
 
 from ..language import syntax as S
 from ..language.diagnostics import RegcheckError, error
-from ..language.typecheck import CallInfo, CheckedSpec
+from ..language.checked import CallInfo, CheckedSpec
 from .state import State, Table
 from .outcomes import Allowed, CONFORMS, describe_outcomes, ErrorOutcome, EvalError, Judgement
 from .values import resolve_config

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 
 from ..language.diagnostics import RegcheckError, error, excerpt
-from ..language.typecheck import CheckedSpec, Type, normalise_version, value_bounds
+from ..language.checked import CheckedSpec, Type, normalise_version, value_bounds
 
 
 # ---------------------------------------------------------------- configuration

@@ -46,7 +46,7 @@ from typing import Any, Iterable, Mapping, assert_never
 import z3
 
 from ..language import syntax as S
-from ..language.typecheck import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
+from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
 from .terms import int_value, Entry, equal, is_const, Rng, TableName, Types, unsupported, Ver
 from .tables import ArrayTable, SlotTable, SymState
 

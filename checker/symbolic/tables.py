@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 import z3
 
-from ..language.typecheck import Type
+from ..language.checked import Type
 from .terms import Entry, equal, ite, leaves, rebuild, Types, unsupported
 
 

@@ -10,7 +10,7 @@ import z3
 
 from ..language import syntax as S
 from ..language.diagnostics import RegcheckError, error
-from ..language.typecheck import FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
+from ..language.checked import FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 from ..language.analysis import nodes
 
 

@@ -8,8 +8,8 @@ from typing import Any, Iterator, Mapping
 
 from ..language import syntax as S
 from ..engines.runs import json_value
-from ..language.typecheck import normalise_version
-from ..language.typecheck import CheckedSpec
+from ..language.checked import normalise_version
+from ..language.checked import CheckedSpec
 from ..language.analysis import nodes
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..language import syntax as S
-from ..language.typecheck import CheckedSpec, Type
+from ..language.checked import CheckedSpec, Type
 from .model import ALLOWED, ConformanceTest, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, RuleCoverage, TESTED
 from ..language.analysis import nodes
 

@@ -55,7 +55,7 @@ from ..model.semantics import Semantics
 from ..model.outcomes import Allowed
 from ..model.state import State
 from ..trace.events import TraceEvent
-from ..language.typecheck import CheckedSpec
+from ..language.checked import CheckedSpec
 from .model import ConformanceTest, Expectation, expectation_of, GenerateOptions, HUGE_ALLOCATION, MAX_ALLOCS, Node, NULL_SIZE_LIMIT, PAGE, Suite, U64
 from .configs import config_label, configurations, show_json
 from .coverage import coverage_report, CallFacts, facts_of

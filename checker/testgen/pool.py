@@ -10,7 +10,7 @@ from ..language import syntax as S
 from ..drivers.execute import memory_shape
 from ..engines.runs import Step, json_value, semantics_for
 from ..model.semantics import Semantics
-from ..language.typecheck import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
+from ..language.checked import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 from .model import ALLOC_SIZE, ALLOC_STRIDE, DEVICE_BASE, Expectation, Node, PAGE, U64
 from .configs import show_json
 from .coverage import CallFacts, facts_of
