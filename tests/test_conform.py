@@ -13,7 +13,8 @@ import pytest
 
 from checker.testgen.conform import FAIL, INCONCLUSIVE, PASS, assert_conforms, run_suite, run_test
 from checker.emit.pytest_module import render_pytest
-from checker.drivers.executor import ReferenceDriver, Result
+from checker.drivers.executor import ReferenceDriver
+from checker.drivers.protocol import Result
 from checker.testgen.model import Suite
 from checker.drivers.pinning import vmlck_bytes
 from checker.testgen.suite import format_test, write_suite

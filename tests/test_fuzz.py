@@ -7,7 +7,8 @@ import json
 import pytest
 
 from checker.testgen.conform import run_test
-from checker.drivers.executor import ReferenceDriver, Result
+from checker.drivers.executor import ReferenceDriver
+from checker.drivers.protocol import Result
 from checker.testgen.fuzz import FuzzOptions, from_spec, fuzz
 from checker.engines.replay import replay_trace
 from tests.helpers import run_cli

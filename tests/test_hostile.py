@@ -168,11 +168,11 @@ def test_a_1_TiB_lock_is_refused_by_the_cap_without_a_page_list(events, tmp_path
 
 def test_range_lock_counts_agree_with_per_page_counts():
     """The arena's range-based counts against a per-page model, on a fixed sequence of operations."""
-    from checker.drivers.pinning import _LockCounts
+    from checker.drivers.lockcounts import LockCounts
 
     page = 4096
     ops = [(1, 0, 4), (1, 2, 6), (-1, 0, 4), (1, 10, 12), (0, 3, 11), (1, 0, 20), (-1, 0, 20), (1, 5, 6)]
-    counts, model = _LockCounts(), {}
+    counts, model = LockCounts(), {}
     for op, lo, hi in ops:
         if op == 0:
             counts.drop(lo * page, hi * page)

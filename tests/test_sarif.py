@@ -226,7 +226,7 @@ class FakeAclDriver:
         self.next = 0x5000_0000
 
     def call(self, name, args):
-        from checker.drivers.executor import Result
+        from checker.drivers.protocol import Result
         if name == "malloc":
             ptr, self.next = self.next, self.next + ((args["size"] + 0xFFFF) & ~0xFFFF)
             return Result(0, {"ptr": ptr})
@@ -547,7 +547,7 @@ class RegistrationsFailEnvironmentally:
         self.inner.start(spec, env)
 
     def call(self, name, args):
-        from checker.drivers.executor import Result
+        from checker.drivers.protocol import Result
 
         return Result(207001) if name == "aclrtHostRegisterV2" else self.inner.call(name, args)
 

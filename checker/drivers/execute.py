@@ -31,7 +31,8 @@ from typing import Any, Callable, Mapping
 from sortedcontainers import SortedDict
 
 from ..language import syntax as S
-from .executor import Driver, ReferenceDriver, Result
+from .executor import ReferenceDriver
+from .protocol import Driver, Result
 from .pinning import PAGE_SIZE
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
 from ..model.semantics import Semantics

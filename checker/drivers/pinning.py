@@ -25,7 +25,6 @@ Arenas are not thread-safe; use one from one thread.
 from __future__ import annotations
 
 import atexit
-import bisect
 import ctypes
 import errno as errno_codes
 import mmap
@@ -37,6 +36,7 @@ from types import FrameType
 from typing import Any, Callable, Iterator
 
 from ..language.diagnostics import RegcheckError, error
+from .lockcounts import LockCounts
 
 PAGE_SIZE = mmap.PAGESIZE
 DEFAULT_MAX_LOCKED_BYTES = 256 * 1024 * 1024
@@ -168,144 +168,6 @@ def _require_size(size: int) -> None:
         raise ValueError(f"size must be a positive int, not {size!r}")
 
 
-# --- lock counts by range ------------------------------------------------------------------------
-
-
-class _LockCounts:
-    """Lock counts over page-aligned address ranges: disjoint segments [start, end) with a count >= 1.
-
-    Every operation costs time in the number of segments it touches, never in pages, so a 1 TiB
-    range costs what a 4 KiB one does.
-    """
-
-    __slots__ = ("_starts", "_segs", "total")
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []  # sorted segment starts
-        self._segs: dict[int, list[int]] = {}  # start -> [end, count]
-        self.total = 0  # bytes with a count >= 1
-
-    def __bool__(self) -> bool:
-        return bool(self._starts)
-
-    def clear(self) -> None:
-        self._starts.clear()
-        self._segs.clear()
-        self.total = 0
-
-    def segments(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int, int]]:
-        """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
-        i = bisect.bisect_right(self._starts, lo) - 1
-        if i < 0:
-            i = 0
-        for start in self._starts[i:]:
-            end, count = self._segs[start]
-            if hi is not None and start >= hi:
-                break
-            if end <= lo:
-                continue
-            yield max(start, lo), end if hi is None else min(end, hi), count
-
-    def covered(self, lo: int, hi: int) -> int:
-        """Bytes of [lo, hi) with a count >= 1."""
-        return sum(e - s for s, e, _ in self.segments(lo, hi))
-
-    def gaps(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        """(start, length) runs of [lo, hi) with no count."""
-        out, at = [], lo
-        for s, e, _ in self.segments(lo, hi):
-            if s > at:
-                out.append((at, s - at))
-            at = e
-        if at < hi:
-            out.append((at, hi - at))
-        return out
-
-    def runs_at(self, lo: int, hi: int, count: int) -> list[tuple[int, int]]:
-        """(start, length) runs of [lo, hi) whose count is exactly `count`, adjacent ones merged."""
-        out: list[tuple[int, int]] = []
-        for s, e, c in self.segments(lo, hi):
-            if c != count:
-                continue
-            if out and out[-1][0] + out[-1][1] == s:
-                out[-1] = (out[-1][0], out[-1][1] + e - s)
-            else:
-                out.append((s, e - s))
-        return out
-
-    def add(self, lo: int, hi: int, delta: int) -> None:
-        """Add `delta` (+1 or -1) to every byte of [lo, hi); a count reaching 0 is dropped. A -1 must
-        only be applied where every byte has a count."""
-        self._split(lo)
-        self._split(hi)
-        if delta > 0:
-            for start, length in self.gaps(lo, hi):
-                self._insert(start, start + length, 0)
-        i = bisect.bisect_left(self._starts, lo)
-        while i < len(self._starts) and self._starts[i] < hi:
-            start = self._starts[i]
-            seg = self._segs[start]
-            seg[1] += delta
-            if seg[1] == 0:
-                self.total -= seg[0] - start
-                del self._segs[start]
-                del self._starts[i]
-                continue
-            i += 1
-        self._merge_around(lo, hi)
-
-    def drop(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Forget every count in [lo, hi); returns the (start, length) runs that had one."""
-        held = [(s, e - s) for s, e, _ in self.segments(lo, hi)]
-        self._split(lo)
-        self._split(hi)
-        i = bisect.bisect_left(self._starts, lo)
-        while i < len(self._starts) and self._starts[i] < hi:
-            start = self._starts.pop(i)
-            self.total -= self._segs.pop(start)[0] - start
-        merged: list[tuple[int, int]] = []
-        for s, n in held:
-            if merged and merged[-1][0] + merged[-1][1] == s:
-                merged[-1] = (merged[-1][0], merged[-1][1] + n)
-            else:
-                merged.append((s, n))
-        return merged
-
-    def pages(self, page_size: int) -> dict[int, int]:
-        """Page address -> count (for inspection: one entry per locked page)."""
-        return {p: c for s, e, c in self.segments() for p in range(s, e, page_size)}
-
-    def _insert(self, start: int, end: int, count: int) -> None:
-        bisect.insort(self._starts, start)
-        self._segs[start] = [end, count]
-        self.total += end - start
-
-    def _split(self, at: int) -> None:
-        """Make `at` a segment boundary if a segment spans it."""
-        i = bisect.bisect_right(self._starts, at) - 1
-        if i < 0:
-            return
-        start = self._starts[i]
-        seg = self._segs[start]
-        if start < at < seg[0]:
-            self._segs[at] = [seg[0], seg[1]]
-            seg[0] = at
-            self._starts.insert(i + 1, at)
-
-    def _merge_around(self, lo: int, hi: int) -> None:
-        """Join neighbouring segments with equal counts in and at the edges of [lo, hi)."""
-        i = max(bisect.bisect_left(self._starts, lo) - 1, 0)
-        while i + 1 < len(self._starts) and self._starts[i] <= hi:
-            a, b = self._starts[i], self._starts[i + 1]
-            sa, sb = self._segs[a], self._segs[b]
-            if sa[0] == b and sa[1] == sb[1]:
-                sa[0] = sb[0]
-                del self._segs[b]
-                del self._starts[i + 1]
-            else:
-                i += 1
-
-
 # --- regions --------------------------------------------------------------------------------------
 
 
@@ -354,7 +216,7 @@ class PinnedArena:
         self.max_locked_bytes = max_locked_bytes
         self._calls = calls if calls is not None else libc_calls()
         self._mappings: dict[int, _Mapping] = {}  # by map_address
-        self._counts = _LockCounts()  # lock counts by page-aligned range, only counts > 0
+        self._counts = LockCounts()  # lock counts by page-aligned range, only counts > 0
         self._closed = False
         _LIVE.add(self)
 

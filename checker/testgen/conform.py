@@ -33,7 +33,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..language.diagnostics import RegcheckError
 from ..drivers.execute import Execution, memory_shape
-from ..drivers.executor import Driver, Result, load_factory
+from ..drivers.executor import load_factory
+from ..drivers.protocol import Driver, Result
 from .model import ConformanceTest, Expectation
 from ..language.load import load_spec
 from ..drivers.pinning import PAGE_SIZE, vmlck_bytes

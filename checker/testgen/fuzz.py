@@ -35,7 +35,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .conform import DriverRaised, ObservedDriver, factory_name
 from ..language.diagnostics import RegcheckError
 from ..drivers.execute import Execution, memory_shape
-from ..drivers.executor import Driver, load_factory
+from ..drivers.executor import load_factory
+from ..drivers.protocol import Driver
 from ..language.analysis import identifier
 from .configs import configurations
 from .model import ALLOC_SIZE, ALLOC_STRIDE, PAGE, ConformanceTest, Expectation, Node, expectation_of

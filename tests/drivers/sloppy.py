@@ -1,6 +1,7 @@
 """Two buggy drivers for `regcheck execute --driver` tests."""
 
-from checker.drivers.executor import ReferenceDriver, Result
+from checker.drivers.executor import ReferenceDriver
+from checker.drivers.protocol import Result
 
 PINNED = 0x10000000
 

@@ -1,15 +1,9 @@
 """Mutants of the reference driver's Ascend CANN (`acl`) implementation: one injected bug each."""
 
-from checker.drivers.executor import (
-    ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-    ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
-    ACL_ERROR_RT_PARAM_INVALID,
-    ACL_HOST_REG_MAPPED,
-    ACL_HOST_REG_PINNED,
-    ReferenceDriver,
-    Result,
-    _AclRegistration,
-)
+from checker.drivers.executor import ReferenceDriver
+from checker.drivers.acl import _AclRegistration
+from checker.drivers.memory import ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED
+from checker.drivers.protocol import Result
 
 __all__ = [
     "OverlapEndpointsOnly", "AdjacentRejected", "OverlapWrongCode", "RejectedRegistrationLeavesEntry",

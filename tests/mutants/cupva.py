@@ -1,6 +1,9 @@
 """Mutants of the reference driver's NVIDIA cuPVA (`cupva`) implementation: one injected bug each."""
 
-from checker.drivers.executor import PVA_OK, ReferenceDriver, Result, _PvaDriver
+from checker.drivers.executor import ReferenceDriver
+from checker.drivers.cupva import PvaDriver
+from checker.drivers.memory import PVA_OK
+from checker.drivers.protocol import Result
 
 __all__ = ["RegisterInOperational", "AliasingRuleInverted", "NegativeSizeWraps", "ForceDisableAfterUse",
            "UnregisterInOperational"]
@@ -23,7 +26,7 @@ class RegisterInOperational(ReferenceDriver):
         return super().call(name, args)
 
 
-class _InvertedAliasing(_PvaDriver):
+class _InvertedAliasing(PvaDriver):
     @property
     def auto_cuda(self) -> bool:
         return self.driver_version < 2006 and not self.qnx_safety and not self.cuda_disabled
