@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import syntax as S
@@ -24,7 +24,7 @@ _TERMINAL_NAMES = {
 @lru_cache(maxsize=1)
 def _grammar() -> Lark:
     text = resources.files("checker.language").joinpath("grammar.lark").read_text(encoding="utf-8")
-    return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
 def parse_spec(text: str, path: str = "<spec>") -> S.SpecFile:
@@ -182,16 +182,16 @@ class _ToAst(Transformer):
         return str(c[0])
 
     def table(self, meta, c):
-        sized = c[3] if len(c) > 3 else None
-        return S.TableDecl(str(c[0]), c[1], str(c[2]), sized, self._span(meta))
+        return S.TableDecl(str(c[0]), c[1], str(c[2]), c[3], self._span(meta))
+
+    def def_decl(self, meta, c):
+        return S.DefDecl(str(c[0]), c[1], self._span(meta))
 
     def invariant(self, meta, c):
-        cite = c[2] if len(c) > 2 else None
-        return S.InvariantDecl(str(c[0]), c[1], cite, self._span(meta))
+        return S.InvariantDecl(str(c[0]), c[1], c[2], self._span(meta))
 
     def pinned(self, meta, c):
-        cite = c[4] if len(c) > 4 else None
-        return S.PinnedDecl(str(c[0]), str(c[1]), str(c[2]), c[3], cite, self._span(meta))
+        return S.PinnedDecl(str(c[0]), str(c[1]), str(c[2]), c[3], c[4], self._span(meta))
 
     def type(self, meta, c):
         return S.TypeRef(str(c[0]), self._tspan(c[0]))
@@ -210,70 +210,54 @@ class _ToAst(Transformer):
         return tuple(c)
 
     def outputs(self, meta, c):
-        return ("outputs", c[0])
+        return c[0]
 
     def call(self, meta, c):
-        kind, name, rest = c[0], c[1], list(c[2:])
-        params: tuple = ()
-        outputs: tuple = ()
-        if rest and isinstance(rest[0], tuple) and (not rest[0] or isinstance(rest[0][0], S.ArgDecl)):
-            params = rest.pop(0)
-        if rest and isinstance(rest[0], tuple) and rest[0] and rest[0][0] == "outputs":
-            outputs = rest.pop(0)[1]
-        return S.CallDecl(kind, name, params, outputs, tuple(rest), self._span(meta))
+        kind, name, params, outputs, clauses = c[0], c[1], c[2], c[3], c[4:]
+        return S.CallDecl(kind, name, params or (), outputs or (), tuple(clauses), self._span(meta))
 
     def cite(self, meta, c):
         return S.Cite(str(c[0]), _unquote(c[1]), self._span(meta))
-
-    @staticmethod
-    def _cite_of(parts: list):
-        return parts[-1] if parts and isinstance(parts[-1], S.Cite) else None
 
     def undefined(self, meta, c):
         return "undefined"
 
     def requires(self, meta, c):
-        return S.Requires(str(c[0]), c[1], "undefined" in c[2:], self._cite_of(c), self._span(meta))
+        return S.Requires(str(c[0]), c[1], c[2] is not None, c[3], self._span(meta))
 
     def fails(self, meta, c):
-        return S.Fails(str(c[0]), c[1], c[2], self._cite_of(c), self._span(meta))
+        return S.Fails(str(c[0]), c[1], c[2], c[3], self._span(meta))
 
     def may_fail(self, meta, c):
-        cond = c[2] if len(c) > 2 and not isinstance(c[2], S.Cite) else None
-        return S.MayFail(str(c[0]), c[1], cond, self._cite_of(c), self._span(meta))
+        return S.MayFail(str(c[0]), c[1], c[2], c[3], self._span(meta))
 
     def unspecified(self, meta, c):
-        return S.Unspecified(str(c[0]), c[1], self._cite_of(c), self._span(meta))
+        return S.Unspecified(str(c[0]), c[1], c[2], self._span(meta))
 
     def ensures(self, meta, c):
-        return S.Ensures(str(c[0]), c[1], self._cite_of(c), self._span(meta))
+        return S.Ensures(str(c[0]), c[1], c[2], self._span(meta))
 
     def usage_threads(self, meta, c):
-        return S.NotThreadSafe(str(c[0]), self._cite_of(c), self._span(meta))
+        return S.NotThreadSafe(str(c[0]), c[1], self._span(meta))
 
     def usage_groups(self, meta, c):
-        return S.OnlyIn(str(c[0]), c[1], self._cite_of(c), self._span(meta))
+        return S.OnlyIn(str(c[0]), c[1], c[2], self._span(meta))
 
     def effect(self, meta, c):
-        body = tuple(x for x in c[1:] if not isinstance(x, S.Cite))
-        return S.Effect(str(c[0]), body, self._cite_of(c), self._span(meta))
+        return S.Effect(str(c[0]), tuple(c[1:-1]), c[-1], self._span(meta))
 
     def order(self, meta, c):
         return S.Order(tuple(str(t) for t in c), self._span(meta))
 
     def any_failure(self, meta, c):
-        return S.AnyFailure(c[0] if c else None, self._span(meta))
+        return S.AnyFailure(c[0], self._span(meta))
 
     # ---- statements
     def if_stmt(self, meta, c):
-        cond, rest = c[0], list(c[1:])
-        orelse: tuple = ()
-        if rest and isinstance(rest[-1], tuple) and rest[-1] and rest[-1][0] == "else":
-            orelse = rest.pop()[1]
-        return S.If(cond, tuple(rest), orelse, self._span(meta))
+        return S.If(c[0], tuple(c[1:-1]), c[-1] or (), self._span(meta))
 
     def else_part(self, meta, c):
-        return ("else", tuple(c))
+        return tuple(c)
 
     def delete_stmt(self, meta, c):
         return S.Delete(str(c[0]), c[1], self._span(meta))
@@ -369,7 +353,3 @@ class _ToAst(Transformer):
     def set_lit(self, meta, c):
         return S.SetLit(tuple(c), self._span(meta))
 
-    def __default__(self, data, children, meta):
-        if data == "def":  # a Python keyword: no method can be named after this rule
-            return S.DefDecl(str(children[0]), children[1], self._span(meta))
-        return Tree(data, children, meta)
