@@ -79,7 +79,7 @@ def replay_only(path: str) -> tuple[int, float, str]:
 
 def pure_python_replay(path: str, repeat: int) -> tuple[int, float]:
     """(events, best CPU seconds) of a replay in a child process without checker._native."""
-    code = ("import sys, time; from checker.engines.replay import replay_trace; from checker.model.semantics import NATIVE\n"
+    code = ("import sys, time; from checker.engines.replay import replay_trace; from checker.model.state import NATIVE\n"
             "assert NATIVE is None\nbest = None\nfor _ in range(int(sys.argv[2])):\n"
             "    t = time.process_time(); r = replay_trace(sys.argv[1]); t = time.process_time() - t\n"
             "    best = t if best is None else min(best, t)\nprint(r.events, best)")

@@ -29,7 +29,7 @@ needs_native = pytest.mark.skipif(NATIVE is None, reason="checker._native is not
 # related-line memory), in a child process that imports checker afresh.
 REPLAY_ALL = """
 import json, sys
-from checker.model.semantics import NATIVE
+from checker.model.state import NATIVE
 from tests.helpers import outcome
 runs = [repr(outcome(open(path, "rb").read(), True)) for path in sys.argv[1:]]
 print(json.dumps({"native": NATIVE is not None, "runs": runs}))

@@ -15,6 +15,25 @@ from sortedcontainers import SortedList
 # ---------------------------------------------------------------- state
 
 
+def overlap_window(base: int, end: int, largest: int) -> tuple[int, int]:
+    """[lo, hi): the keys of the entries that may overlap [base, end), given the largest entry size.
+
+    Only non-empty ranges overlap, so an entry (k, s) qualifies only if s > 0, k < end and
+    k + s > base, hence k > base - largest. The C module's tables (checker/native/_native.c,
+    WINDOW_LOOP) use the same bounds; tests/test_table_index.py checks that they agree.
+    """
+    return base - largest + 1, end
+
+
+def containment_window(base: int, end: int, largest: int) -> tuple[int, int]:
+    """[lo, hi): the keys of the entries that may contain [base, end) (an address x is [x, x + 1)).
+
+    (k, s) contains [base, end) iff k <= base and end <= k + s, hence k >= end - largest; the lower
+    bound min(base, end) - largest also covers inverted (negative-size) queries.
+    """
+    return (base if base < end else end) - largest, base + 1
+
+
 class _TableOps:
     """A keyed collection of records; sized tables keep an interval index for range queries.
 
@@ -168,19 +187,13 @@ class _TableOps:
 
     def _probe_bounds(self, base: int, end: int, overlap: bool) -> tuple[int, int] | None:
         """[lo, hi): where the keys of the entries that may overlap (`overlap`) or contain
-        [base, end) lie; None when no entry can.
-
-        Overlap: only non-empty ranges overlap, so an entry (k, s) qualifies only if s > 0, k < end
-        and k + s > base, hence k > base - max_size. Containment: (k, s) contains [base, end) iff
-        k <= base and end <= k + s, hence k >= end - max_size; the lower bound
-        min(base, end) - max_size also covers inverted (negative-size) queries.
-        """
+        [base, end) lie; None when no entry can."""
         if not self.rows or (overlap and end <= base):
             return None
         largest = self.max_size()
         if overlap:
-            return (base - largest + 1, end) if largest > 0 else None
-        return (base if base < end else end) - largest, base + 1
+            return overlap_window(base, end, largest) if largest > 0 else None
+        return containment_window(base, end, largest)
 
     # Whole `exists` tests for the fast path: an exact hit on the key first (the usual case: the
     # range asked about is an entry's own), then the window of `overlapping` / `containing` and the
@@ -199,13 +212,7 @@ class _TableOps:
             largest = self.max_size()
         if largest <= 0:
             return False
-        keys = self.keys
-        if type(keys) is list:
-            i = bisect_left(keys, base - largest + 1)
-            candidates = keys[i:bisect_left(keys, end, i)]
-        else:
-            candidates = self._keys_between(base - largest + 1, end)
-        for k in candidates:
+        for k in self._keys_between(*overlap_window(base, end, largest)):
             record = rows[k]
             size = record[field]
             if size > 0 and base < k + size and (pred is None or pred((k, record))):  # k < end: the window's bound
@@ -223,14 +230,7 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        lo = (base if base < end else end) - largest
-        keys = self.keys
-        if type(keys) is list:
-            i = bisect_left(keys, lo)
-            candidates = keys[i:bisect_left(keys, base + 1, i)]
-        else:
-            candidates = self._keys_between(lo, base + 1)
-        for k in candidates:
+        for k in self._keys_between(*containment_window(base, end, largest)):
             record = rows[k]
             if k <= base and end <= k + record[field] and (pred is None or pred((k, record))):
                 return True
@@ -247,13 +247,7 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        keys = self.keys
-        if type(keys) is list:
-            i = bisect_left(keys, x - largest)
-            candidates = keys[i:bisect_left(keys, x + 1, i)]
-        else:
-            candidates = self._keys_between(x - largest, x + 1)
-        for k in candidates:
+        for k in self._keys_between(*containment_window(x, x + 1, largest)):
             record = rows[k]
             if k <= x < k + record[field] and (pred is None or pred((k, record))):
                 return True

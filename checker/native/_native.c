@@ -144,7 +144,8 @@ static PyObject *slow(TableCore *self, PyObject *method, PyObject *const *args, 
 static PyObject slow_marker;
 #define SLOW (&slow_marker)
 
-/* Walk the keys in [lo, hi) and ask `test` of each; the window bound k < hi is the caller's.
+/* Walk the keys in [lo, hi) and ask `test` of each; the window bound k < hi is the caller's. The three
+ * windows below are checker/model/state.py's overlap_window and containment_window, written in C.
  * The size is re-read each turn because a predicate runs Python code (the spec's predicates do
  * not change tables, but the loop must not read past the list if one did). */
 #define WINDOW_LOOP(LO, HI, TEST)                                                                                \
