@@ -33,6 +33,34 @@ def nodes(tree) -> Iterator:
                     stack.append(child)
 
 
+def conjuncts(e: S.Expr) -> Iterator[S.Expr]:
+    """The operands of a chain of `and`s, left to right (e itself when it is not an `and`)."""
+    if isinstance(e, S.Binary) and e.op == "and":
+        yield from conjuncts(e.left)
+        yield from conjuncts(e.right)
+    else:
+        yield e
+
+
+def range_probes(q: S.Quant) -> Iterator[tuple[int, S.Binary, S.Expr, bool]]:
+    """The conjuncts of q's body that an interval index can answer: `v.range overlaps X` (either way
+    round) or `v.range contains X`, X free of the bound variable v. Each as (its position among the
+    conjuncts, the test, X, whether v.range is on the right), first match per conjunct, in order.
+    The semantics' probes (`Emitter`) and the step compiler read quantifiers through this."""
+    for i, conj in enumerate(conjuncts(q.body)):
+        if not isinstance(conj, S.Binary) or conj.op not in ("overlaps", "contains"):
+            continue
+        sides = [(conj.left, conj.right, False)] + ([(conj.right, conj.left, True)] if conj.op == "overlaps" else [])
+        for mine, other, swapped in sides:
+            if _is_range_of(mine, q.var) and q.var not in S.names_in(other):
+                yield i, conj, other, swapped
+                break
+
+
+def _is_range_of(e: S.Expr, var: str) -> bool:
+    return isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name == var
+
+
 def identifier(text: str) -> str:
     """text as part of a Python or Mermaid identifier: each character other than a letter, digit or _ becomes _."""
     return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping, assert_never
+from typing import Any, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
 from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
 from .state import Table
 from .outcomes import EvalError
+from ..language.analysis import conjuncts, range_probes
 
 
 # ---------------------------------------------------------------- compilation
@@ -319,11 +320,10 @@ class Emitter:
         (the range test runs first in a probe, so REST must not depend on it to be evaluable)."""
         if q.kind != "exists" or self.spec.tables[q.table].sized_by is None:
             return None
-        conjuncts = list(_conjuncts(q.body))
-        for i, conj in enumerate(conjuncts):
-            if (isinstance(conj, S.Binary) and conj.op in ("overlaps", "contains") and _is_range_of(conj.left, q.var)
-                    and q.var not in S.names_in(conj.right)):
-                rest = conjuncts[:i] + conjuncts[i + 1:]
+        for i, conj, _, swapped in range_probes(q):
+            if not swapped:
+                parts = list(conjuncts(q.body))
+                rest = parts[:i] + parts[i + 1:]
                 return None if any(self._may_fail(c) for c in rest) else (conj, rest)
         return None
 
@@ -345,19 +345,14 @@ class Emitter:
         if self.spec.tables[q.table].sized_by is None:
             return None
         table = self._table(q.table, scope)
-        for conj in _conjuncts(q.body):
-            if not isinstance(conj, S.Binary) or conj.op not in ("overlaps", "contains"):
-                continue
-            sides = [(conj.left, conj.right)] + ([(conj.right, conj.left)] if conj.op == "overlaps" else [])
-            for mine, other in sides:
-                if _is_range_of(mine, q.var) and q.var not in S.names_in(other):
-                    x = self._range_args(other, scope)
-                    if conj.op == "overlaps":
-                        return f"{table}.overlapping({x})"
-                    if self.type_of(other).kind == "range":
-                        return f"{table}.containing({x})"
-                    x = self.expr(other, scope)
-                    return f"_containing_addr({table}, {x})"
+        for _, conj, other, _ in range_probes(q):
+            x = self._range_args(other, scope)
+            if conj.op == "overlaps":
+                return f"{table}.overlapping({x})"
+            if self.type_of(other).kind == "range":
+                return f"{table}.containing({x})"
+            x = self.expr(other, scope)
+            return f"_containing_addr({table}, {x})"
         return None
 
     def _range_args(self, e: S.Expr, scope: CodeScope) -> str:
@@ -574,13 +569,3 @@ RUNTIME = {  # the helpers generated code calls, by the names it calls them
 }
 
 
-def _conjuncts(e: S.Expr) -> Iterator[S.Expr]:
-    if isinstance(e, S.Binary) and e.op == "and":
-        yield from _conjuncts(e.left)
-        yield from _conjuncts(e.right)
-    else:
-        yield e
-
-
-def _is_range_of(e: S.Expr, var: str) -> bool:
-    return isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name == var
