@@ -81,5 +81,16 @@ def _int_at_least(text: str, low: int) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
     if v < low:
-        raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
+        raise argparse.ArgumentTypeError("must be 0 or more" if low == 0 else f"must be at least {low}, not {v}")
+    return v
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {v}")
     return v

@@ -6,7 +6,6 @@ function); 2 bad input.
 
 from __future__ import annotations
 
-import argparse
 
 from ..drivers.executor import load_factory
 from ..language.diagnostics import RegcheckError, error
@@ -14,7 +13,7 @@ from ..testgen.fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from ..language.load import load_spec
 from ..language.files import write_output
 from ..engines.runs import semantics_for
-from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
+from .common import EXIT_FINDINGS, EXIT_OK, add_format, fraction, nonneg_int, positive_int
 
 
 def register(sub) -> None:
@@ -34,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="fix a spec parameter (default: a configuration drawn per sequence)")
-    p.add_argument("--break-rate", type=_rate, default=0.1, metavar="P",
+    p.add_argument("--break-rate", type=fraction, default=0.1, metavar="P",
                    help="how often a call breaks an obligation on purpose (default 0.1)")
     p.add_argument("--shrink", choices=SHRINK_MODES, default="calls",
                    help="calls: drop calls by delta debugging, bounded (default); hypothesis: Hypothesis' own "
@@ -43,16 +42,6 @@ def register(sub) -> None:
                    "(default: <spec>.fuzz-<seed>.jsonl)")
     add_format(p)
     p.set_defaults(run=run)
-
-
-def _rate(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {v}")
-    return v
 
 
 def parse_env(items: list[str]) -> dict:

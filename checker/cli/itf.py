@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 
 from ..language.diagnostics import RegcheckError
 from ..emit.itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
 from ..language.files import OutputFile, cannot_write
-from .common import EXIT_OK, add_trace_limits
+from .common import EXIT_OK, add_trace_limits, nonneg_int
 
 
 def register(sub) -> None:
@@ -25,22 +24,12 @@ def register(sub) -> None:
     p.add_argument("--ints", choices=INT_MODES, default="bigint",
                    help='integers as {"#bigint": "..."} always (default, as Quint writes them) or as JSON '
                         "numbers when they fit in 53 bits (auto)")
-    p.add_argument("--max-events", type=_count, metavar="N",
+    p.add_argument("--max-events", type=nonneg_int, metavar="N",
                    help="stop after N events (#meta.truncated then says so)")
-    p.add_argument("--max-bytes", type=_count, metavar="N", default=DEFAULT_MAX_ITF_BYTES,
+    p.add_argument("--max-bytes", type=nonneg_int, metavar="N", default=DEFAULT_MAX_ITF_BYTES,
                    help="stop with error E0605 when the output would pass N bytes (default: 268435456, 256 MiB; "
                         "every state holds every live table entry, so the output grows with events x entries)")
     p.set_defaults(run=run)
-
-
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return n
 
 
 def run(args, out) -> int:

@@ -8,9 +8,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 from sortedcontainers import SortedDict
 
-from .pinning import CODE_NOT_OWNED, PinnedArena, PinningError
+from .pinning import PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
-from .memory import ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL, ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, allocation_at, allocations_of, HostMemory, overlaps_any, pages_of, show_range
+from .memory import HostEvents, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL, ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, allocation_at, allocations_of, HostMemory, overlaps_any, pages_of, show_range
 
 
 # ---------------------------------------------------------------- Ascend CANN (software-table mode)
@@ -25,7 +25,7 @@ class _AclRegistration:
     live: bool = True  # False once its memory was freed under it (the entry stays, as in the runtime)
 
 
-class AclDriver:
+class AclDriver(HostEvents):
     """aclrtHostRegisterV2 and friends as the CANN runtime does them in software-table mode."""
 
     def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Report):
@@ -35,6 +35,7 @@ class AclDriver:
         self.aliases: SortedDict = SortedDict()  # device address -> size, of live MAPPED registrations
         self.supported = config.get("product", "AtlasA2") in ACL_REGISTER_PRODUCTS
         self.note = note
+        self.success = ACL_SUCCESS
         self.handlers: dict[str, Callable[[CallArgs], Result]] = {
             "malloc": self.malloc,
             "free": self.free,
@@ -46,18 +47,6 @@ class AclDriver:
         }
 
     # -- environment events
-
-    def malloc(self, a: CallArgs) -> Result:
-        return Result(ACL_SUCCESS, {"ptr": self.host.allocate(a.integer("size"), "malloc", lock=False)})
-
-    def free(self, a: CallArgs) -> Result:
-        ptr = a.integer("ptr")
-        if ptr != 0:
-            if self.host.block_at(ptr, "malloc") is None:
-                self._refuse(a, f"{show_range(ptr)} is not the start of a block malloc returned; nothing was freed")
-            else:
-                self._release_block(ptr)
-        return Result(ACL_SUCCESS)
 
     # -- aclrtMallocHost / aclrtFreeHost (api-rules.md 1.8)
 
@@ -77,9 +66,9 @@ class AclDriver:
             return Result(ACL_ERROR_INVALID_PARAM)
         if self.host.block_at(ptr, "aclrtMallocHost") is None:
             # The runtime answers 107000 for a pointer its attribute query does not place on the host.
-            self._refuse(a, f"{show_range(ptr)} is not the start of a block aclrtMallocHost returned; nothing was freed")
+            self.refuse(a, f"{show_range(ptr)} is not the start of a block aclrtMallocHost returned; nothing was freed")
             return Result(ACL_ERROR_RT_PARAM_INVALID)
-        self._release_block(ptr)
+        self.release_block(ptr)
         return Result(ACL_SUCCESS)
 
     # -- aclrtHostRegisterV2 (api-rules.md 1.3)
@@ -96,7 +85,7 @@ class AclDriver:
             return Result(ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
         held = self.host.holding(ptr, size)
         if held is None:
-            self._refuse(a, f"{show_range(ptr, size)} is not inside one block the driver allocated; nothing was "
+            self.refuse(a, f"{show_range(ptr, size)} is not inside one block the driver allocated; nothing was "
                             "locked or mapped")
             return Result(ACL_ERROR_RT_DRV_INTERNAL_ERROR)
         pinned = bool(flag & ACL_HOST_REG_PINNED)
@@ -181,7 +170,7 @@ class AclDriver:
     def _overlaps(self, ptr: int, size: int) -> bool:
         return overlaps_any(self.regs, ptr, size, lambda reg: reg.size)
 
-    def _release_block(self, base: int) -> None:
+    def release_block(self, base: int) -> None:
         # Freeing registered memory is undefined (ACL-FREE-REGISTERED, ACL-FREEHOST-REGISTERED); the
         # runtime frees anyway and keeps its table entries. So do we: the arena drops the locks and
         # aliases with the block, and the entries stay as dead ones until unregistered.
@@ -193,9 +182,6 @@ class AclDriver:
                 if reg.device is not None:
                     del self.aliases[reg.device]
         self.host.free(base)
-
-    def _refuse(self, a: CallArgs, message: str) -> None:
-        self.note(Incident(IncidentKind.REFUSED, a.call, CODE_NOT_OWNED, message))
 
     def _environment(self, a: CallArgs, exc: PinningError) -> None:
         self.note(Incident(IncidentKind.ENVIRONMENT, a.call, exc.code, exc.diagnostics[0].message))

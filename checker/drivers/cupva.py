@@ -7,9 +7,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 from sortedcontainers import SortedDict
 
-from .pinning import CODE_NOT_OWNED, MappingFailed, PinnedArena
-from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
-from .memory import allocation_at, allocations_of, CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, HostMemory, overlaps_any, PVA_OK, show_range, sized_entry_holding
+from .pinning import MappingFailed, PinnedArena
+from .protocol import Allocation, CallArgs, Report, Result
+from .memory import HostEvents, allocation_at, allocations_of, CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, HostMemory, overlaps_any, PVA_OK, show_range, sized_entry_holding
 
 
 # ---------------------------------------------------------------- NVIDIA cuPVA
@@ -19,7 +19,7 @@ _VM_STATES = ("Init", "Operational", "DeInit")
 _ALLOC_TYPES = ("CUDA", "HOST")
 
 
-class PvaDriver:
+class PvaDriver(HostEvents):
     """cupva::mem::Register/Unregister as their reference pages' Throws lists describe them."""
 
     def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Report):
@@ -33,6 +33,7 @@ class PvaDriver:
         self.driver_version = int(config.get("driver_version", 2006))
         self.qnx_safety = bool(config.get("qnx_safety", False))
         self.note = note
+        self.success = PVA_OK
         self.handlers: dict[str, Callable[[CallArgs], Result]] = {
             "malloc": self.malloc,
             "free": self.free,
@@ -51,18 +52,6 @@ class PvaDriver:
 
     # -- environment events
 
-    def malloc(self, a: CallArgs) -> Result:
-        return Result(PVA_OK, {"ptr": self.host.allocate(a.integer("size"), "malloc", lock=False)})
-
-    def free(self, a: CallArgs) -> Result:
-        ptr = a.integer("ptr")
-        if ptr != 0:
-            if self.host.block_at(ptr, "malloc") is None:
-                self._refuse(a, f"{show_range(ptr)} is not the start of a block malloc returned; nothing was freed")
-            else:
-                self.host.free(ptr)
-        return Result(PVA_OK)
-
     def cuda_malloc(self, a: CallArgs) -> Result:
         size = a.integer("size")
         span = max(-(-size // CUDA_ALIGNMENT), 1) * CUDA_ALIGNMENT  # 2 MiB granules, at least one
@@ -76,7 +65,7 @@ class PvaDriver:
         ptr = a.integer("devPtr")
         if ptr != 0:
             if ptr not in self.cuda:
-                self._refuse(a, f"{show_range(ptr)} is not the start of a simulated cudaMalloc allocation")
+                self.refuse(a, f"{show_range(ptr)} is not the start of a simulated cudaMalloc allocation")
             else:
                 # Registrations inside stay (PVA-FREE-REGISTERED is undefined): the simulated
                 # memory holds nothing real, so a stale entry touches nothing.
@@ -113,7 +102,7 @@ class PvaDriver:
         if self._overlaps(ptr, size):
             return Result("InvalidArgument")
         if not self._in_cuda_allocation(ptr, size):
-            self._refuse(a, f"{show_range(ptr, size)} is not inside one simulated cudaMalloc allocation")
+            self.refuse(a, f"{show_range(ptr, size)} is not inside one simulated cudaMalloc allocation")
             return Result("DriverAPIError")
         self.regs[ptr] = (size, kind)
         self.cuda_interop_used = True
@@ -150,6 +139,3 @@ class PvaDriver:
 
     def _in_cuda_allocation(self, ptr: int, size: int) -> bool:
         return sized_entry_holding(self.cuda, ptr, size) is not None
-
-    def _refuse(self, a: CallArgs, message: str) -> None:
-        self.note(Incident(IncidentKind.REFUSED, a.call, CODE_NOT_OWNED, message))

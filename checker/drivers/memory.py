@@ -8,8 +8,8 @@ from typing import Any, Callable, Iterator
 
 from sortedcontainers import SortedDict
 
-from .pinning import PAGE_SIZE, PinnedArena, PinningError
-from .protocol import Allocation
+from .pinning import CODE_NOT_OWNED, PAGE_SIZE, PinnedArena, PinningError
+from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
 
 
 # ---------------------------------------------------------------- status values
@@ -139,3 +139,31 @@ def pages_of(address: int, size: int) -> range:
 
 def show_range(address: int, size: int | None = None) -> str:
     return f"{address:#x}" if size is None else f"[{address:#x}, {address + size:#x})"
+
+
+class HostEvents:
+    """The environment events both reference implementations serve alike: `malloc` and `free` of
+    host blocks, and the REFUSED incident for an address the driver did not hand out. A subclass
+    sets `host`, `note` and `success` (its spec's success status) and may extend `release_block`."""
+
+    host: HostMemory
+    note: Report
+    success: Any
+
+    def malloc(self, a: CallArgs) -> Result:
+        return Result(self.success, {"ptr": self.host.allocate(a.integer("size"), "malloc", lock=False)})
+
+    def free(self, a: CallArgs) -> Result:
+        ptr = a.integer("ptr")
+        if ptr != 0:
+            if self.host.block_at(ptr, "malloc") is None:
+                self.refuse(a, f"{show_range(ptr)} is not the start of a block malloc returned; nothing was freed")
+            else:
+                self.release_block(ptr)
+        return Result(self.success)
+
+    def release_block(self, base: int) -> None:
+        self.host.free(base)
+
+    def refuse(self, a: CallArgs, message: str) -> None:
+        self.note(Incident(IncidentKind.REFUSED, a.call, CODE_NOT_OWNED, message))
