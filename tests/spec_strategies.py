@@ -14,9 +14,9 @@ Effects often fail midway (an update or lookup of a key that may be absent, a re
 that may be zero, after an earlier assignment), so that the undo of a failed effect is exercised.
 
 Local names (call inputs and outputs, quantified variables) never share a name with a global one.
-What the solver encoding cannot take (checker/encode.py: `&` of two values that are not both
+What the solver encoding cannot take (checker/symbolic/encode.py: `&` of two values that are not both
 bounded and non-negative, a non-constant exponent) is never generated. Some calls are kept in the
-step machine's fragment (checker/stepcode.py: no `forall`, no quantifier but an index probe, no
+step machine's fragment (checker/fast/stepcode.py: no `forall`, no quantifier but an index probe, no
 `**`), so that the fast path runs them on the machine.
 
 The generator takes its choices from a `Chooser`: `DrawChooser` (Hypothesis draws, so that a

@@ -15,7 +15,7 @@ with their edge cases), and on each one, with random configurations, states, cal
 - (slow) when `checker.engines.prover` proves every obligation, neither random simulation nor bounded
   model checking breaks an invariant.
 
-What the encoding leaves out on purpose (docs/prover.md, checker/encode.py: definedness) is left
+What the encoding leaves out on purpose (docs/prover.md, checker/symbolic/encode.py: definedness) is left
 out of the comparisons: a formula the concrete semantics cannot evaluate (a lookup of an absent
 entry, a remainder by zero) is not compared, and neither is the post-state of an effect that
 failed for such a reason (an effect that fails on an update of an absent entry is compared: both

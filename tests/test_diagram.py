@@ -1,4 +1,4 @@
-"""Spec diagrams (checker/diagram.py, `regcheck diagram`): every rule ID drawn, well-formed Mermaid
+"""Spec diagrams (checker/emit/diagram.py, `regcheck diagram`): every rule ID drawn, well-formed Mermaid
 and DOT (DOT checked by Graphviz where `dot` is installed)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ITF export (checker/itf.py, `regcheck itf`): the document's shape, its values, and the model
+"""ITF export (checker/emit/itf.py, `regcheck itf`): the document's shape, its values, and the model
 states along a trace."""
 
 from __future__ import annotations

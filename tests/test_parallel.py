@@ -1,5 +1,5 @@
-"""Replaying a corpus (checker/parallel.py, `regcheck replay -j N`, `--dask ADDRESS`), the aggregate
-report, corpus expansion and progress bars (checker/progress.py)."""
+"""Replaying a corpus (checker/engines/parallel.py, `regcheck replay -j N`, `--dask ADDRESS`), the aggregate
+report, corpus expansion and progress bars (checker/cli/progress.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Progress bars (checker/progress.py) for one long replay and for `regcheck prove`: drawn on a
+"""Progress bars (checker/cli/progress.py) for one long replay and for `regcheck prove`: drawn on a
 terminal, nothing at all otherwise; the replay hook fires once per PROGRESS_EVERY events."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of `regcheck record` (checker/record.py, checker/cli/record.py, checker/interposer/).
+"""Tests of `regcheck record` (checker/engines/record.py, checker/cli/record.py, checker/engines/interposer/).
 
 No vendor library exists on these machines, so the tests build a stand-in libascendcl.so
 (tests/fixtures/record/fake_ascendcl.c: the five host-memory functions with CANN-like answers)

@@ -1,4 +1,4 @@
-"""Focused tests of `regcheck replay` (checker/replay.py, checker/cli/replay.py), run in-process.
+"""Focused tests of `regcheck replay` (checker/engines/replay.py, checker/cli/replay.py), run in-process.
 
 Each test writes a small trace to a temporary directory, so the trace and the expectation sit
 side by side. The corpus under traces/ is tested in tests/test_corpus.py.

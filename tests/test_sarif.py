@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 output (checker/sarif.py, `regcheck replay --format sarif`), checked against the
+"""SARIF 2.1.0 output (checker/emit/sarif.py, `regcheck replay --format sarif`), checked against the
 official schema.
 
 tests/data/sarif-schema-2.1.0.json is the OASIS SARIF 2.1.0 schema (its final "rtm.5" revision, as
@@ -307,7 +307,7 @@ def test_execute_sarif_describes_the_executor_rules(tmp_path):
         # The help text is the module docstring's own line for the rule (where it is documented).
         line = next(x for x in execute_module.__doc__.splitlines() if x.strip().startswith(rule))
         assert line.split(rule, 1)[1].strip() in r["help"]["text"]
-        assert r["properties"]["citation"]["document"] == "checker/execute.py"
+        assert r["properties"]["citation"]["document"] == "checker/drivers/execute.py"
 
 
 def test_execute_sarif_pinning_findings_are_errors(tmp_path):

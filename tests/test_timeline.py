@@ -1,4 +1,4 @@
-"""The HTML timeline (checker/timeline.py, `regcheck replay --timeline`): the lifetimes it collects,
+"""The HTML timeline (checker/emit/timeline.py, `regcheck replay --timeline`): the lifetimes it collects,
 the page being self-contained, and the page as headless Chromium renders it.
 
 The browser tests need `chromium` (Debian package `chromium`); they are skipped, saying so, where

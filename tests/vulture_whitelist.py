@@ -5,7 +5,7 @@ package alive: each entry says who uses it. An entry marked TODO is dead code in
 being edited by someone else when the test was written: delete the code and its entry.
 """
 
-# Hypothesis calls a RuleBasedStateMachine's teardown after each run (checker/fuzz.py, SpecMachine).
+# Hypothesis calls a RuleBasedStateMachine's teardown after each run (checker/testgen/fuzz.py, SpecMachine).
 _.teardown
 
 # pytest calls the plugin's hooks and an Item's runtest/reportinfo (checker/pytest_plugin.py).

@@ -3,7 +3,7 @@
 Exit codes: 0 every test passed; 1 a test failed or was inconclusive; 2 bad input (unknown spec,
 unreadable suite, a driver factory that cannot be loaded).
 
-`--format sarif` writes SARIF 2.1.0 (checker/sarif.py): one run for the spec, each problem of a test
+`--format sarif` writes SARIF 2.1.0 (checker/emit/sarif.py): one run for the spec, each problem of a test
 that did not pass as a result under its rule ID (the spec's, the executor's EXEC-..., or
 CONFORM-DRIVER-ERROR), located at the test's trace file with `--suite DIR`, else in the spec file;
 bad input is a tool notification there (same exit codes).

@@ -80,11 +80,11 @@ def run(args, out) -> int:
 
 
 def executor_rules() -> list[ToolRule]:
-    """The executor's own rule IDs as SARIF rules. Their text is read from checker/execute.py's
+    """The executor's own rule IDs as SARIF rules. Their text is read from checker/drivers/execute.py's
     module docstring, the one place they are documented, together with the finding kinds they are
     reported under."""
     entries = _docstring_entries(execute_module.__doc__ or "")
-    where = Document("checker/execute.py", "regcheck executor checks, module docstring")
+    where = Document("checker/drivers/execute.py", "regcheck executor checks, module docstring")
     rules = []
     for rule, (kinds, level) in _EXEC_RULE_KINDS.items():
         what = entries[rule]

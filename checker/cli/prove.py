@@ -4,8 +4,8 @@ Exit codes: 0 every obligation PROVED and the spec consistent (prove) / no viola
 up to K steps (bmc); 1 something REFUTED or UNKNOWN, an inconsistency (prove) / a violation found or
 the solver gave up (bmc); 2 bad input (unreadable spec, unknown parameter, bad option).
 
-`prove --format sarif` writes SARIF 2.1.0 (checker/sarif.py); `prove --itf DIR` and `bmc --itf OUT`
-write counterexamples as ITF JSON (checker/itf.py) for Quint and Apalache tooling. `prove` draws a
+`prove --format sarif` writes SARIF 2.1.0 (checker/emit/sarif.py); `prove --itf DIR` and `bmc --itf OUT`
+write counterexamples as ITF JSON (checker/emit/itf.py) for Quint and Apalache tooling. `prove` draws a
 progress bar on standard error when it is a terminal.
 """
 

@@ -294,7 +294,7 @@ def sarif_log(tool_rules: Iterable[Any], results: Iterable[tuple], **run_options
 
 # ---------------------------------------------------------------- replay findings
 
-# The executor's kinds (checker/execute.py) next to replay's: a driver result the spec does not allow
+# The executor's kinds (checker/drivers/execute.py) next to replay's: a driver result the spec does not allow
 # and page locks the spec does not predict are errors; divergences both allowed and refusals are
 # informational, as they are for the executor's verdict.
 FINDING_LEVEL = {"usage": "error", "conformance": "error", "unspecified": "note",
@@ -517,7 +517,7 @@ def _check_result(c: Any, spec: Any) -> tuple[str | None, str, str]:
 # where the test is inconclusive at that event (the spec allowed an environmental failure, so the
 # branch under test was not exercised). A passing test has no result.
 CONFORM_DRIVER_ERROR = "CONFORM-DRIVER-ERROR"  # a problem that names no rule (the driver's close() raised)
-_CONFORM_DOC = Document("checker/conform.py", "regcheck conformance runner, module docstring")
+_CONFORM_DOC = Document("checker/testgen/conform.py", "regcheck conformance runner, module docstring")
 
 
 def conform_rules() -> list[ToolRule]:

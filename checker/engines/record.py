@@ -2,7 +2,7 @@
 
 `record(argv, output, spec, env)` writes the trace header, runs the program with
 `LD_PRELOAD=<interposer>` and `REGCHECK_TRACE=<output>`, waits for it and returns its exit status.
-The interposer (checker/interposer/regcheck_preload.c, package data) appends one event per line
+The interposer (checker/engines/interposer/regcheck_preload.c, package data) appends one event per line
 while the program runs; docs/recording.md says what it intercepts and what it cannot see.
 
 The interposer is C, compiled on first use with the system compiler (`$CC`, else `cc`, `gcc` or

@@ -10,7 +10,7 @@ applies the success effect, a recorded failure leaves the state as it was. Memor
 number of live table entries (plus a bounded window per non-thread-safe function), not with the
 trace length.
 
-Input error codes (in addition to checker/trace.py's T0701-T0712):
+Input error codes (in addition to checker/trace/reader.py's T0701-T0712):
   T0730 unknown call for this spec      T0731 missing argument        T0732 unknown argument or output
   T0733 bad argument or output value    T0734 missing ret             T0735 missing output of a success
   T0736 header names another spec than the one given
