@@ -346,3 +346,11 @@ def test_the_whitelist_names_only_what_exists():
              for n in ast.walk(ast.parse(WHITELIST.read_text(encoding="utf-8")))
              if isinstance(n, ast.Attribute) or (isinstance(n, ast.Name) and n.id != "_")}
     assert sorted(n for n in names if not re.search(rf"\b{re.escape(n)}\b", source)) == []
+
+
+def test_pyproject_ships_every_subpackage():
+    """An installed regcheck has every stage: pyproject's package list names each subpackage."""
+    import tomllib
+    listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    subpackages = {module_name(p) for p in MODULES if p.name == "__init__.py"}
+    assert subpackages <= listed, sorted(subpackages - listed)

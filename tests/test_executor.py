@@ -17,7 +17,12 @@ from hypothesis import strategies as st
 
 from checker.language.diagnostics import RegcheckError
 from checker.drivers.executor import ReferenceDriver
-from checker.drivers.memory import ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED as ALREADY, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED as NOT_REGISTERED, ACL_ERROR_INVALID_PARAM as INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR as DRV_INTERNAL, ACL_ERROR_RT_FEATURE_NOT_SUPPORT as NOT_SUPPORTED, ACL_ERROR_RT_MEMORY_ALLOCATION as MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID as PARAM_INVALID, CUDA_ALIGNMENT, CUDA_SPACE_BASE
+from checker.drivers.memory import (ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED as ALREADY,
+                                    ACL_ERROR_HOST_MEMORY_NOT_REGISTERED as NOT_REGISTERED, ACL_ERROR_INVALID_PARAM as
+                                    INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR as DRV_INTERNAL,
+                                    ACL_ERROR_RT_FEATURE_NOT_SUPPORT as NOT_SUPPORTED, ACL_ERROR_RT_MEMORY_ALLOCATION
+                                    as MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID as PARAM_INVALID, CUDA_ALIGNMENT,
+                                    CUDA_SPACE_BASE)
 from checker.drivers.protocol import Driver, Incident, IncidentKind, Result
 from checker.language.load import load_spec
 from checker.drivers.pinning import (

@@ -10,7 +10,8 @@ import pytest
 from checker.emit.pytest_module import render_pytest
 from checker.testgen.generate import generate_suite
 from checker.testgen.configs import configurations
-from checker.testgen.model import ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation, GenerateOptions, expectation_of
+from checker.testgen.model import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, Expectation,
+                                   GenerateOptions, expectation_of)
 from checker.language.load import load_spec
 from checker.engines.replay import replay_events, semantics_for
 from checker.testgen.suite import read_suite, parse_test, format_test, write_suite

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import orjson
 
-from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..drivers.executor import load_factory
+from ..emit.sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
 from ..language.diagnostics import RegcheckError, error
+from ..language.load import load_spec
+from ..language.source import NO_SPAN
+from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..testgen.generate import generate_suite
 from ..testgen.model import GenerateOptions
-from ..language.load import load_spec
-from ..emit.sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
-from ..language.source import NO_SPAN
 from ..testgen.suite import INDEX, read_suite
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, positive_int
 from .execute import DEFAULT_DRIVER, executor_rules

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..language.files import write_output
 from ..emit.diagram import VIEWS, spec_diagram, to_dot, to_markdown, to_mermaid
+from ..language.files import write_output
 from ..language.load import load_spec
 from .common import EXIT_OK
 

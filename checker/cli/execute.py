@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 
 from ..drivers import execute as execute_module
-from ..language.diagnostics import RegcheckError
 from ..drivers.execute import EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_LOCK_EXTRA, ExecutionReport, execute_trace
 from ..drivers.executor import load_factory
-from ..language.load import load_spec
 from ..emit.sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
+from ..language.diagnostics import RegcheckError
+from ..language.load import load_spec
 from ..language.source import NO_SPAN
 from ..trace.reader import read_trace
 from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all

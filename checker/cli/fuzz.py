@@ -8,11 +8,11 @@ from __future__ import annotations
 
 
 from ..drivers.executor import load_factory
-from ..language.diagnostics import RegcheckError, error
-from ..testgen.fuzz import SHRINK_MODES, FuzzOptions, fuzz
-from ..language.load import load_spec
-from ..language.files import write_output
 from ..engines.runs import semantics_for
+from ..language.diagnostics import RegcheckError, error
+from ..language.files import write_output
+from ..language.load import load_spec
+from ..testgen.fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, fraction, nonneg_int, positive_int
 
 

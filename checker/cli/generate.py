@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 
 from ..language.diagnostics import RegcheckError, error
-from ..testgen.generate import generate_suite
+from ..language.files import make_directory, write_output
 from ..testgen.configs import config_label
+from ..testgen.generate import generate_suite
 from ..testgen.model import ALLOWED, GenerateOptions, Suite
 from ..testgen.suite import coverage_summary, write_suite
-from ..language.files import make_directory, write_output
-from .progress import progress_bar
 from .common import EXIT_OK, add_format, nonneg_int, positive_int
+from .progress import progress_bar
 
 
 def register(sub) -> None:

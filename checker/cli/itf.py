@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from ..language.diagnostics import RegcheckError
 from ..emit.itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
+from ..language.diagnostics import RegcheckError
 from ..language.files import OutputFile, cannot_write
 from .common import EXIT_OK, add_trace_limits, nonneg_int
 

@@ -17,19 +17,19 @@ from collections import Counter
 
 import orjson
 
-from ..engines.bmc import BmcResult, search_violation
-from ..engines.runs import Run, format_env, format_state, format_step
-from ..language.diagnostics import RegcheckError, error
 from ..emit.itf import counterexample_to_itf, run_to_itf
-from ..language.load import load_spec
-from ..language.files import make_directory, write_output
-from .progress import progress_bar
-from ..engines.prover import prove
-from ..engines.proof import Check, CounterExample, Obligation, ProofReport, ProveOptions
 from ..emit.sarif import prove_log
-from ..symbolic.solver import SolverOptions, Verdict, Witness
+from ..engines.bmc import BmcResult, search_violation
+from ..engines.proof import Check, CounterExample, Obligation, ProofReport, ProveOptions
+from ..engines.prover import prove
+from ..engines.runs import Run, format_env, format_state, format_step
 from ..language.checked import CheckedSpec
+from ..language.diagnostics import RegcheckError, error
+from ..language.files import make_directory, write_output
+from ..language.load import load_spec
+from ..symbolic.solver import SolverOptions, Verdict, Witness
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
+from .progress import progress_bar
 
 
 def register(sub) -> None:

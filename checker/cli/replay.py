@@ -15,15 +15,15 @@ import os
 import stat
 from dataclasses import replace
 
-from ..language.diagnostics import RegcheckError, error
-from ..language.load import load_spec
-from ..language.files import write_output
-from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
-from .progress import is_terminal, progress_bar
-from ..engines.replay import ReplayReport
 from ..emit.sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
+from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
+from ..engines.replay import ReplayReport
+from ..language.diagnostics import RegcheckError, error
+from ..language.files import write_output
+from ..language.load import load_spec
 from ..language.source import NO_SPAN
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, render_all, positive_int
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
+from .progress import is_terminal, progress_bar
 
 
 def register(sub) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..language.checked import RuleInfo
 from ..language.diagnostics import RegcheckError, error
 from ..language.load import bundled_spec_names, load_spec
-from ..language.checked import RuleInfo
 from .common import EXIT_OK, add_format
 
 

@@ -5,9 +5,9 @@ Exit codes: 0 no invariant broken in any run; 1 a violation (written as a trace)
 
 from __future__ import annotations
 
-from ..language.load import load_spec
 from ..engines.runs import format_env, format_state
 from ..engines.simulate import SimulationOptions, simulate
+from ..language.load import load_spec
 from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
 from .prove import count_steps, parse_env, run_json
 

@@ -8,9 +8,13 @@ from typing import Any, Callable, Iterator, Mapping
 
 from sortedcontainers import SortedDict
 
+from .memory import (ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                     ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                     ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL,
+                     ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, HostEvents,
+                     HostMemory, allocation_at, allocations_of, overlaps_any, pages_of, show_range)
 from .pinning import PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
-from .memory import HostEvents, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL, ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, allocation_at, allocations_of, HostMemory, overlaps_any, pages_of, show_range
 
 
 # ---------------------------------------------------------------- Ascend CANN (software-table mode)

@@ -7,9 +7,10 @@ from typing import Any, Callable, Iterator, Mapping
 
 from sortedcontainers import SortedDict
 
+from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, PVA_OK, HostEvents, HostMemory, allocation_at,
+                     allocations_of, overlaps_any, show_range, sized_entry_holding)
 from .pinning import MappingFailed, PinnedArena
 from .protocol import Allocation, CallArgs, Report, Result
-from .memory import HostEvents, allocation_at, allocations_of, CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, HostMemory, overlaps_any, PVA_OK, show_range, sized_entry_holding
 
 
 # ---------------------------------------------------------------- NVIDIA cuPVA

@@ -30,14 +30,14 @@ from typing import Any, Callable, Mapping
 
 from sortedcontainers import SortedDict
 
-from ..language import syntax as S
-from .executor import ReferenceDriver
-from .protocol import Driver, Result
-from .pinning import PAGE_SIZE
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
+from ..language import syntax as S
 from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import read_trace
+from .executor import ReferenceDriver
+from .pinning import PAGE_SIZE
+from .protocol import Driver, Result
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
 # and refusals (the executor protecting memory it does not own; the cause, a caller error or an

@@ -38,11 +38,12 @@ from typing import Any, Callable, Mapping
 
 from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
-from .pinning import DEFAULT_MAX_LOCKED_BYTES, LockCalls, PinnedArena, install_signal_cleanup
 from ..model.values import resolve_config
-from .protocol import Allocation, CallArgs, CODE_BAD_CALL, CODE_SPEC_NOT_IMPLEMENTED, Driver, Incident, IncidentKind, Result
 from .acl import AclDriver
 from .cupva import PvaDriver
+from .pinning import DEFAULT_MAX_LOCKED_BYTES, LockCalls, PinnedArena, install_signal_cleanup
+from .protocol import (CODE_BAD_CALL, CODE_SPEC_NOT_IMPLEMENTED, Allocation, CallArgs, Driver, Incident, IncidentKind,
+                       Result)
 
 
 # ---------------------------------------------------------------- the reference driver

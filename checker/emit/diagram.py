@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..language import syntax as S
-from ..language.printer import print_expr
-from ..language.checked import CheckedSpec
 from ..language.analysis import identifier
+from ..language.checked import CheckedSpec
+from ..language.printer import print_expr
 
 VIEWS = ("calls", "states")
 

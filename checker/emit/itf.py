@@ -35,13 +35,13 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..language.diagnostics import RegcheckError, error
 from ..engines.replay import Finding, Replayer, semantics_for
 from ..engines.runs import Run
+from ..language.checked import CheckedSpec
+from ..language.diagnostics import RegcheckError, error
 from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import read_trace
-from ..language.checked import CheckedSpec
 
 ITF_FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 SAFE_INT = 2**53  # JSON numbers above this lose precision in JavaScript-based readers

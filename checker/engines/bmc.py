@@ -18,13 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..language.checked import CheckedSpec
+from ..model.state import State
 from ..symbolic.encode import Encoder, concrete_config, read_config, symbolic_config
+from ..symbolic.solver import Session, SolverOptions, Witness
 from ..symbolic.tables import SymState
 from ..symbolic.terms import FALSE, conj, disj, fresh_int, holds_in, implies, int_in, neg
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
-from ..model.state import State
-from ..symbolic.solver import Session, SolverOptions, Witness
-from ..language.checked import CheckedSpec
 
 
 # ---------------------------------------------------------------- the unrolling

@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass
 
 from ..language import syntax as S
+from ..language.checked import CheckedSpec
+from ..model.outcomes import Allowed
+from ..symbolic.terms import conj, disj, neg
 from .bmc import Target
 from .runs import a_status
-from ..symbolic.terms import conj, disj, neg
-from ..model.outcomes import Allowed
-from ..language.checked import CheckedSpec
 
 
 # ---------------------------------------------------------------- branch conditions

@@ -29,8 +29,8 @@ from typing import Callable, Iterable, Sequence
 
 from ..language.diagnostics import Diagnostic, RegcheckError, error
 from ..language.load import load_spec
-from .replay import ReplayReport, replay_events, semantics_for
 from ..trace.reader import read_trace
+from .replay import ReplayReport, replay_events, semantics_for
 
 DASK_CONNECT_TIMEOUT_S = 10
 DASK_NO_WORKERS_S = 60  # how long a corpus waits for a cluster that has no worker left

@@ -8,17 +8,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..language import syntax as S
-from .bmc import BmcResult
-from .runs import Run, well_typed
 from ..language.analysis import reads_and_writes
+from ..language.checked import CheckedSpec
+from ..model.outcomes import EvalError
+from ..model.semantics import Semantics
+from ..model.state import State
 from ..symbolic.encode import Encoder
+from ..symbolic.solver import SolverOptions, Verdict, Witness
 from ..symbolic.tables import SymState
 from ..symbolic.terms import conj, disj
-from ..model.semantics import Semantics
-from ..model.outcomes import EvalError
-from ..model.state import State
-from ..symbolic.solver import SolverOptions, Verdict, Witness
-from ..language.checked import CheckedSpec
+from .bmc import BmcResult
+from .runs import Run, well_typed
 
 
 TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range

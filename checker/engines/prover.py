@@ -36,19 +36,21 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from ..language import syntax as S
-from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
-from .runs import Run, Step, semantics_for, well_typed
 from ..language.analysis import reads_and_writes
+from ..language.checked import CheckedSpec
+from ..model.outcomes import describe_outcomes
+from ..model.semantics import Semantics
+from ..model.state import State
 from ..symbolic.encode import Encoder, read_config, symbolic_config
+from ..symbolic.solver import Answer, Session, Verdict, Witness
 from ..symbolic.tables import SymState
 from ..symbolic.terms import neg
-from ..model.semantics import Semantics
-from ..model.outcomes import describe_outcomes
-from ..model.state import State
-from ..symbolic.solver import Answer, Session, Verdict, Witness
-from ..language.checked import CheckedSpec
-from .proof import Check, CounterExample, GROUP_FRAME, Guard, failing_properties, Obligation, ProofReport, properties_of, Property, ProveOptions, TYPES
-from .consistency import branch_condition, branch_holds, clause_target, gap_target, rules_near, overlap_targets, policy_target, says_must, Shadow, status_for, success_target, vacuity_target
+from .bmc import BmcResult, Covered, Target, Unrolling, cover, search_violation
+from .consistency import (Shadow, branch_condition, branch_holds, clause_target, gap_target, overlap_targets,
+                          policy_target, rules_near, says_must, status_for, success_target, vacuity_target)
+from .proof import (GROUP_FRAME, TYPES, Check, CounterExample, Guard, Obligation, ProofReport, Property, ProveOptions,
+                    failing_properties, properties_of)
+from .runs import Run, Step, semantics_for, well_typed
 
 
 # ---------------------------------------------------------------- the prover

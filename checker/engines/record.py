@@ -35,8 +35,8 @@ from typing import Mapping, Sequence
 
 from .. import __version__
 from ..language.diagnostics import Diagnostic, RegcheckError, error, warning
-from ..language.load import load_spec
 from ..language.files import OutputFile, cannot_write
+from ..language.load import load_spec
 from ..model.values import resolve_config
 from ..trace.events import TraceHeader
 from ..trace.writer import TraceWriter

@@ -23,17 +23,17 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..language.diagnostics import RegcheckError, error, excerpt
 from ..fast.fastpath import DECODE_ERRORS, fast_path
+from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
+from ..language.diagnostics import RegcheckError, error, excerpt
 from ..language.load import load_spec
-from .runs import semantics_for as compiled_semantics
+from ..language.source import Span
 from ..model.semantics import Semantics
 from ..model.state import NATIVE, State
 from ..model.values import coerce_value, resolve_config
-from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader, parse_int
 from ..trace.reader import UNDECODED, EventStream, read_trace
-from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
+from .runs import semantics_for as compiled_semantics
 
 _ABSENT = object()
 _NO_FINDINGS: list = []  # shared by every event without findings: callers must not append to it

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..model.semantics import Semantics
+from ..language.checked import CheckedSpec, Type, value_bounds
 from ..model.outcomes import Allowed, EvalError
+from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.writer import write_trace
-from ..language.checked import CheckedSpec, Type, value_bounds
 
 
 # ---------------------------------------------------------------- runs

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..language.diagnostics import RegcheckError, error
-from .replay import Finding, replay_events, semantics_for
-from ..model.semantics import Semantics
 from ..language.source import Span
+from ..model.semantics import Semantics
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.reader import read_trace
+from .replay import Finding, replay_events, semantics_for
 
 
 @dataclass(frozen=True, slots=True)

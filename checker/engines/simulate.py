@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..language import syntax as S
-from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink
+from ..language.checked import INT_BOUNDS, CheckedSpec, Type
 from ..model.semantics import Semantics
 from ..model.state import State
-from ..language.checked import INT_BOUNDS, CheckedSpec, Type
+from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink
 
 # Addresses cluster on a few 4 KiB pages (aligned and not), so that ranges collide often.
 PAGE = 0x1000

@@ -39,13 +39,13 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..language import syntax as S
-from . import stepcode
-from ..model.semantics import Semantics
+from ..language.checked import Type, value_bounds
 from ..model.codegen import RUNTIME, CodeScope, Emitter, bound_tables
 from ..model.outcomes import EvalError
+from ..model.semantics import Semantics
 from ..model.state import NATIVE, State
 from ..trace.events import NUMERIC_START
-from ..language.checked import Type, value_bounds
+from . import stepcode
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language import syntax as S
-from ..model.semantics import Semantics
 from ..model.codegen import NOT_CONSTANT, Emitter, name_meaning
+from ..model.semantics import Semantics
 
 KIND_INT, KIND_BOOL, KIND_ENUM = 0, 1, 2
 _KINDS = {"int": KIND_INT, "flags": KIND_INT, "bool": KIND_BOOL, "enum": KIND_ENUM}

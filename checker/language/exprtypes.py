@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from . import syntax as S
+from .checked import ANY, BOOL, INT, RANGE, VERSION, Binding, TableInfo, Type, normalise_version
 from .source import Span
-from .checked import ANY, Binding, BOOL, INT, normalise_version, RANGE, TableInfo, Type, VERSION
 
 
 # ---------------------------------------------------------------- scopes

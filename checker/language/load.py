@@ -7,12 +7,12 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from .checked import CheckedSpec
 from .diagnostics import RegcheckError, error
 from .files import open_input
 from .parser import parse_spec
 from .source import SourceFile, Span
 from .typecheck import check_spec
-from .checked import CheckedSpec
 
 
 def _spec_dir():

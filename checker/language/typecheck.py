@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Iterable, assert_never
 
 from . import syntax as S
+from .checked import (ANY, BOOL, BUILTIN_TYPES, INT_BOUNDS, RANGE, VERSION, Binding, CallInfo, CheckedSpec, RuleInfo,
+                      TableInfo, Type)
 from .diagnostics import Diagnostic, Note, RegcheckError, error, has_errors, warning
+from .exprtypes import NOT_FOLDED, ExpressionTyper, Scope
 from .source import Span
-from .checked import ANY, Binding, BOOL, BUILTIN_TYPES, CallInfo, CheckedSpec, INT_BOUNDS, RANGE, RuleInfo, TableInfo, Type, VERSION
-from .exprtypes import ExpressionTyper, NOT_FOLDED, Scope
 
 class _Checker(ExpressionTyper):
     def __init__(self, ast: S.SpecFile):

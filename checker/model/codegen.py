@@ -9,10 +9,10 @@ from typing import Any, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
-from .state import Table
-from .outcomes import EvalError
 from ..language.analysis import conjuncts, range_probes
+from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
+from .outcomes import EvalError
+from .state import Table
 
 
 # ---------------------------------------------------------------- compilation

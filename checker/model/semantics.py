@@ -18,13 +18,13 @@ from typing import Any, Callable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.diagnostics import RegcheckError, error
-from ..language.checked import CallInfo, CheckedSpec
-from .state import State, Table
-from .outcomes import Allowed, CONFORMS, describe_outcomes, ErrorOutcome, EvalError, Judgement
-from .values import resolve_config
-from .codegen import CodeScope, Emitter, negated, RUNTIME
 from ..language.analysis import identifier
+from ..language.checked import CallInfo, CheckedSpec
+from ..language.diagnostics import RegcheckError, error
+from .codegen import RUNTIME, CodeScope, Emitter, negated
+from .outcomes import CONFORMS, Allowed, ErrorOutcome, EvalError, Judgement, describe_outcomes
+from .state import State, Table
+from .values import resolve_config
 
 
 # ---------------------------------------------------------------- the compiled semantics of one call

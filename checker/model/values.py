@@ -7,8 +7,8 @@ import re
 from typing import Any, Mapping
 
 
-from ..language.diagnostics import RegcheckError, error, excerpt
 from ..language.checked import CheckedSpec, Type, normalise_version, value_bounds
+from ..language.diagnostics import RegcheckError, error, excerpt
 
 
 # ---------------------------------------------------------------- configuration

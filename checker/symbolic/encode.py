@@ -47,8 +47,8 @@ import z3
 
 from ..language import syntax as S
 from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
-from .terms import int_value, Entry, equal, is_const, Rng, TableName, Types, unsupported, Ver
 from .tables import ArrayTable, SlotTable, SymState
+from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, unsupported
 
 
 # ---------------------------------------------------------------- the outcome conditions of one call

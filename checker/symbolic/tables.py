@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 import z3
 
 from ..language.checked import Type
-from .terms import Entry, equal, ite, leaves, rebuild, Types, unsupported
+from .terms import Entry, Types, equal, ite, leaves, rebuild, unsupported
 
 
 # ---------------------------------------------------------------- tables

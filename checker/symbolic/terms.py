@@ -9,9 +9,9 @@ from typing import Any, NamedTuple
 import z3
 
 from ..language import syntax as S
-from ..language.diagnostics import RegcheckError, error
-from ..language.checked import FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 from ..language.analysis import nodes
+from ..language.checked import FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
+from ..language.diagnostics import RegcheckError, error
 
 
 class Rng(NamedTuple):

@@ -6,11 +6,10 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterator, Mapping
 
-from ..language import syntax as S
 from ..engines.runs import json_value
-from ..language.checked import normalise_version
-from ..language.checked import CheckedSpec
+from ..language import syntax as S
 from ..language.analysis import nodes
+from ..language.checked import CheckedSpec, normalise_version
 
 
 # ---------------------------------------------------------------- configurations

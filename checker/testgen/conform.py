@@ -31,15 +31,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..language.diagnostics import RegcheckError
 from ..drivers.execute import Execution, memory_shape
 from ..drivers.executor import load_factory
-from ..drivers.protocol import Driver, Result
-from .model import ConformanceTest, Expectation
-from ..language.load import load_spec
 from ..drivers.pinning import PAGE_SIZE, vmlck_bytes
+from ..drivers.protocol import Driver, Result
 from ..engines.runs import semantics_for
+from ..language.diagnostics import RegcheckError
+from ..language.load import load_spec
 from ..trace.events import TraceEvent
+from .model import ConformanceTest, Expectation
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 DRIVER_ENV = "REGCHECK_DRIVER"  # MODULE:FACTORY for tests emitted by `regcheck generate --pytest`

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..language import syntax as S
-from ..language.checked import CheckedSpec, Type
-from .model import ALLOWED, ConformanceTest, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, RuleCoverage, TESTED
 from ..language.analysis import nodes
+from ..language.checked import CheckedSpec, Type
+from .model import ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, ConformanceTest, RuleCoverage
 
 
 # ---------------------------------------------------------------- what each call reads

@@ -32,21 +32,21 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .conform import DriverRaised, ObservedDriver, factory_name
-from ..language.diagnostics import RegcheckError
 from ..drivers.execute import Execution, memory_shape
 from ..drivers.executor import load_factory
 from ..drivers.protocol import Driver
-from ..language.analysis import identifier
-from .configs import configurations
-from .model import ALLOC_SIZE, ALLOC_STRIDE, PAGE, ConformanceTest, Expectation, Node, expectation_of
-from .pool import ArgumentPool, json_arg, representative_status
-from ..language.load import load_spec
 from ..engines.replay import Finding
 from ..engines.runs import semantics_for
 from ..engines.shrink import ddmin
+from ..language.analysis import identifier
+from ..language.diagnostics import RegcheckError
+from ..language.load import load_spec
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.writer import format_trace
+from .configs import configurations
+from .conform import DriverRaised, ObservedDriver, factory_name
+from .model import ALLOC_SIZE, ALLOC_STRIDE, PAGE, ConformanceTest, Expectation, Node, expectation_of
+from .pool import ArgumentPool, json_arg, representative_status
 
 MAX_FUZZ_ALLOCS = 4
 SHRINK_MODES = ("calls", "hypothesis", "none")

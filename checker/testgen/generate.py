@@ -51,15 +51,17 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 from ..engines.runs import Step, semantics_for
-from ..model.semantics import Semantics
+from ..language.checked import CheckedSpec
 from ..model.outcomes import Allowed
+from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent
-from ..language.checked import CheckedSpec
-from .model import ConformanceTest, Expectation, expectation_of, GenerateOptions, HUGE_ALLOCATION, MAX_ALLOCS, Node, NULL_SIZE_LIMIT, PAGE, Suite, U64
 from .configs import config_label, configurations, show_json
-from .coverage import coverage_report, CallFacts, facts_of
-from .pool import ArgumentPool, expectations_disjoint, entry_class, is_addr, json_arg, layouts, point_relation, range_relation, relocatable, representative_status, show_arg, signatures, value_class
+from .coverage import CallFacts, coverage_report, facts_of
+from .model import (HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, U64, ConformanceTest, Expectation,
+                    GenerateOptions, Node, Suite, expectation_of)
+from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, json_arg, layouts, point_relation,
+                   range_relation, relocatable, representative_status, show_arg, signatures, value_class)
 
 
 # ---------------------------------------------------------------- the search

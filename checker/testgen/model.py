@@ -8,11 +8,11 @@ from typing import Any, Mapping
 
 from ..drivers.pinning import PAGE_SIZE
 from ..engines.runs import Step
-from ..model.semantics import Semantics
+from ..language.analysis import identifier
 from ..model.outcomes import Allowed
+from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent, TraceHeader, parse_int
-from ..language.analysis import identifier
 
 
 PAGE = PAGE_SIZE

@@ -6,14 +6,14 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Iterator, Mapping, Sequence
 
-from ..language import syntax as S
 from ..drivers.execute import memory_shape
 from ..engines.runs import Step, json_value, semantics_for
-from ..model.semantics import Semantics
+from ..language import syntax as S
 from ..language.checked import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
-from .model import ALLOC_SIZE, ALLOC_STRIDE, DEVICE_BASE, Expectation, Node, PAGE, U64
+from ..model.semantics import Semantics
 from .configs import show_json
 from .coverage import CallFacts, facts_of
+from .model import ALLOC_SIZE, ALLOC_STRIDE, DEVICE_BASE, PAGE, U64, Expectation, Node
 
 
 class ArgumentPool:

@@ -25,12 +25,12 @@ from typing import Iterable, Sequence
 import orjson
 
 from ..language.diagnostics import RegcheckError, error
-from .model import ConformanceTest, Expectation, RuleCoverage, Suite
 from ..language.files import make_directory, write_output
 from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.reader import read_trace, read_trace_text
 from ..trace.writer import write_trace
+from .model import ConformanceTest, Expectation, RuleCoverage, Suite
 
 SUITE_VERSION = 1
 INDEX = "suite.json"

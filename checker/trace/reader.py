@@ -12,8 +12,8 @@ import orjson
 from ..language.diagnostics import RegcheckError, error
 from ..language.files import open_input
 from ..language.source import Span
-
-from .events import DEFAULT_MAX_LINE_BYTES, BadLine, EXCERPT_BYTES, located, to_event, to_header, TraceEvent, TraceHeader, undecodable
+from .events import (DEFAULT_MAX_LINE_BYTES, EXCERPT_BYTES, BadLine, TraceEvent, TraceHeader, located, to_event,
+                     to_header, undecodable)
 
 
 # ---------------------------------------------------------------- reading

@@ -12,8 +12,7 @@ import orjson
 from ..language.diagnostics import RegcheckError, error
 from ..language.files import OutputFile
 from ..language.source import Span
-
-from .events import BadLine, HEX_INT, INT_MIN, NUMERIC_START, to_event, to_header, TraceEvent, TraceHeader
+from .events import HEX_INT, INT_MIN, NUMERIC_START, BadLine, TraceEvent, TraceHeader, to_event, to_header
 
 
 # ---------------------------------------------------------------- writing

@@ -2,7 +2,8 @@
 
 from checker.drivers.executor import ReferenceDriver
 from checker.drivers.acl import _AclRegistration
-from checker.drivers.memory import ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED
+from checker.drivers.memory import (ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                                    ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED)
 from checker.drivers.protocol import Result
 
 __all__ = [
