@@ -1,7 +1,6 @@
 """The package's shape (STYLE.md): imports flow one way, one module per outside library, only the CLI prints."""
 
 import ast
-import fnmatch
 import re
 import subprocess
 import sys

@@ -137,8 +137,8 @@ def _value(sem, spec, call, name, v, out=False):
 def test_pointers_refer_to_the_tests_own_live_allocations(name):
     suite = bundled_suite(name)
     spec = load_spec(name)
-    from checker.drivers.execute import memory_shape
-    shape = memory_shape(semantics_for(TraceHeader(name, {}), None, name))
+    from checker.language.analysis import memory_shape
+    shape = memory_shape(semantics_for(TraceHeader(name, {}), None, name).spec)
     for t in suite.tests:
         live: dict[int, int] = {}
         for ev in t.events:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 from sortedcontainers import SortedDict
 
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
-from ..language import syntax as S
+from ..language.analysis import memory_shape
 from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import read_trace
@@ -46,51 +46,6 @@ INFORMATIONAL = frozenset({"unspecified", "divergence", "refused"})
 EXEC_ADDRESS_UNOWNED = "EXEC-ADDRESS-UNOWNED"
 EXEC_DIVERGENCE = "EXEC-DIVERGENCE"
 EXEC_LOCK_EXTRA = "EXEC-LOCK-EXTRA"
-
-
-# ---------------------------------------------------------------- what the spec says about memory
-
-
-@dataclass(frozen=True, slots=True)
-class Allocator:
-    """A call that hands out memory: its address output and the argument giving the size."""
-
-    output: str
-    size_param: str
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryShape:
-    allocators: dict[str, Allocator]  # call -> allocator
-    releases: dict[str, frozenset[str]]  # call -> params that name an allocation to release (its base)
-    addr_params: dict[str, tuple[str, ...]]  # call -> params of type addr
-
-
-def memory_shape(sem: Semantics) -> MemoryShape:
-    """Read from the spec's effects which calls allocate and which release memory, and with which
-    arguments: an allocator inserts its address output as the key of a sized table, sized by one of
-    its arguments; a release deletes the entry keyed by one of its arguments from such a table."""
-    spec = sem.spec
-    allocators: dict[str, Allocator] = {}
-    tables: set[str] = set()
-    for name, info in spec.calls.items():
-        outs = {n for n, t in info.outputs if t.kind == "int" and t.name == "addr"}
-        for st in S.effect_statements(info.decl):
-            if isinstance(st, S.Insert) and isinstance(st.key, S.Name) and st.key.name in outs:
-                sized = spec.tables[st.table].sized_by
-                size = dict(st.fields).get(sized)
-                if sized and isinstance(size, S.Name):
-                    allocators[name] = Allocator(st.key.name, size.name)
-                    tables.add(st.table)
-    releases = {}
-    for name, info in spec.calls.items():
-        keys = frozenset(st.key.name for st in S.effect_statements(info.decl)
-                         if isinstance(st, S.Delete) and st.table in tables and isinstance(st.key, S.Name))
-        if keys:
-            releases[name] = keys
-    addr = {name: tuple(n for n, t in info.params if t.kind == "int" and t.name == "addr")
-            for name, info in spec.calls.items()}
-    return MemoryShape(allocators, releases, addr)
 
 
 # ---------------------------------------------------------------- relocation
@@ -162,7 +117,7 @@ class Execution:
     def __init__(self, sem: Semantics, driver: Driver, path: str):
         self.sem, self.driver, self.path = sem, driver, path
         self.replayer = Replayer(sem, path)
-        self.shape = memory_shape(sem)
+        self.shape = memory_shape(sem.spec)
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
         self.check_locks = callable(getattr(driver, "kernel_locked_pages", None))

@@ -7,6 +7,7 @@ pieces are. Walks over expressions and statements of one kind live with the AST
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import syntax as S
@@ -132,3 +133,44 @@ def reads_and_writes(spec: CheckedSpec) -> tuple[Callable[[S.Expr], frozenset], 
         return frozenset(out)
 
     return reads, writes
+
+
+@dataclass(frozen=True, slots=True)
+class Allocator:
+    """A call that hands out memory: its address output and the argument giving the size."""
+
+    output: str
+    size_param: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryShape:
+    allocators: dict[str, Allocator]  # call -> allocator
+    releases: dict[str, frozenset[str]]  # call -> params that name an allocation to release (its base)
+    addr_params: dict[str, tuple[str, ...]]  # call -> params of type addr
+
+
+def memory_shape(spec: CheckedSpec) -> MemoryShape:
+    """Read from the spec's effects which calls allocate and which release memory, and with which
+    arguments: an allocator inserts its address output as the key of a sized table, sized by one of
+    its arguments; a release deletes the entry keyed by one of its arguments from such a table."""
+    allocators: dict[str, Allocator] = {}
+    tables: set[str] = set()
+    for name, info in spec.calls.items():
+        outs = {n for n, t in info.outputs if t.kind == "int" and t.name == "addr"}
+        for st in S.effect_statements(info.decl):
+            if isinstance(st, S.Insert) and isinstance(st.key, S.Name) and st.key.name in outs:
+                sized = spec.tables[st.table].sized_by
+                size = dict(st.fields).get(sized)
+                if sized and isinstance(size, S.Name):
+                    allocators[name] = Allocator(st.key.name, size.name)
+                    tables.add(st.table)
+    releases = {}
+    for name, info in spec.calls.items():
+        keys = frozenset(st.key.name for st in S.effect_statements(info.decl)
+                         if isinstance(st, S.Delete) and st.table in tables and isinstance(st.key, S.Name))
+        if keys:
+            releases[name] = keys
+    addr = {name: tuple(n for n, t in info.params if t.kind == "int" and t.name == "addr")
+            for name, info in spec.calls.items()}
+    return MemoryShape(allocators, releases, addr)

@@ -31,11 +31,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..drivers.execute import Execution, memory_shape
+from ..drivers.execute import Execution
 from ..drivers.executor import load_factory
 from ..drivers.pinning import PAGE_SIZE, vmlck_bytes
 from ..drivers.protocol import Driver, Result
 from ..engines.runs import semantics_for
+from ..language.analysis import memory_shape
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
 from ..trace.events import TraceEvent
@@ -239,7 +240,7 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
             problems.append(Problem(0, "start", "driver error", test.rule, "start() to succeed", type(exc).__name__,
                                     str(exc)))
             return TestResult(test.name, test.rule, FAIL, tuple(problems), time.perf_counter() - t0)
-        observed = ObservedDriver(driver, memory_shape(sem).allocators, check_locks)
+        observed = ObservedDriver(driver, memory_shape(sem.spec).allocators, check_locks)
         run = Execution(sem, observed, test.name)
         for i, (ev, exp) in enumerate(zip(test.events, test.expectations), 1):
             ev = TraceEvent(i + 1, ev.call, ev.args, ev.ret, ev.out, ev.tid, ev.t0, ev.t1)

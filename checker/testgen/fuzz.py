@@ -32,13 +32,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..drivers.execute import Execution, memory_shape
+from ..drivers.execute import Execution
 from ..drivers.executor import load_factory
 from ..drivers.protocol import Driver
 from ..engines.replay import Finding
 from ..engines.runs import semantics_for
 from ..engines.shrink import ddmin
-from ..language.analysis import identifier
+from ..language.analysis import identifier, memory_shape
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
 from ..trace.events import TraceEvent, TraceHeader
@@ -143,7 +143,7 @@ class _Runner:
         except Exception as exc:  # noqa: BLE001 - a driver that cannot start is a finding
             raise FuzzFailed(env, [], [Finding(1, "executor", "EXEC-DRIVER-ERROR", "start", f"the driver's start() raised "
                                                f"{type(exc).__name__}: {exc}")]) from exc
-        self.observed = ObservedDriver(self.driver, memory_shape(self.sem).allocators)
+        self.observed = ObservedDriver(self.driver, memory_shape(self.sem.spec).allocators)
         self.run = Execution(self.sem, self.observed, "<fuzz>")
         self.events: list[TraceEvent] = []
         self.expectations: list[Expectation | None] = []

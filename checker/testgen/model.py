@@ -3,10 +3,11 @@ run, and the search's states."""
 
 from __future__ import annotations
 
+import mmap
+
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..drivers.pinning import PAGE_SIZE
 from ..engines.runs import Step
 from ..language.analysis import identifier
 from ..model.outcomes import Allowed
@@ -15,7 +16,7 @@ from ..model.state import State
 from ..trace.events import TraceEvent, TraceHeader, parse_int
 
 
-PAGE = PAGE_SIZE
+PAGE = mmap.PAGESIZE  # the machine's page, as checker.drivers.pinning's PAGE_SIZE (relocation keeps page offsets)
 ALLOC_STRIDE = 0x100000  # recorded allocation k (1-based) starts at k * ALLOC_STRIDE
 ALLOC_SIZE = 4 * PAGE  # what a prefix allocates: room for adjacent, inner and enclosing ranges
 MAX_ALLOCS = 2  # allocations per prefix in the enumeration

@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Iterator, Mapping, Sequence
 
-from ..drivers.execute import memory_shape
-from ..engines.runs import Step, json_value, semantics_for
+from ..engines.runs import Step, json_value
 from ..language import syntax as S
+from ..language.analysis import memory_shape
 from ..language.checked import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..model.semantics import Semantics
 from .configs import show_json
@@ -31,7 +31,7 @@ class ArgumentPool:
     def __init__(self, spec: CheckedSpec):
         self.spec = spec
         self.facts = {n: facts_of(spec, info) for n, info in spec.calls.items()}
-        self.allocators = memory_shape(semantics_for(spec, {})).allocators
+        self.allocators = memory_shape(spec).allocators
         self.alloc_tables = frozenset(st.table for name in self.allocators for st in S.effect_statements(spec.calls[name].decl)
                                       if isinstance(st, S.Insert))
         self.flag_pool = {name: _flag_values(members) for name, members in spec.flags.items()}
