@@ -290,3 +290,49 @@ def test_mutated_spec_gives_diagnostics_never_a_crash(data):
         check_spec(parse_spec(text, "mutant.spec"))
     except RegcheckError as exc:
         assert exc.diagnostics
+
+
+# ---------------------------------------------------------------- hints for the usual slips
+
+CALL = HEADER + "call f(x: int, p: addr) {\n"
+
+
+@pytest.mark.parametrize("text, code, hint", [
+    (CALL + "  fails R-X: 1 when x = 0\n}\n", "E0102", "write `==` to compare"),
+    (CALL + "  effect R-E: { if x = 0 { } }\n}\n", "E0102", "write `==` to compare"),
+    (HEADER + "def d = f(1) = 2\n", "E0102", "write `==` to compare"),
+    (HEADER + "def d = a && b\n", "E0102", "write `and`"),
+    (HEADER + "def d = a || b\n", "E0102", "write `or`"),
+    (HEADER + "def d = !a\n", "E0101", "write `not`"),
+    (HEADER + "def d = a overlap b\n", "E0102", "did you mean `overlaps`?"),
+    (HEADER + "def d = (a contain b)\n", "E0102", "did you mean `contains`?"),
+    (CALL + "  require R-X: x > 0\n}\n", "E0102", "did you mean `requires`?"),
+    (CALL + "  fails R-X: 1 wen x == 0\n}\n", "E0102", "did you mean `when`?"),
+    (HEADER + "cnst X: int = 1\n", "E0102", "did you mean `const`?"),
+    (CALL + "  requires R-X: x > 0\n    DOC \"x is positive\"\n}\n", "E0102", "a citation is `cite SOURCE"),
+    (CALL + "  requires R-X: x > 0 \"x is positive\"\n}\n", "E0102", "a citation is `cite SOURCE"),
+])
+def test_the_usual_slips_get_a_hint(text, code, hint):
+    diag = syntax_error(text)
+    assert diag.code == code and f"({hint}" in diag.message, diag.message
+
+
+@pytest.mark.parametrize("text", [
+    HEADER + "def d = a & & b\n",  # two separate `&`s are no `&&`
+    HEADER + "def d = a == b = c\n",  # no comparison could come here
+    HEADER + "def d = a b\n",  # `b` is no keyword
+    CALL + "  requires R-X x > 0\n}\n",  # golden 02: the colon is missing, nothing else
+])
+def test_no_hint_where_no_slip_fits(text):
+    assert not syntax_error(text).message.endswith(")")  # every hint is a parenthesis at the end
+
+
+def test_assignments_in_an_effect_still_parse():
+    clauses = call_clauses("  effect R-E: { if x == 0 { x = 1 } }")
+    assert isinstance(clauses[0].body[0].then[0], S.Assign)
+
+
+def test_a_deep_parse_stack_still_gets_the_hint():
+    # Past the depth where the parser's accepted tokens are worked out, the failing state still tells.
+    diag = syntax_error(HEADER + "def d = " + "-" * 1000 + "a = 1\n")
+    assert "write `==` to compare" in diag.message

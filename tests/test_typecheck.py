@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from checker.language import syntax as S
-from checker.language.diagnostics import RegcheckError, Severity
+from checker.language.diagnostics import Note, RegcheckError, Severity, did_you_mean
 from checker.language.load import load_spec
 from checker.language.parser import parse_spec
 from checker.language.typecheck import check_spec
@@ -301,3 +301,63 @@ def test_names_of_builtin_types_and_groups_like_members_are_allowed():
 def test_an_enum_member_named_like_another_declaration_is_a_duplicate():
     assert "E0202" in codes(HEADER + "var Ready: bool = false\nenum State { Ready }\n")
     assert "E0202" in codes(HEADER + "const Done: int = 1\nflags F: u32 { Done = 0x1 }\n")
+
+
+# ---------------------------------------------------------------- did you mean
+
+SUGGESTIONS = [  # (snippet, code, the suggestion), each an unknown name of one category
+    ("call c(size: u64) {\n  fails T-S: 1 when sise == 0\n    cite DOC \"s\"\n}\n", "E0201", "size"),  # argument
+    ("const PAGE: int = 4096\ndef d = PAEG > 0\n", "E0201", "PAGE"),  # constant
+    ("enum Mode { Off, Running }\nvar m: Mode = Off\ndef d = m == Runing\n", "E0201", "Running"),  # member
+    ("enum Mode { Off, On }\nvar m: mode = Off\n", "E0201", "Mode"),  # a type, case aside
+    ("var n: U64 = 0\n", "E0201", "u64"),  # a builtin type
+    ("record Reg { size: u64 }\ntable t: addr -> Regs\n", "E0201", "Reg"),
+    ("record Reg { size: u64 }\ntable t: addr -> Reg sized by sise\n", "E0203", "size"),
+    ("record Reg { size: u64 }\ntable regs: addr -> Reg\ndef d = forall r in reg: true\n", "E0203", "regs"),
+    ("record Reg { size: u64 }\ntable t: addr -> Reg sized by size\ndef d = forall r in t: r.sizes > 0\n",
+     "E0203", "size"),
+    ("record Reg { size: u64 }\ntable t: addr -> Reg sized by size\ndef d = forall r in t: r.rang.size > 0\n",
+     "E0203", "range"),  # an entry's own fields count too
+    ("def d = range(1, 2).bse > 0\n", "E0203", "base"),
+    ("def d = algned(1, 2)\n", "E0201", "aligned"),
+    ("var on: bool = true\ngroup Ready when on\ncall c() {\n  usage T-U: only in Redy\n    cite DOC \"u\"\n}\n",
+     "E0201", "Ready"),
+    ("record Reg { size: u64 }\ntable t: addr -> Reg\ncall c(p: addr) {\n  effect T-E: {\n"
+     "    t[p] = { sise: 1 }\n  }\n    cite DOC \"e\"\n}\n", "E0203", "size"),  # insert
+    ("record Reg { size: u64 }\ntable t: addr -> Reg\ncall c(p: addr) {\n  effect T-E: {\n"
+     "    t[p].sise = 1\n  }\n    cite DOC \"e\"\n}\n", "E0203", "size"),  # update
+]
+
+
+@pytest.mark.parametrize("snippet, code, suggestion", SUGGESTIONS)
+def test_an_unknown_name_suggests_the_closest_known_one(snippet, code, suggestion):
+    (diag,) = [d for d in errors(HEADER + snippet) if d.code == code]
+    assert [n.message for n in diag.notes] == [f"did you mean '{suggestion}'?"]
+
+
+def test_suggestions_come_from_the_right_category():
+    # `Regs` is a table, not a record: a record is what `->` needs, and there is none close.
+    diags = errors(HEADER + "record Other { size: u64 }\ntable Regs: addr -> Other\ntable t: addr -> Reg\n")
+    (diag,) = [d for d in diags if "unknown record" in d.message]
+    assert diag.notes == ()
+    # A source is no value, so a misspelt value never gets one.
+    (diag,) = errors(HEADER + "def d = DOCS\n")
+    assert diag.code == "E0201" and diag.notes == ()
+
+
+def test_no_suggestion_when_nothing_is_close():
+    (diag,) = errors(HEADER + "call c(ptr: addr) {\n  fails T-P: 1 when ptr == nil\n    cite DOC \"p\"\n}\n")
+    assert diag.code == "E0201" and diag.notes == ()
+
+
+def test_a_spec_full_of_unknown_names_gets_suggestions_on_the_first_ones_only():
+    many = "".join(f"def d{i} = x{i}\n" for i in range(300))
+    diags = errors(HEADER + "const x: int = 1\n" + many)
+    assert len(diags) == 300 and 0 < sum(bool(d.notes) for d in diags) < 300
+
+
+def test_did_you_mean_ignores_case_and_prefers_a_same_but_case_match():
+    assert did_you_mean("SIZE", ["sizes", "size"]) == (Note("did you mean 'size'?"),)
+    assert did_you_mean("mod", ["Mode", "Off"]) == (Note("did you mean 'Mode'?"),)
+    assert did_you_mean("size", ["size"]) == ()  # the name itself is no suggestion
+    assert did_you_mean("zzz", ["size"]) == ()

@@ -9,6 +9,7 @@ Codes are stable and grouped by stage:
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
@@ -66,6 +67,18 @@ def error(code: str, message: str, span: Span = NO_SPAN, *notes: Note) -> Diagno
 
 def warning(code: str, message: str, span: Span = NO_SPAN, *notes: Note) -> Diagnostic:
     return Diagnostic(code, message, span, Severity.WARNING, tuple(notes))
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[Note, ...]:
+    """A note suggesting the candidate closest to a misspelt `name`, or no note when none is close.
+    Case is ignored in the comparison (`mod` is close to `Mode`), and a candidate that differs only
+    in case wins outright: `size` for `SIZE` is surely what was meant."""
+    by_folded: dict[str, str] = {}
+    for c in sorted(set(candidates) - {name}):
+        by_folded.setdefault(c.casefold(), c)
+    folded = name.casefold()
+    close = [folded] if folded in by_folded else difflib.get_close_matches(folded, by_folded, n=1)
+    return (Note(f"did you mean '{by_folded[close[0]]}'?"),) if close else ()
 
 
 def excerpt(value: object, limit: int = 60) -> str:

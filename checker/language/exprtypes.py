@@ -8,6 +8,7 @@ from typing import assert_never
 
 from . import syntax as S
 from .checked import ANY, BOOL, INT, RANGE, VERSION, Binding, TableInfo, Type, normalise_version
+from .diagnostics import Note, did_you_mean
 from .source import Span
 
 
@@ -31,6 +32,10 @@ class Scope:
                 if n == name:
                     return kind, t
         return None
+
+    def names(self) -> tuple[str, ...]:
+        """Every local name in scope, for suggestions."""
+        return tuple(n for group in (self.locals, self.outputs, self.inputs) for n, _ in group)
 
     def with_local(self, name: str, t: Type) -> "Scope":
         return Scope(self.inputs, self.outputs, self.locals + ((name, t),), self.state, self.where)
@@ -59,15 +64,35 @@ def _comparable(a: Type, b: Type) -> bool:
     return a == b
 
 
+# Names that an expression can use as a value, by the category `globals` records them under.
+VALUE_CATEGORIES = ("var", "param", "const", "def", "table")
+BUILTIN_FUNCTIONS = {"range": 2, "aligned": 2, "min": 2, "max": 2}  # name -> arity
+RANGE_FIELDS = ("base", "size", "end")
+
+
 class ExpressionTyper:
     """The expression half of the type checker. The declaration half (`typecheck`'s checker, its
     subclass) provides what it reads: the declared tables, calls, values and enums, `err`, the
-    recorded `types` and `bindings`."""
+    recorded `types` and `bindings`, and `suggestions_left`."""
+
+    def suggest(self, name: str, candidates) -> tuple[Note, ...]:
+        """A "did you mean" note for an unknown `name`. Each costs a comparison with every candidate,
+        so a spec full of unknown names gets notes on its first ones only."""
+        pool = list(candidates)
+        if not pool or self.suggestions_left <= 0:
+            return ()
+        self.suggestions_left -= 1
+        return did_you_mean(name, pool)
+
+    def value_names(self, scope: Scope) -> list[str]:
+        """Every name an expression in `scope` may use as a value."""
+        declared = [n for n, (cat, _) in self.globals.items() if cat in VALUE_CATEGORIES]
+        return [*scope.names(), *declared, *self.enum_of_member, *self.flag_member]
 
     def table_or_err(self, name: str, span: Span) -> TableInfo | None:
         info = self.tables.get(name)
         if info is None:
-            self.err("E0203", f"'{name}' is not a table", span)
+            self.err("E0203", f"'{name}' is not a table", span, *self.suggest(name, self.tables))
         return info
 
     # ------------------------------------------------------------ expressions
@@ -171,13 +196,13 @@ class ExpressionTyper:
         if cat is not None:
             self.err("E0208", f"'{n}' is a {cat}, not a value", span)
             return ANY
-        self.err("E0201", f"unknown name '{n}'", span)
+        self.err("E0201", f"unknown name '{n}'", span, *self.suggest(n, self.value_names(scope)))
         return ANY
 
     def field_type(self, obj: Type, n: str, span: Span) -> Type:
         if obj == ANY:
             return ANY
-        if obj.kind == "range" and n in ("base", "size", "end"):
+        if obj.kind == "range" and n in RANGE_FIELDS:
             return INT
         if obj.kind == "entry":
             info = self.tables[obj.name]
@@ -188,9 +213,11 @@ class ExpressionTyper:
             ft = info.field_type(n)
             if ft is not None:
                 return ft
-            self.err("E0203", f"entries of '{obj.name}' have no field '{n}'", span)
+            known = [*(f for f, _ in info.fields), "key", *(("range",) if info.sized_by else ())]
+            self.err("E0203", f"entries of '{obj.name}' have no field '{n}'", span, *self.suggest(n, known))
             return ANY
-        self.err("E0203", f"{obj} has no field '{n}'", span)
+        known = RANGE_FIELDS if obj.kind == "range" else ()
+        self.err("E0203", f"{obj} has no field '{n}'", span, *self.suggest(n, known))
         return ANY
 
     def expect_numeric(self, e: S.Expr, scope: Scope) -> Type:
@@ -265,9 +292,10 @@ class ExpressionTyper:
         return BOOL
 
     def builtin(self, e: S.Builtin, f: str, args: tuple[S.Expr, ...], scope: Scope) -> Type:
-        arity = {"range": 2, "aligned": 2, "min": 2, "max": 2}
+        arity = BUILTIN_FUNCTIONS
         if f not in arity:
-            self.err("E0201", f"unknown function '{f}' (builtins: {', '.join(sorted(arity))})", e.span)
+            self.err("E0201", f"unknown function '{f}' (builtins: {', '.join(sorted(arity))})", e.span,
+                     *self.suggest(f, arity))
             for a in args:
                 self.expr(a, scope)
             return ANY

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
 from importlib import resources
 
@@ -73,7 +74,8 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic
     if isinstance(exc, UnexpectedCharacters):
         ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
         what = "unterminated string" if ch == '"' else f"unexpected character {ch!r}"
-        return error("E0101", f"bad token: {what}", Span(path, line, col, line, col + 1))
+        hint = " (write `not` to negate; `!` only appears in `!=`)" if ch == "!" else ""
+        return error("E0101", f"bad token: {what}{hint}", Span(path, line, col, line, col + 1))
     if isinstance(exc, UnexpectedEOF):
         last = text.rstrip().splitlines() or [""]
         return error("E0103", f"unexpected end of file; expected {_expected(set(exc.expected))}",
@@ -85,11 +87,70 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic
         return error("E0103", f"unexpected end of file; expected {_expected(set(exc.expected))}",
                      Span(path, len(last), len(last[-1]) + 1))
     width = len(str(tok.value)) or 1
-    code, hint = "E0102", ""
-    if "CITE" in exc.expected and tok.type == "STRING":
-        hint = " (a citation is `cite SOURCE \"clause\"`)"
-    return error(code, f"unexpected {_describe_token(tok)}; expected {_expected(set(exc.expected))}{hint}",
+    hint = _slip_hint(tok, set(exc.expected), _accepted(exc), text)
+    return error("E0102", f"unexpected {_describe_token(tok)}; expected {_expected(set(exc.expected))}{hint}",
                  Span(path, line, col, line, col + width))
+
+
+# Finding what the parser would really accept replays its pending reductions once per terminal, at a
+# cost that grows with the depth of its stack; deeper than this (only a pathological spec gets there)
+# the hints make do with the terminals of the failing state.
+_DEEPEST_STACK_FOR_ACCEPTS = 400
+
+
+def _accepted(exc: UnexpectedToken) -> set[str]:
+    """The terminals the parser would take where it failed."""
+    parser = exc.interactive_parser
+    if parser is None or len(parser.parser_state.state_stack) > _DEEPEST_STACK_FOR_ACCEPTS:
+        return set(exc.expected)
+    return set(exc.accepts or exc.expected)
+
+
+# Operators written as words, suggested for a misspelt one wherever it stands: by the time such a word
+# fails, the LALR parser has often reduced the expression before it, so the state no longer says that
+# an operator could have come.
+_OPERATOR_WORDS = ("overlaps", "contains", "implies")
+
+
+def _slip_hint(tok: Token, expected: set[str], accepts: set[str], text: str) -> str:
+    """A hint for the usual slips of someone used to C or Python, in parentheses, or "".
+
+    `accepts` are the terminals the parser would really take here (`expected` can be wider: LALR
+    merges states). A slip is told by the offending token and its left neighbour in the text rather
+    than by `match_examples`: the same slip fails in many parser states (after a name, a `)`, a `]`,
+    an integer...), and what tells them apart is the text."""
+    left = text[tok.start_pos - 1] if tok.start_pos else ""  # the character just before the token
+    right = text[tok.end_pos:].lstrip()[:1] if tok.end_pos is not None else ""  # the next one after it
+    citable = "CITE" in expected or "CITE" in accepts
+    if citable and (tok.type == "STRING" or (tok.type == "NAME" and right == '"')):
+        return " (a citation is `cite SOURCE \"clause\"`)"
+    if tok.type == "EQUAL" and "CMP_OP" in accepts:
+        return " (write `==` to compare; `=` assigns, and only in an effect)"
+    if tok.type == "AMPERSAND" and left == "&":
+        return " (write `and` for a logical and; `&` is bitwise)"
+    if tok.type == "VBAR" and left == "|":
+        return " (write `or` for a logical or; `|` is bitwise)"
+    if tok.type == "NAME":
+        return _keyword_hint(str(tok.value), accepts)
+    return ""
+
+
+def _keyword_hint(word: str, accepts: set[str]) -> str:
+    """`did you mean` for a name that is a misspelt keyword: one of those the parser takes here, or an
+    operator word."""
+    keywords = [k for k in map(_keyword_of, accepts) if k]
+    close = (difflib.get_close_matches(word, keywords, n=1, cutoff=0.75)
+             or difflib.get_close_matches(word, _OPERATOR_WORDS, n=1, cutoff=0.8))
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _keyword_of(terminal: str) -> str:
+    """The word a keyword terminal stands for (`'when'` for WHEN), or "" for any other terminal."""
+    try:
+        pattern = _grammar().get_terminal(terminal).pattern
+    except KeyError:
+        return ""
+    return pattern.value if pattern.type == "str" and pattern.value.isidentifier() else ""
 
 
 def _int_value(text: str) -> int:

@@ -49,6 +49,7 @@ class _Checker(ExpressionTyper):
         self.status: S.StatusDecl | None = None
         self.status_type: Type = ANY
         self.success: object = None
+        self.suggestions_left = 200  # "did you mean" notes still to give (see ExpressionTyper.suggest)
 
     def err(self, code: str, msg: str, span: Span, *notes: Note) -> None:
         self.diags.append(error(code, msg, span, *notes))
@@ -109,8 +110,13 @@ class _Checker(ExpressionTyper):
             return Type("flags", t.name)
         if cat == "record":
             return Type("record", t.name)
-        self.err("E0201", f"unknown type '{t.name}'", t.span)
+        self.err("E0201", f"unknown type '{t.name}'", t.span, *self.suggest(t.name, self.type_names()))
         return ANY
+
+    def type_names(self) -> list[str]:
+        """Every name a type may be written as: the builtin types and the declared enums, flags and records."""
+        declared = [n for n, (cat, _) in self.globals.items() if cat in ("enum", "flags", "record")]
+        return [*BUILTIN_TYPES, *declared]
 
     def run(self) -> CheckedSpec:
         decls = self.ast.decls
@@ -241,12 +247,13 @@ class _Checker(ExpressionTyper):
             return
         fields = self.records.get(d.record)
         if fields is None:
-            self.err("E0201", f"unknown record '{d.record}'", d.span)
+            self.err("E0201", f"unknown record '{d.record}'", d.span, *self.suggest(d.record, self.records))
             fields = ()
         if d.sized_by is not None:
             ft = dict(fields).get(d.sized_by)
             if ft is None:
-                self.err("E0203", f"record '{d.record}' has no field '{d.sized_by}' to size ranges by", d.span)
+                self.err("E0203", f"record '{d.record}' has no field '{d.sized_by}' to size ranges by", d.span,
+                         *self.suggest(d.sized_by, dict(fields)))
             elif not ft.numeric:
                 self.err("E0301", f"field '{d.sized_by}' is {ft}, not an integer size", d.span)
             if key != ANY and key.kind != "int":
@@ -328,7 +335,8 @@ class _Checker(ExpressionTyper):
                 case S.OnlyIn():
                     for g in c.groups:
                         if g not in self.groups:
-                            self.err("E0201", f"unknown API group '{g}' (declare it with `group`)", c.span)
+                            self.err("E0201", f"unknown API group '{g}' (declare it with `group`)", c.span,
+                                     *self.suggest(g, self.groups))
                     self.add_rule(c.rule, "usage", d.name, c.cite, c.span, summary)
                 case S.Effect():
                     self.check_stmts(c.body, with_out)
@@ -394,7 +402,8 @@ class _Checker(ExpressionTyper):
                     for n, x in fs:
                         ft = info.field_type(n)
                         if ft is None:
-                            self.err("E0203", f"record '{info.record}' has no field '{n}'", x.span)
+                            self.err("E0203", f"record '{info.record}' has no field '{n}'", x.span,
+                                     *self.suggest(n, dict(info.fields)))
                             self.expr(x, scope)
                         else:
                             self.expect(x, ft, scope)
@@ -411,7 +420,8 @@ class _Checker(ExpressionTyper):
                     self.expect(k, info.key, scope)
                     ft = info.field_type(f)
                     if ft is None:
-                        self.err("E0203", f"record '{info.record}' has no field '{f}'", st.span)
+                        self.err("E0203", f"record '{info.record}' has no field '{f}'", st.span,
+                                 *self.suggest(f, dict(info.fields)))
                     else:
                         self.expect(x, ft, scope)
                 case S.Delete(table=t, key=k):
