@@ -4,17 +4,37 @@
 
 Without --regcheck-spec the plugin adds nothing. With it, every conformance test of the suite (read
 from --regcheck-suite, written by `regcheck generate SPEC -o DIR`, or generated in the session when
-no suite is given) becomes one pytest item named after the rule it checks. A test passes, fails
-with regcheck's explanation (expected outcomes, actual result, rule ID), or is skipped when it is
-inconclusive (the driver failed with an environmental failure the spec allows, so the branch under
-test was not exercised). The driver factory defaults to regcheck's reference driver.
+no suite is given) becomes one pytest item, grouped under the rule it checks:
+
+    regcheck.acl::ACL-REG-OVERLAP::ACL-REG-OVERLAP-1
+
+so that `-k ACL-REG-OVERLAP` selects a rule's tests by its ID as written, a node ID (a test's, or a
+rule's for all of its tests) runs just that, `--lf` re-runs the failures (the IDs are the suite's
+test names, the same on every run), and JUnit XML (`--junitxml`) has classname
+`regcheck.acl.ACL-REG-OVERLAP` and name `ACL-REG-OVERLAP-1`, as `regcheck conform --format junit`
+writes them. A test passes, fails with regcheck's explanation (expected outcomes, actual result,
+rule ID), or is skipped when it is inconclusive (the driver failed with an environmental failure
+the spec allows, so the branch under test was not exercised). The driver factory defaults to
+regcheck's reference driver; one that cannot be loaded, like an unknown spec or an unreadable
+suite, is one usage error before any test runs.
 
 Registered through the `pytest11` entry point in pyproject.toml.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# What pytest calls, by name: the plugin's interface.
+__all__ = ["pytest_addoption", "pytest_load_initial_conftests", "pytest_configure", "pytest_collection_modifyitems"]
+
+PREFIX = "regcheck."  # the suite's node ID is PREFIX + the spec's name
+
+_driver_key = pytest.StashKey[object]()
+_selected_key = pytest.StashKey[list]()
+
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("regcheck", "regcheck conformance suite")
@@ -26,34 +46,112 @@ def pytest_addoption(parser) -> None:
                     help="a suite written by `regcheck generate SPEC -o DIR` (default: generate one now)")
 
 
+def pytest_load_initial_conftests(early_config, parser, args) -> None:
+    # pytest would look for a file named like a suite node ID and stop; take those arguments out
+    # (before pytest reads them) and select by them once the suite is collected.
+    selected = [a for a in args if is_suite_node_id(a)]
+    args[:] = [a for a in args if a not in selected]
+    early_config.stash[_selected_key] = selected
+
+
+def is_suite_node_id(arg: str) -> bool:
+    """An argument naming a rule or a test of the suite (`regcheck.acl::RULE[::TEST]`), not a file.
+    The `::` is required, so that an option's value such as `--junitxml regcheck.xml` stays."""
+    return arg.startswith(PREFIX) and "::" in arg and not os.path.exists(arg.split("::", 1)[0])
+
+
+def pytest_configure(config) -> None:
+    if not config.getoption("--regcheck-spec"):
+        return
+    from .drivers.executor import load_factory
+    from .language.diagnostics import RegcheckError
+
+    try:
+        config.stash[_driver_key] = load_factory(config.getoption("--regcheck-driver"))
+    except RegcheckError as exc:
+        raise pytest.UsageError(f"regcheck: --regcheck-driver: {exc}") from None
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
     spec = config.getoption("--regcheck-spec")
+    selected = config.stash.get(_selected_key, [])
     if not spec:
+        if selected:
+            raise pytest.UsageError(f"regcheck: {selected[0]} names a conformance test; give --regcheck-spec too")
         return
-    suite = RegcheckSuite.from_parent(session, name=f"regcheck[{spec}]")
-    items.extend(suite.collect())
+    suite = load_suite(config)
+    name = PREFIX + suite_name(spec, suite.spec)
+    # An explicit node ID: under the session, pytest would start it with "::".
+    collector = RegcheckSuite.from_parent(session, name=name, nodeid=name, suite=suite)
+    ours = []
+    for rule in collector.collect():
+        tests = rule.collect()
+        # Reported like a collected file, so that pytest counts the tests ("collected N items").
+        config.hook.pytest_collectreport(report=pytest.CollectReport(rule.nodeid, "passed", None, tests))
+        ours += tests
+    if selected:
+        keep = [item for item in ours if any(matches(item.nodeid, s) for s in selected)]
+        unknown = [s for s in selected if not any(matches(item.nodeid, s) for item in ours)]
+        if unknown:
+            raise pytest.UsageError(f"regcheck: no conformance test or rule {unknown[0]} in the suite "
+                                    f"(node IDs look like {ours[0].nodeid if ours else PREFIX + 'SPEC::RULE::TEST'})")
+        # Only node IDs of the suite were given (pytest fell back to testpaths or the current
+        # folder): the rest of the session is not what was asked for.
+        others = [] if config.args_source == pytest.Config.ArgsSource.ARGS else list(items)
+        dropped = others + [i for i in ours if i not in keep]
+        if others:
+            items.clear()
+        ours = keep
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+    items.extend(ours)
 
 
-def _load_suite(config):
+def matches(nodeid: str, selected: str) -> bool:
+    return nodeid == selected or nodeid.startswith(selected + "::")
+
+
+def suite_name(option: str, spec: str) -> str:
+    """The spec's name in node IDs: the suite's spec, else the option without folders and `.spec`."""
+    name = spec or os.path.basename(option)
+    return name[:-5] if name.endswith(".spec") else name
+
+
+def load_suite(config):
+    from .language.diagnostics import RegcheckError
     from .testgen.generate import generate_suite
     from .testgen.suite import read_suite
 
     directory = config.getoption("--regcheck-suite")
-    return read_suite(directory) if directory else generate_suite(config.getoption("--regcheck-spec"))
+    try:
+        return read_suite(directory) if directory else generate_suite(config.getoption("--regcheck-spec"))
+    except RegcheckError as exc:
+        raise pytest.UsageError(f"regcheck: {exc}") from None
 
 
 class RegcheckSuite(pytest.Collector):
-    """The conformance tests of one spec, as pytest items."""
+    """The conformance tests of one spec, one collector per rule."""
+
+    def __init__(self, *, suite, **kwargs):
+        super().__init__(**kwargs)
+        self.suite = suite
 
     def collect(self):
-        from .language.diagnostics import RegcheckError
+        rules: dict[str, list] = {}
+        for test in self.suite.tests:
+            rules.setdefault(test.rule, []).append(test)
+        return [RegcheckRule.from_parent(self, name=rule, tests=tests) for rule, tests in rules.items()]
 
-        try:
-            suite = _load_suite(self.config)
-        except RegcheckError as exc:
-            raise pytest.UsageError(f"regcheck: {exc}") from None
-        for test in suite.tests:
-            yield RegcheckItem.from_parent(self, name=test.pytest_name, test=test)
+
+class RegcheckRule(pytest.Collector):
+    """The tests of one rule ID."""
+
+    def __init__(self, *, tests, **kwargs):
+        super().__init__(**kwargs)
+        self.tests = tests
+
+    def collect(self):
+        return [RegcheckItem.from_parent(self, name=test.name, test=test) for test in self.tests]
 
 
 class RegcheckItem(pytest.Item):
@@ -61,11 +159,13 @@ class RegcheckItem(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         self.user_properties.append(("rule", test.rule))
+        # -k matches the rule ID as written and the generated module's function name alike.
+        self.extra_keyword_matches.update({test.rule, test.pytest_name})
 
     def runtest(self) -> None:
         from .testgen.conform import run_test
 
-        result = run_test(self.test, self.config.getoption("--regcheck-driver"))
+        result = run_test(self.test, self.config.stash.get(_driver_key, None))
         if result.status == "inconclusive":
             pytest.skip(result.explain())
         if not result.passed:

@@ -10,11 +10,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_pytest(tmp_path, *args):
+def run_pytest(tmp_path, *args, cache=False):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *([] if cache else ["-p", "no:cacheprovider"]), *args],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     return proc.returncode, proc.stdout + proc.stderr
+
+
+def collected(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("regcheck.")]
+
+
+BUGGY = "tests.mutants.cupva:RegisterInOperational"
 
 
 @pytest.mark.slow
@@ -27,7 +34,7 @@ def test_the_reference_driver_passes_the_generated_suite(tmp_path):
 @pytest.mark.slow
 def test_a_buggy_driver_fails_with_the_rule_it_breaks(tmp_path):
     code, out = run_pytest(tmp_path, "--regcheck-spec", "acl", "--regcheck-driver",
-                           "tests.drivers.sloppy:WrongOverlapCode", "-k", "ACL_REG_OVERLAP")
+                           "tests.drivers.sloppy:WrongOverlapCode", "-k", "ACL-REG-OVERLAP")
     assert code == 1, out
     assert "expected 507910 [ACL-REG-OVERLAP]; got 507911" in out
 
@@ -50,3 +57,56 @@ def test_a_written_suite_can_be_used(tmp_path):
     assert gen.returncode == 0, gen.stdout + gen.stderr
     code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--regcheck-suite", str(suite))
     assert code == 0 and " passed" in out, out
+
+
+def test_k_selects_a_rule_by_its_id_as_written(tmp_path):
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--collect-only", "-k", "PVA-REG-NULL")
+    ids = collected(out)
+    assert code == 0 and ids, out
+    assert all(i.startswith("regcheck.cupva::PVA-REG-NULL::PVA-REG-NULL-") for i in ids), ids
+    # The generated module's function names still select the same tests.
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--collect-only", "-k", "test_PVA_REG_NULL")
+    assert collected(out) == ids
+
+
+def test_a_node_id_runs_one_test_and_a_rule_node_id_its_tests(tmp_path):
+    (tmp_path / "test_theirs.py").write_text("def test_theirs():\n    pass\n")
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "regcheck.cupva::PVA-REG-NULL::PVA-REG-NULL-1")
+    assert code == 0 and "1 passed" in out and "deselected" in out, out
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--collect-only", "regcheck.cupva::PVA-REG-NULL")
+    assert collected(out) and all(i.startswith("regcheck.cupva::PVA-REG-NULL::") for i in collected(out)), out
+    assert "test_theirs" not in out
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "regcheck.cupva::NO-SUCH-RULE")
+    assert code == 4 and "no conformance test or rule regcheck.cupva::NO-SUCH-RULE" in out, out
+
+
+def test_lf_reruns_only_the_failures(tmp_path):
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--regcheck-driver", BUGGY, "-rf", cache=True)
+    failed = sorted(line.split()[1] for line in out.splitlines() if line.startswith("FAILED "))
+    assert code == 1 and failed, out
+    assert all(f.startswith("regcheck.cupva::") for f in failed)
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--regcheck-driver", BUGGY, "-rf", "--lf", cache=True)
+    again = sorted(line.split()[1] for line in out.splitlines() if line.startswith("FAILED "))
+    assert code == 1 and again == failed, out
+    assert f"{len(failed)} failed" in out and " passed" not in out, out
+
+
+def test_junit_names_are_the_rule_and_the_test(tmp_path):
+    import xml.etree.ElementTree as ET
+    # An option's value that looks like a suite name is left alone.
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "-k", "PVA-REG-NULL", "--junitxml", "regcheck.xml")
+    assert code == 0 and (tmp_path / "regcheck.xml").exists(), out
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "-k", "PVA-REG-NULL", "--junitxml", "out.xml")
+    assert code == 0, out
+    cases = ET.parse(tmp_path / "out.xml").getroot().iter("testcase")
+    names = [(c.get("classname"), c.get("name")) for c in cases]
+    assert names and all(cls == "regcheck.cupva.PVA-REG-NULL" and name.startswith("PVA-REG-NULL-") for cls, name in names)
+
+
+def test_an_unimportable_driver_is_one_usage_error(tmp_path):
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--regcheck-driver", "no_such_module:make")
+    assert code == 4, out  # pytest's usage error, before any test runs
+    assert "--regcheck-driver" in out and "cannot load driver factory 'no_such_module:make'" in out, out
+    assert "failed" not in out and "passed" not in out
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "no-such-spec")
+    assert code == 4 and "unknown spec 'no-such-spec'" in out, out

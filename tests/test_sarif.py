@@ -42,11 +42,29 @@ def uri_problems(doc) -> list[str]:
         elif isinstance(x, list):
             for v in x:
                 walk(v, key)
+        elif key == "helpUri" and isinstance(x, str) and not urlsplit(x).scheme:
+            # regcheck has no published site: a relative helpUri is a docs page of the repository.
+            if not docs_anchor_exists(x):
+                bad.append(f"{key}: {x!r} is not a heading of a page in docs/")
         elif key in ("uri", "helpUri", "informationUri", "$schema"):
             if not isinstance(x, str) or re.search(r"\s", x) or (key != "uri" and not urlsplit(x).scheme):
                 bad.append(f"{key}: {x!r}")
     walk(doc)
     return bad
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def docs_anchor_exists(ref: str) -> bool:
+    path, _, anchor = ref.partition("#")
+    page = REPO / path
+    if not path.startswith("docs/") or not page.is_file():
+        return False
+    headings = [line.lstrip("#") for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    return not anchor or anchor in {github_slug(h) for h in headings}
 
 
 def replay(*argv: str) -> tuple[int, str, str]:
@@ -138,7 +156,7 @@ def test_related_locations_point_at_events_and_the_rule(corpus_sarif):
             at_events += bool(in_trace)
             info = spec.rules.get(res["ruleId"])
             if info is not None:
-                assert {"uri": info.span.path} in [r["physicalLocation"]["artifactLocation"] for r in rel]
+                assert info.span.path in [r["physicalLocation"]["artifactLocation"]["uri"] for r in rel]
                 at_rules += 1
     assert at_events > 10 and at_rules > 50  # the corpus has findings of both sorts
 
@@ -190,7 +208,9 @@ def test_sarif_log_for_other_commands():
     ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
     assert ids == ["R-ONE", "R-TWO", "R-THREE"]
     assert run["tool"]["driver"]["rules"][0]["helpUri"] == "https://example.invalid/page"
-    assert "helpUri" not in run["tool"]["driver"]["rules"][1]
+    # No document to link: the page that explains the kind of rule (every rule has a helpUri).
+    assert run["tool"]["driver"]["rules"][1]["helpUri"] == "docs/language.md#invariants-and-pinned-ranges"
+    assert [r["name"] for r in run["tool"]["driver"]["rules"]] == ["ROne", "RTwo", "RThree"]
     r1, r2, r3 = run["results"]
     assert r1["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "out/run%201.jsonl"
     assert r1["relatedLocations"][0]["message"]["text"] == "made here"
@@ -264,7 +284,10 @@ def check_rules_explain_themselves(run: dict) -> None:
         cited = spec is None or r["id"] not in spec.rules or spec.rules[r["id"]].cite is not None
         if cited:
             citation = r["properties"]["citation"]
-            assert citation["clause"] in r["help"]["text"] and citation["document"] in r["help"]["text"], r["id"]
+            assert citation["clause"] in r["help"]["text"] and citation["title"] in r["help"]["text"], r["id"]
+            # The help says where to read the document: its location (a URL, a file of regcheck's), or
+            # for a bundled spec's document without a URL, its entry in docs/sources.md.
+            assert citation["document"] in r["help"]["text"] or r["helpUri"] in r["help"]["text"], r["id"]
 
 
 def test_execute_sarif_has_every_finding_kind_at_its_level(tmp_path):
@@ -641,3 +664,114 @@ def test_usage_findings_on_rejected_calls_carry_the_rejected_property(repo_root)
     assert all("properties" not in r for r in json.loads(out)["runs"][0]["results"])  # the runtime accepted it
     code, out, _ = replay("--format", "sarif", "--ignore-rejected", "traces/acl/probe_getdev_after_failed_register.jsonl")
     assert code == 0 and json.loads(out)["runs"][0]["results"] == []
+
+
+# ---------------------------------------------------------------- what code scanning needs
+
+
+def test_every_rule_has_a_name_and_a_help_page_that_exists(corpus_sarif):
+    _, doc, _, _ = corpus_sarif
+    for run in doc["runs"]:
+        for rule in run["tool"]["driver"]["rules"]:
+            assert re.fullmatch(r"[A-Z][A-Za-z0-9]*", rule["name"]), rule["name"]
+            uri = rule["helpUri"]
+            assert uri.startswith("https://") or docs_anchor_exists(uri), uri
+        assert "informationUri" not in run["tool"]["driver"]  # no page of regcheck's own is published
+
+
+def test_a_rule_whose_document_has_no_url_links_its_entry_in_the_sources_page():
+    from checker.emit.sarif import rule_descriptor
+    spec = load_spec("acl")
+    d = rule_descriptor(spec.rules["ACL-REG-OVERLAP"])
+    assert d["name"] == "AclRegOverlap"
+    assert d["helpUri"] == "docs/sources.md#acl-errcodes" and docs_anchor_exists(d["helpUri"])
+    # The help names the document by its title and where to find it, not by a path the user lacks.
+    assert "aclError table" in d["help"]["text"] and "see docs/sources.md#acl-errcodes" in d["help"]["text"]
+    url_rule = next(r for r in load_spec("cupva").rules.values() if r.source and r.source.location.startswith("https://"))
+    assert rule_descriptor(url_rule)["helpUri"] == url_rule.source.location
+    assert url_rule.source.location in rule_descriptor(url_rule)["help"]["text"]
+
+
+def test_every_result_has_a_fingerprint_unique_in_its_run(corpus_sarif):
+    _, doc, _, _ = corpus_sarif
+    for run in doc["runs"]:
+        prints = [r["partialFingerprints"]["regcheck/v1"] for r in run["results"]]
+        assert all(re.fullmatch(r"[0-9a-f]{32}", p) for p in prints)
+        assert len(set(prints)) == len(prints)
+
+
+def _fingerprints(results):
+    return [r["partialFingerprints"]["regcheck/v1"] for r in sarif_log([], results)["runs"][0]["results"]]
+
+
+def test_fingerprints_survive_moved_lines_and_changed_addresses():
+    before = [("R-A", "error", "usage[R-A]: free: ptr=0x1000 is registered", "t.jsonl", 7, ()),
+              ("R-A", "error", "usage[R-A]: free: ptr=0x1000 is registered", "t.jsonl", 9, ()),
+              ("R-B", "error", "usage[R-B]: free: ptr=0x1000 is registered", "t.jsonl", 12, ())]
+    # Two lines inserted above, another address: the same findings.
+    after = [(r, lv, m.replace("0x1000", "0x7f00"), u, ln + 2, rel) for r, lv, m, u, ln, rel in before]
+    assert _fingerprints(before) == _fingerprints(after)
+    a1, a2, b = _fingerprints(before)
+    assert len({a1, a2, b}) == 3  # the second occurrence and another rule are other findings
+    elsewhere = [(r, lv, m, "other.jsonl", ln, rel) for r, lv, m, u, ln, rel in before]
+    assert not set(_fingerprints(elsewhere)) & {a1, a2, b}
+    other_call = [(r, lv, m.replace("free", "munmap"), u, ln, rel) for r, lv, m, u, ln, rel in before]
+    assert not set(_fingerprints(other_call)) & {a1, a2, b}
+    # A caller can say what identifies a finding instead of its message.
+    ctx = [SarifResult("R-A", "error", f"message {i}", "t.jsonl", i, (), None, "free") for i in (1, 2)]
+    assert _fingerprints(ctx) == _fingerprints([r._replace(message="other text") for r in ctx])
+
+
+def test_messages_link_every_related_location(corpus_sarif):
+    _, doc, _, _ = corpus_sarif
+    linked = 0
+    for run in doc["runs"]:
+        for res in run["results"]:
+            text = res["message"]["text"]
+            for rel in res.get("relatedLocations", []):
+                assert f"]({rel['id']})" in text, text
+                linked += 1
+    assert linked > 50
+    msg = sarif_log([], [("R", "error", "a [literal](3) bracket", "t.jsonl", 2,
+                          [("t.jsonl", 1, "the free [here]")])])["runs"][0]["results"][0]["message"]["text"]
+    assert msg == "a \\[literal\\](3) bracket (see [the free \\[here\\]](0))"
+
+
+def test_a_bundled_spec_says_where_an_installed_regcheck_keeps_it(corpus_sarif, tmp_path, monkeypatch):
+    _, doc, _, _ = corpus_sarif
+    locs = [r["physicalLocation"]["artifactLocation"] for run in doc["runs"] for res in run["results"]
+            for r in res.get("relatedLocations", []) if r["physicalLocation"]["artifactLocation"]["uri"] == "spec/acl.spec"]
+    assert locs and all(l["properties"] == {"bundledSpec": "acl", "packageData": "checker/specs/acl.spec"} for l in locs)
+    from checker.emit.sarif import bundled_spec_of
+    monkeypatch.chdir(tmp_path)
+    assert bundled_spec_of("spec/acl.spec") == "acl"  # not here: it can only be the bundled one
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "acl.spec").write_text("spec acl \"my own\"\n")
+    assert bundled_spec_of("spec/acl.spec") is None  # the user's own file of that name
+    assert bundled_spec_of("spec/mine.spec") is None and bundled_spec_of("other/acl.spec") is None
+
+
+def test_sources_page_lists_every_source_of_every_bundled_spec(update_golden):
+    from checker.emit.sarif import sources_page
+    from checker.language.load import bundled_spec_names
+    specs = [load_spec(n) for n in bundled_spec_names()]
+    page = REPO / "docs" / "sources.md"
+    text = sources_page(specs)
+    if update_golden:
+        page.write_text(text, encoding="utf-8")
+    assert page.read_text(encoding="utf-8") == text, "docs/sources.md is out of date: rerun with --update-golden"
+    for spec in specs:
+        assert spec.sources
+        for name, decl in spec.sources.items():
+            assert docs_anchor_exists(f"docs/sources.md#{spec.name}-{name}".lower()), (spec.name, name)
+            assert decl.title in text and decl.location in text
+        for rule in spec.rules.values():
+            if rule.cite is not None:
+                assert f"`{rule.rule}`" in text
+
+
+@pytest.mark.parametrize("kind", ["executor", "conform", "property", "invariant", "pinned", "effect", "requires", "usage"])
+def test_every_kind_of_rule_has_a_help_page_that_exists(kind):
+    from checker.emit.sarif import ToolRule, help_uri
+    uri = help_uri(ToolRule("X-1", kind, "checks x", None, None))
+    assert docs_anchor_exists(uri), uri

@@ -140,7 +140,7 @@ def test_chromium_renders_the_bars(tmp_path, events):
     bars = re.findall(r'<rect [^>]*class="bar bar-([a-z_]+)"', dom)
     assert len(bars) == len(tl.bars) > 0
     assert {t: bars.count(t) for t in set(bars)} == {t: sum(b.table == t for b in tl.bars) for t in {b.table for b in tl.bars}}
-    assert len(re.findall(r'<g class="mark mark-', dom)) == len(tl.marks)
+    assert len(re.findall(r'<g class="mark mark-', dom)) == len({m.index for m in tl.marks})  # one per event
     assert f"{len(tl.events)} events | {len(tl.bars)} bars" in dom
 
 
@@ -245,3 +245,71 @@ def test_placeholders_in_paths_are_not_substituted(tmp_path):
     m = re.search(r'<script type="application/json" id="timeline-data">(.*?)</script>', page, re.S)
     assert json.loads(m.group(1))["path"] == "{{DATA}}{{TITLE}}.jsonl"
     assert "<title>regcheck timeline: {{DATA}}{{TITLE}}.jsonl</title>" in page
+
+
+def crowded(tmp_path) -> str:
+    """A trace whose second event has three findings (unaligned, not host memory, flag 0)."""
+    return write(tmp_path,
+                 {"call": "malloc", "args": {"size": MB}, "out": {"ptr": hex(A)}},
+                 {"call": "aclrtHostRegisterV2", "args": {"ptr": hex(A + 8), "size": MB, "flag": 0}, "ret": 0},
+                 {"call": "free", "args": {"ptr": hex(A)}}, name="crowded.jsonl")
+
+
+def test_the_page_lists_every_finding_in_trace_order(tmp_path):
+    tl = build_timeline(sample(tmp_path))
+    page = render_html(tl)
+    items = re.findall(r'<li id="finding-(\d+)" class="finding finding-(\w+)" data-event="(\d+)">(.*?)</li>', page)
+    assert [(int(k), kind, int(ev)) for k, kind, ev, _ in items] == [(0, "usage", 5), (1, "usage", 6)]
+    assert items[1][3].startswith("line 7, free: usage[ACL-FREE-REGISTERED]: ")
+    assert "No findings." not in page
+    clean = write(tmp_path, {"call": "malloc", "args": {"size": MB}, "out": {"ptr": hex(A)}}, name="clean.jsonl")
+    assert '<p id="no-findings">No findings.</p>' in render_html(build_timeline(clean))
+
+
+def test_findings_on_one_event_are_all_listed(tmp_path):
+    tl = build_timeline(crowded(tmp_path))
+    at_two = [m.finding.rule for m in tl.marks if m.index == 2]
+    assert len(at_two) == 3
+    page = render_html(tl)
+    listed = re.findall(r'data-event="2">line 3, aclrtHostRegisterV2: usage\[([A-Z-]+)\]', page)
+    assert listed == at_two
+
+
+def test_finding_text_is_escaped_in_the_list(tmp_path):
+    from dataclasses import replace
+    tl = build_timeline(sample(tmp_path))
+    odd = replace(tl, marks=(replace(tl.marks[0], finding=replace(tl.marks[0].finding, message="<b>&</b>")),))
+    page = render_html(odd)
+    assert "&lt;b&gt;&amp;&lt;/b&gt;</li>" in page and "<b>&</b>" not in page.split("timeline-data")[0]
+
+
+@needs_chromium
+def test_chromium_reaches_every_finding_of_a_crowded_event(tmp_path):
+    tl = build_timeline(crowded(tmp_path))
+    page = tmp_path / "crowded.html"
+    probe = """<script>
+    (function () {
+      var tip = document.getElementById("tip"), marks = document.querySelectorAll("g.mark");
+      var g = marks[0], path = g.querySelector("path"), box = path.getBoundingClientRect();
+      path.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: box.left + 1, clientY: box.top + 1}));
+      var hovered = tip.textContent;
+      path.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+      var picked = Array.prototype.map.call(document.querySelectorAll("#findings-list li.picked"),
+                                            function (li) { return li.id; });
+      var pre = document.createElement("pre"); pre.id = "probe";
+      pre.textContent = JSON.stringify([marks.length, g.getAttribute("data-findings"), hovered, picked]);
+      document.body.appendChild(pre);
+    })();
+    </script></body>"""
+    page.write_text(render_html(tl).replace("</body>", probe), encoding="utf-8")
+    run = chromium(tmp_path, "--window-size=1000,700", "--dump-dom", page.as_uri())
+    import html
+    m = re.search(r'<pre id="probe">(.*?)</pre>', run.stdout, re.S)
+    assert m, run.stderr[-2000:]
+    count, ks, tip, picked = json.loads(html.unescape(m.group(1)))
+    at_two = [k for k, mk in enumerate(tl.marks) if mk.index == 2]
+    assert count == len({mk.index for mk in tl.marks}) and ks == " ".join(map(str, at_two))
+    for k in at_two:
+        assert f"usage[{tl.marks[k].finding.rule}]: " in tip
+    assert tip.endswith("line 3: aclrtHostRegisterV2(ptr=0x7f3a2c000008, size=0x100000, flag=0) = 0")
+    assert picked == [f"finding-{k}" for k in at_two]

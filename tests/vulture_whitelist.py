@@ -16,3 +16,6 @@ _.reportinfo
 
 # A SarifResult is also taken as a plain 6-tuple: sarif_run unpacks the field by position.
 _.related_locations
+
+# io.BufferedReader calls its raw stream's readinto (checker/language/files.py, _Prefixed and _ZstdFrames).
+_.readinto

@@ -14,21 +14,37 @@ import sys
 from typing import Sequence, TextIO
 
 from ..language.diagnostics import RegcheckError
-from .common import EXIT_INPUT, EXIT_INTERNAL, Output, add_spec_limits, print_input_error
+from .common import EXIT_INPUT, EXIT_INTERNAL, Output, add_spec_limits, print_input_error, use_colour
+from .config import ProjectConfig, env_items, load_project_config, resolve_spec
 
 # Subcommand modules, in the order `regcheck --help` lists them; a module that is absent is skipped.
-COMMAND_MODULES = ("check", "rules", "replay", "record", "shrink", "prove", "simulate", "execute", "generate", "conform", "fuzz", "itf", "diagram")
+COMMAND_MODULES = ("check", "rules", "replay", "record", "shrink", "prove", "simulate", "execute", "generate",
+                   "conform", "fuzz", "itf", "diagram", "completion")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as exit 2 without printing a traceback."""
+    """argparse that reports usage errors as exit 2 without printing a traceback; the error keeps
+    the parser it came from, so that a subcommand's mistake shows that subcommand's usage. It also
+    keeps its arguments in `arguments` and its subcommands in `commands` (argparse keeps both private)
+    for the help test and `regcheck completion`."""
+
+    def __init__(self, *args, **kwargs):
+        self.arguments: list[argparse.Action] = []
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+        super().__init__(*args, **kwargs)
+
+    def _add_action(self, action):
+        self.arguments.append(action)
+        return super()._add_action(action)
 
     def error(self, message: str):  # type: ignore[override]
-        raise _UsageError(f"{self.prog}: error: {message}")
+        raise _UsageError(f"{self.prog}: error: {message}", self)
 
 
 class _UsageError(Exception):
-    pass
+    def __init__(self, message: str, parser: argparse.ArgumentParser):
+        super().__init__(message)
+        self.parser = parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     speedups = "on" if NATIVE is not None else "off"  # off: not built, or REGCHECK_PURE_PYTHON set
     parser = _Parser(prog="regcheck", description="Executable, provable specs of host-memory registration APIs.")
-    parser.add_argument("--version", action="version", version=f"regcheck {__version__} (C speedups: {speedups})")
+    parser.add_argument("-V", "--version", action="version", version=f"regcheck {__version__} (C speedups: {speedups})",
+                        help="print the version (and whether the C speedups are on) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:
@@ -49,23 +66,82 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(sub)
     for command in sub.choices.values():  # every command reads a spec, named or in a trace header
         add_spec_limits(command)
+    parser.commands = dict(sub.choices)
+    parser.set_defaults(root_parser=parser)  # `regcheck completion` walks it
     return parser
+
+
+def parse_command_line(parser, argv: list[str]) -> argparse.Namespace:
+    """parse_args, except that arguments the subcommand does not know are that subcommand's usage error
+    (argparse leaves them to the top-level parser, whose usage says nothing about the subcommand)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = parser.commands.get(getattr(args, "command", None) or "", parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def apply_format_default(parser, fmt: str | None) -> None:
+    """The project's default --format, on every subcommand that offers that format."""
+    if fmt is None:
+        return
+    for command in parser.commands.values():
+        for action in command.arguments:
+            if action.dest == "format" and action.choices and fmt in action.choices:
+                action.default = fmt
+
+
+def apply_project(args, config: ProjectConfig) -> None:
+    """Spec names looked up on the project's spec_path, and its env defaults (those of parameters the
+    command's spec has) before the command line's --env, so that the command line's win."""
+    if config.spec_path:
+        for name in ("spec", "specs"):
+            value = getattr(args, name, None)
+            if isinstance(value, str):
+                setattr(args, name, resolve_spec(value, config.spec_path))
+            elif isinstance(value, list):
+                setattr(args, name, [resolve_spec(v, config.spec_path) for v in value])
+    if config.env and isinstance(getattr(args, "env", None), list) and isinstance(getattr(args, "spec", None), str):
+        items = env_items(spec_env(config.env, args.spec))
+        convert = getattr(args, "env_type", None)
+        args.env = [convert(i) if convert else i for i in items] + args.env
+
+
+def spec_env(env: dict, spec_name: str) -> dict:
+    """The project env values of parameters `spec_name` declares (all of them when it cannot be read:
+    the command then reports that)."""
+    from ..language.load import load_spec
+
+    try:
+        params = load_spec(spec_name).params
+    except RegcheckError:
+        return env
+    return {k: v for k, v in env.items() if k in params}
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run regcheck in-process (tests call this); returns the exit code."""
     out = Output(stdout or sys.stdout, stderr or sys.stderr)
+    out.colour = use_colour(out.stdout)
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        config, config_error = load_project_config(), None
+    except RegcheckError as exc:  # reported once a command runs, so that --help and --version still work
+        config, config_error = ProjectConfig(), exc
+    apply_format_default(parser, config.format)
+    try:
+        args = parse_command_line(parser, list(sys.argv[1:] if argv is None else argv))
     except _UsageError as exc:
-        out.err(parser.format_usage().rstrip())
+        out.err(exc.parser.format_usage().rstrip())
         out.err(str(exc))
         return EXIT_INPUT
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0)
     if not getattr(args, "command", None):
         out.out(parser.format_help().rstrip())
+        return EXIT_INPUT
+    if config_error is not None:
+        print_input_error(out, config_error, getattr(args, "format", "text"))
         return EXIT_INPUT
     from ..language.load import set_spec_limits
     from ..trace.events import DEFAULT_MAX_LINE_BYTES
@@ -74,6 +150,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     set_max_line_bytes(getattr(args, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES)  # per run, also in-process
     set_spec_limits(args.max_spec_bytes, args.max_spec_nesting)
     try:
+        apply_project(args, config)
         return int(args.run(args, out))
     except RegcheckError as exc:
         print_input_error(out, exc, getattr(args, "format", "text"))

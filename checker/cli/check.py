@@ -47,14 +47,20 @@ def run(args, out) -> int:
             "exit": worst,
         })
         return worst
+    warned = 0
     for name, src, diags, spec in results:
         if diags:
             out.err(render_all(diags, {src.path: src} if src else None))
         if spec is not None:
             n_warn = sum(d.severity is Severity.WARNING for d in diags)
-            out.out(f"{src.path}: ok: spec {spec.name}, {len(spec.calls)} calls, {len(spec.rules)} rules, "
-                    f"{len(spec.invariants)} invariants" + (f", {n_warn} warnings" if n_warn else ""))
+            warned += n_warn
+            out.out(f"{src.path}: {out.paint('ok', 'ok')}: spec {spec.name}, {len(spec.calls)} calls, "
+                    f"{len(spec.rules)} rules, {len(spec.invariants)} invariants"
+                    + (f", {n_warn} warnings" if n_warn else ""))
         else:
             n_err = sum(d.severity is Severity.ERROR for d in diags)
-            out.out(f"{src.path if src else name}: {n_err} error{'s' if n_err != 1 else ''}")
+            errors = f"{n_err} error{'s' if n_err != 1 else ''}"
+            out.out(f"{src.path if src else name}: {out.paint(errors, 'error')}")
+    if args.werror and warned and not any(spec is None for _, _, _, spec in results):
+        out.err(f"exit 1: {warned} warning{'s' if warned != 1 else ''} and --werror")
     return worst

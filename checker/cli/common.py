@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from dataclasses import dataclass
-from typing import Iterable, TextIO
+from typing import Any, Iterable, Mapping, TextIO
 
 import orjson
 
-from ..language.diagnostics import Diagnostic, RegcheckError, render
+from ..language.diagnostics import Diagnostic, RegcheckError, error, render
 from ..language.source import SourceFile
 
 EXIT_OK = 0
@@ -23,6 +25,11 @@ FORMATS = ("text", "json")
 class Output:
     stdout: TextIO
     stderr: TextIO
+    colour: bool = False  # ANSI colour on stdout: see use_colour
+
+    def paint(self, text: str, role: str) -> str:
+        """`text` in the colour of `role` (a finding kind, a verdict, "rule", ...) when colour is on."""
+        return paint(text, role) if self.colour else text
 
     def out(self, text: str = "") -> None:
         self.stdout.write(text + "\n")
@@ -94,3 +101,87 @@ def fraction(text: str) -> float:
     if not 0 <= v <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {v}")
     return v
+
+
+# ---------------------------------------------------------------- colour
+
+# SGR codes per role: finding kinds, verdicts and statuses, rule IDs.
+_COLOURS = {
+    "usage": "31", "conformance": "35", "unspecified": "33", "error": "31", "warning": "33",
+    "violates": "1;31", "conforms": "1;32", "ok": "32", "fail": "31", "inconclusive": "33", "pass": "32",
+    "PROVED": "32", "REFUTED": "1;31", "UNKNOWN": "33", "FAILURE": "1;31", "rule": "36", "dim": "2",
+}
+
+
+def plain(text: str, role: str) -> str:
+    """`paint` without colour."""
+    return text
+
+
+def paint(text: str, role: str) -> str:
+    """`text` wrapped in the ANSI colour of `role` (unchanged for a role without one)."""
+    code = _COLOURS.get(role)
+    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+
+
+def use_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """Colour text reports on a terminal. NO_COLOR (any non-empty value) turns it off and
+    FORCE_COLOR (non-empty, not 0) turns it on even when the stream is not a terminal
+    (https://no-color.org, https://force-color.org); NO_COLOR wins when both are set."""
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------- shared options
+
+
+def add_output(parser, *aliases: str, metavar: str = "FILE", help: str, **kwargs) -> None:
+    """`-o/--output`, the spelling every command that writes a file uses; `aliases` are older spellings
+    kept working (e.g. --out)."""
+    parser.add_argument("-o", "--output", *aliases, dest="output", metavar=metavar, help=help, **kwargs)
+
+
+def add_verbosity(parser) -> None:
+    """`-q/--quiet` (only the summary and the exit status) and `-v/--verbose` (more detail)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="print only the summary (text output; the exit status is the same)")
+    group.add_argument("-v", "--verbose", action="store_true", help="print more detail (text output)")
+
+
+def add_env(parser, help: str) -> None:
+    """`--env NAME=VALUE`, repeatable: a spec parameter (see parse_env)."""
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help=help + " (repeatable)")
+
+
+def parse_env(items: Iterable[str], spec=None) -> dict[str, Any]:
+    """NAME=VALUE pairs as trace header values: true/false become booleans; a decimal VALUE (ASCII
+    digits, optionally after `-`) becomes an integer when the parameter is an integer one of `spec`
+    (any parameter without a spec); everything else stays a string. The spec's own checks
+    (semantics_for) then reject unknown names and bad values."""
+    env: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
+        if spec is not None:
+            declared = spec.params.get(name)
+            is_int = declared is not None and declared[0].kind == "int"
+        else:
+            is_int = True
+        if is_int and _DECIMAL(value):
+            env[name] = int(value)
+        else:
+            env[name] = {"true": True, "false": False}.get(value, value)
+    return env
+
+
+_DECIMAL = re.compile(r"-?[0-9]+").fullmatch

@@ -25,8 +25,9 @@ from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, run_suite
 from ..testgen.generate import generate_suite
 from ..testgen.model import GenerateOptions
 from ..testgen.suite import INDEX, read_suite
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, positive_int
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_env, add_verbosity, parse_env, positive_int
 from .execute import DEFAULT_DRIVER, executor_rules
+from .generate import fixed_configs
 
 
 def register(sub) -> None:
@@ -51,6 +52,11 @@ def register(sub) -> None:
     p.add_argument("--fuzz-seed", type=int, default=0, metavar="N", help="the fuzz phase's seed (default 0)")
     p.add_argument("--no-lock-check", action="store_true",
                    help="do not compare the kernel's page locks with the model (a driver outside this process)")
+    add_env(p, "fix a spec parameter: a generated suite uses only configurations with it, a --suite keeps only "
+               "the tests recorded with it, and the fuzz phase runs in it")
+    p.add_argument("--failures-only", action="store_true",
+                   help="text output: print only the tests that did not pass, and the summary")
+    add_verbosity(p)
     p.add_argument("--format", choices=("text", "json", "junit", "sarif"), default="text", help="output format (default: text)")
     p.set_defaults(run=run)
 
@@ -77,11 +83,13 @@ def run(args, out) -> int:
 
         out.stdout.write(junit_xml(report))
         return code
-    for r in report.results:
+    for r in [] if args.quiet else report.results:
         if r.status == PASS:
-            out.out(f"pass          {r.name}")
+            if not args.failures_only:
+                detail = f" [{r.rule}] ({r.seconds * 1000:.1f} ms)" if args.verbose else ""
+                out.out(f"{out.paint('pass', PASS)}          {r.name}{detail}")
             continue
-        out.out(f"{r.status:13} {r.name} [{r.rule}]")
+        out.out(f"{out.paint(f'{r.status:13}', r.status)} {r.name} [{out.paint(r.rule, 'rule')}]")
         for p in r.problems:
             out.out(f"    event {p.event} {p.call}: {p.kind} [{p.rule}]")
             out.out(f"        expected: {p.expected}")
@@ -92,7 +100,7 @@ def run(args, out) -> int:
             f"{report.count(INCONCLUSIVE)} inconclusive ({report.seconds:.1f} s; driver {report.driver})"
             + ("; stopped at the first failure" if report.stopped_early else ""))
     if fuzzed is not None:
-        for line in _fuzz_text(fuzzed):
+        for line in _fuzz_text(fuzzed)[:1] if args.quiet else _fuzz_text(fuzzed):
             out.out(line)
     return code
 
@@ -102,7 +110,8 @@ def _fuzz_phase(args, factory):
     against the driver on random call sequences); its failure, if any, comes back shrunk."""
     from ..testgen.fuzz import FuzzOptions, fuzz
 
-    return fuzz(args.spec, factory, FuzzOptions(max_examples=args.fuzz, steps=args.fuzz_steps, seed=args.fuzz_seed))
+    return fuzz(args.spec, factory, FuzzOptions(max_examples=args.fuzz, steps=args.fuzz_steps, seed=args.fuzz_seed,
+                                                env=_env(args) or None))
 
 
 def _fuzz_json(result) -> dict:
@@ -129,8 +138,10 @@ def _load(args):
     name -> its file), or generated (no files)."""
     factory = load_factory(args.driver)
     spec = load_spec(args.spec)
+    env = _env(args, spec)
     if not args.suite:
-        return factory, spec, generate_suite(args.spec, GenerateOptions(depth=args.depth)).tests, {}
+        configs = fixed_configs(spec, env) if env else None
+        return factory, spec, generate_suite(args.spec, GenerateOptions(depth=args.depth, configs=configs)).tests, {}
     suite = read_suite(args.suite)
     if suite.spec not in (args.spec, spec.name) and load_spec(suite.spec).name != spec.name:
         raise RegcheckError([error("T0736", f"the suite in {args.suite} is for spec '{suite.spec}', not "
@@ -138,7 +149,20 @@ def _load(args):
     # read_suite built one test per index entry, in order: the entry names the test's file.
     entries = orjson.loads((Path(args.suite) / INDEX).read_bytes())["tests"]
     files = {t.name: os.path.join(args.suite, e["file"]) for t, e in zip(suite.tests, entries)}
-    return factory, spec, suite.tests, files
+    tests = [t for t in suite.tests if all(t.env.get(k) == v for k, v in env.items())] if env else suite.tests
+    return factory, spec, tests, files
+
+
+def _env(args, spec=None) -> dict:
+    """The --env parameters, checked against the spec (T0720, T0721 are input errors)."""
+    if not args.env:
+        return {}
+    from ..engines.runs import semantics_for
+
+    spec = spec or load_spec(args.spec)
+    env = parse_env(args.env, spec)
+    semantics_for(spec, env)
+    return env
 
 
 def _run(args, factory, spec, tests):

@@ -15,8 +15,9 @@ from ..emit.sarif import Citation, Document, SarifNotification, ToolRule, replay
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
 from ..language.source import NO_SPAN
-from ..trace.reader import read_trace
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
+from ..trace.reader import header_spec_ref, read_trace
+from .common import (EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, add_verbosity, positive_int,
+                     render_all)
 from .replay import expand_traces, report_text
 
 DEFAULT_DRIVER = "checker.drivers.executor:ReferenceDriver"
@@ -36,13 +37,17 @@ def register(sub) -> None:
         description="Relocate each trace's allocations into memory the driver hands out, run every event against "
                     "the spec (as replay does) and the driver, and compare the recorded result, the allowed "
                     "outcomes, the driver's result and the kernel's page locks. Exit codes as for replay.")
-    p.add_argument("traces", nargs="+", metavar="TRACE")
+    p.add_argument("traces", nargs="+", metavar="TRACE",
+                   help="trace file ('-': standard input; gzip, xz and zstd traces are read as they are), a "
+                        "directory or a glob pattern")
     add_trace_limits(p)
     p.add_argument("--driver", metavar="MODULE:FACTORY",
                    help=f"a factory returning a Driver (default: {DEFAULT_DRIVER})")
-    p.add_argument("--spec", help="spec name or file to use instead of the header's")
+    p.add_argument("--spec", help="spec name or file to use instead of the header's (a warning, T0737, says so "
+                                  "when they differ)")
     p.add_argument("--max-findings", type=positive_int, metavar="N",
                    help="stop a trace after N usage/conformance findings (N >= 1)")
+    add_verbosity(p)  # -q: each trace's verdict line only; -v: the driver too
     add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run)
 
@@ -68,8 +73,11 @@ def run(args, out) -> int:
             out.json({"verdict": "error" if errors else ("violates" if violated else "conforms"), "traces": docs,
                       "errors": [{"trace": p, "diagnostics": [d.to_json() for d in e.diagnostics]} for p, e in errors]})
         return code
+    if args.verbose:
+        out.out(f"driver: {args.driver or DEFAULT_DRIVER}")
     for r in reports:
-        for line in report_text(r):
+        lines = report_text(r, out.paint)
+        for line in lines[-1:] if args.quiet else lines:  # quiet: the verdict line only
             out.out(line)
     for _, exc in errors:
         out.err(render_all(exc.diagnostics))
@@ -121,7 +129,7 @@ def _spec_ref(path: str, spec: str | None) -> str:
     close = getattr(events, "close", None)
     if close:
         close()
-    return header.spec
+    return header_spec_ref(header, path)
 
 
 def sarif_report(reports: list[ExecutionReport], errors: list, spec: str | None, driver: str) -> dict:
@@ -129,7 +137,7 @@ def sarif_report(reports: list[ExecutionReport], errors: list, spec: str | None,
     executed become tool notifications of the first run."""
     by_spec: dict[str, list[ExecutionReport]] = {}
     for r in reports:
-        by_spec.setdefault(_spec_ref(r.path, spec), []).append(r)
+        by_spec.setdefault(r.spec_ref or _spec_ref(r.path, spec), []).append(r)
     notes = [SarifNotification(d.code, d.message, path if d.span.path == NO_SPAN.path else d.span.path,
                                d.span.line or None)
              for path, exc in errors for d in exc.diagnostics]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from ..drivers.executor import load_factory
 from ..engines.runs import semantics_for
-from ..language.diagnostics import RegcheckError, error
 from ..language.files import write_output
 from ..language.load import load_spec
 from ..testgen.fuzz import SHRINK_MODES, FuzzOptions, fuzz
-from .common import EXIT_FINDINGS, EXIT_OK, add_format, fraction, nonneg_int, positive_int
+from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, fraction, nonneg_int, parse_env,
+                     positive_int)
 
 
 def register(sub) -> None:
@@ -31,39 +31,21 @@ def register(sub) -> None:
                    help="call sequences to try (default 100)")
     p.add_argument("--steps", type=positive_int, default=30, metavar="K", help="calls per sequence (default 30)")
     p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default 0)")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="fix a spec parameter (default: a configuration drawn per sequence)")
+    add_env(p, "fix a spec parameter (default: a configuration drawn per sequence)")
     p.add_argument("--break-rate", type=fraction, default=0.1, metavar="P",
                    help="how often a call breaks an obligation on purpose (default 0.1)")
     p.add_argument("--shrink", choices=SHRINK_MODES, default="calls",
                    help="calls: drop calls by delta debugging, bounded (default); hypothesis: Hypothesis' own "
                         "shrinker (smaller arguments too, can take many minutes); none: as found")
-    p.add_argument("-o", "--out", metavar="FILE", help="where to write a failing trace "
-                   "(default: <spec>.fuzz-<seed>.jsonl)")
+    add_output(p, "--out", help="where to write a failing trace (default: <spec>.fuzz-<seed>.jsonl)")
     add_format(p)
     p.set_defaults(run=run)
-
-
-def parse_env(items: list[str]) -> dict:
-    """NAME=VALUE pairs as trace header values: true/false booleans, decimal integers, else strings."""
-    env: dict = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
-        if value in ("true", "false"):
-            env[name] = value == "true"
-        elif value.isascii() and value.lstrip("-").isdigit():
-            env[name] = int(value)
-        else:
-            env[name] = value
-    return env
 
 
 def run(args, out) -> int:
     factory = load_factory(args.driver)
     spec = load_spec(args.spec)
-    env = parse_env(args.env) if args.env else None
+    env = parse_env(args.env, spec) if args.env else None
     if env is not None:
         semantics_for(spec, env)  # unknown names and bad values are input errors (exit 2)
     options = FuzzOptions(args.max_examples, args.steps, args.seed, env, args.break_rate, args.shrink)
@@ -72,8 +54,8 @@ def run(args, out) -> int:
     failure = result.failure
     path = None
     if failure is not None:
-        path = args.out or f"{spec.name}.fuzz-{args.seed}.jsonl"
-        write_output(path, failure.trace_text())
+        path = args.output or f"{spec.name}.fuzz-{args.seed}.jsonl"
+        write_output(path, failure.trace_text(path))
     if args.format == "json":
         out.json({"spec": args.spec, "driver": result.driver, "max_examples": args.max_examples, "seed": args.seed,
                   "calls": result.calls, "seconds": round(result.seconds, 3),

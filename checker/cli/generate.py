@@ -6,14 +6,20 @@ Exit codes: 0 written; 2 bad input (unknown spec, unwritable output, no output a
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import orjson
+
+from ..engines.runs import semantics_for
+from ..language.checked import CheckedSpec
 from ..language.diagnostics import RegcheckError, error
 from ..language.files import make_directory, write_output
-from ..testgen.configs import config_label
+from ..language.load import load_spec
+from ..testgen.configs import config_label, configurations
 from ..testgen.generate import generate_suite
 from ..testgen.model import ALLOWED, GenerateOptions, Suite
-from ..testgen.suite import coverage_summary, write_suite
-from .common import EXIT_OK, add_format, nonneg_int, positive_int
+from ..testgen.suite import INDEX, coverage_summary, write_suite
+from .common import EXIT_OK, add_env, add_format, add_output, nonneg_int, parse_env, positive_int
 from .progress import progress_bar
 
 
@@ -26,12 +32,16 @@ def register(sub) -> None:
                     "(Z3). Writes one trace file per test plus suite.json (index and coverage) to DIR, and/or "
                     "a standalone pytest module. Exit 0: written; 2: bad input.")
     p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory for the suite (created if missing)")
+    add_output(p, metavar="DIR", help="directory for the suite (created if missing; one that already holds a suite "
+                                      "needs --force)")
+    p.add_argument("--force", "--overwrite", action="store_true",
+                   help="replace the suite already in DIR: its trace files and suite.json are removed first")
     p.add_argument("--pytest", metavar="FILE", help="also (or only) write the suite as a pytest module")
     p.add_argument("--depth", type=positive_int, default=3, metavar="N",
                    help="calls in an enumerated prefix (default 3)")
     p.add_argument("--bmc-depth", type=nonneg_int, default=5, metavar="N",
                    help="steps bounded model checking may use for branches enumeration misses (0: off; default 5)")
+    add_env(p, "fix a spec parameter in every configuration (default: the configurations the spec distinguishes)")
     add_format(p)
     p.set_defaults(run=run)
 
@@ -39,11 +49,21 @@ def register(sub) -> None:
 def run(args, out) -> int:
     if not args.output and not args.pytest:
         raise RegcheckError([error("E0612", "nothing to write: give -o DIR and/or --pytest FILE")])
+    if args.output:
+        old_suite = existing_suite_files(args.output)
+        if old_suite and not args.force:
+            raise RegcheckError([error("E0613", f"{args.output} already holds a suite ({INDEX}); give --force "
+                                                "(or --overwrite) to replace it, or choose an empty directory")])
+    configs = None
+    if args.env:
+        spec = load_spec(args.spec)
+        configs = fixed_configs(spec, parse_env(args.env, spec))
     with progress_bar(out.stderr, None, f"generating {args.spec}") as bar:
-        suite = generate_suite(args.spec, GenerateOptions(depth=args.depth, bmc_depth=args.bmc_depth),
+        suite = generate_suite(args.spec, GenerateOptions(depth=args.depth, bmc_depth=args.bmc_depth, configs=configs),
                                progress=lambda done, total, label: bar.update(done, total, f"generating: {label}"))
     written = []
     if args.output:
+        remove_files(old_suite)
         written += write_suite(args.output, suite)  # E0603 when it cannot be written
     if args.pytest:
         from ..emit.pytest_module import render_pytest
@@ -64,6 +84,45 @@ def run(args, out) -> int:
     if args.pytest:
         out.out(f"wrote pytest module {args.pytest}")
     return EXIT_OK
+
+
+def fixed_configs(spec: CheckedSpec, env: dict) -> tuple[dict, ...]:
+    """The spec's configurations with `env`'s parameters fixed (duplicates dropped); bad names or
+    values are input errors (T0720, T0721)."""
+    semantics_for(spec, env)
+    out: list[dict] = []
+    for config in configurations(spec):
+        merged = {**config, **env}
+        if merged not in out:
+            out.append(merged)
+    return tuple(out)
+
+
+def existing_suite_files(directory: str) -> list[Path]:
+    """The files of the suite already in `directory` (its index and the trace files it lists); empty
+    when there is none."""
+    root = Path(directory)
+    index = root / INDEX
+    if not index.is_file():
+        return []
+    try:
+        entries = orjson.loads(index.read_bytes()).get("tests", [])
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        entries = []
+    names = {e.get("file") for e in entries if isinstance(e, dict)}
+    traces = [root / n for n in sorted(n for n in names if isinstance(n, str) and n == os.path.basename(n))]
+    return [p for p in traces if p.is_file()] + [index]
+
+
+def remove_files(paths: list[Path]) -> None:
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            message = f"cannot remove {path} of the old suite: {exc.strerror or exc}"
+            raise RegcheckError([error("E0603", message)]) from None
 
 
 def summary_text(suite: Suite) -> list[str]:

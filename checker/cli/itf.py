@@ -7,7 +7,7 @@ import io
 from ..emit.itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
 from ..language.diagnostics import RegcheckError
 from ..language.files import OutputFile, cannot_write
-from .common import EXIT_OK, add_trace_limits, nonneg_int
+from .common import EXIT_OK, add_trace_limits, nonneg_int, render_all
 
 
 def register(sub) -> None:
@@ -17,7 +17,8 @@ def register(sub) -> None:
                     "Trace Format that Quint and Apalache tools read (docs/integrations.md). Exit 0: written "
                     "(whatever the trace's verdict: it is in #meta.verdict); 2: input error (nothing is "
                     "written to OUT then).")
-    p.add_argument("trace", metavar="TRACE", help="trace file (format v1)")
+    p.add_argument("trace", metavar="TRACE", help="trace file (format v1; '-': standard input; gzip, xz and zstd "
+                                                  "traces are read as they are)")
     add_trace_limits(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write here (default: standard output)")
     p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
@@ -34,6 +35,8 @@ def register(sub) -> None:
 
 def run(args, out) -> int:
     walk = TraceWalk(args.trace, args.spec, args.max_events)
+    if walk.notes:
+        out.err(render_all(walk.notes))
     sem = walk.sem
     if args.output is None:
         # Buffered, so that an input error part-way leaves no half document on standard output.

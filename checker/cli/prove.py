@@ -12,7 +12,6 @@ progress bar on standard error when it is a terminal.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 
 import orjson
@@ -28,7 +27,8 @@ from ..language.diagnostics import RegcheckError, error
 from ..language.files import make_directory, write_output
 from ..language.load import load_spec
 from ..symbolic.solver import SolverOptions, Verdict, Witness
-from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
+from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, add_verbosity, nonneg_int, parse_env,
+                     positive_int)
 from .progress import progress_bar
 
 
@@ -53,7 +53,7 @@ def register(sub) -> None:
     p.add_argument("--itf", metavar="DIR",
                    help="write the counterexample of every REFUTED or UNKNOWN obligation and every reachable "
                         "violation there as ITF JSON (Quint/Apalache trace viewers)")
-    p.add_argument("-v", "--verbose", action="store_true", help="list every obligation and consistency item")
+    add_verbosity(p)  # -q: the summary line only; -v: every obligation and consistency item
     add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run_prove)
 
@@ -62,12 +62,11 @@ def register(sub) -> None:
         description="Search every call sequence of up to K steps from the initial state (callers keep their "
                     "obligations) for one that breaks an invariant; write the shortest found as a trace. "
                     "Exit 0: none up to K; 1: a violation (or the solver gave up); 2: bad input.")
-    b.add_argument("spec", metavar="SPEC")
+    b.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
     b.add_argument("--depth", type=nonneg_int, required=True, metavar="K", help="the longest call sequence")
     b.add_argument("--invariant", action="append", metavar="RULE-ID", help="only these invariants (repeatable)")
-    b.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="fix a spec parameter (default: the solver picks the configuration)")
-    b.add_argument("--out", metavar="FILE", help="where to write the violating trace (default: <spec>.bmc.jsonl)")
+    add_env(b, "fix a spec parameter (default: the solver picks the configuration)")
+    add_output(b, "--out", help="where to write the violating trace (default: <spec>.bmc.jsonl)")
     b.add_argument("--itf", metavar="OUT.itf.json",
                    help="also write the violating run, with the model state after each step, as ITF JSON")
     _solver_args(b)
@@ -77,28 +76,9 @@ def register(sub) -> None:
 
 def _solver_args(p) -> None:
     p.add_argument("--timeout", type=positive_int, default=5000, metavar="MS", help="per query, milliseconds (default 5000)")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="solver random seed (default 0)")
+    p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="solver random seed (default 0)")
     p.add_argument("--retries", type=nonneg_int, default=2, metavar="N",
                    help="ask a query that timed out again, up to N times, each with the next seed (default 2)")
-
-
-def parse_env(items: list[str], spec: CheckedSpec | None = None) -> dict:
-    """NAME=VALUE pairs as trace header values: true/false become booleans, and a decimal VALUE
-    (ASCII digits, optionally after `-`) of an integer parameter of `spec` becomes an integer."""
-    env: dict = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
-        declared = spec.params.get(name) if spec is not None else None
-        if declared is not None and declared[0].kind == "int" and _DECIMAL(value):
-            env[name] = int(value)
-        else:
-            env[name] = {"true": True, "false": False}.get(value, value)
-    return env
-
-
-_DECIMAL = re.compile(r"-?[0-9]+").fullmatch
 
 
 # ---------------------------------------------------------------- prove
@@ -119,9 +99,18 @@ def run_prove(args, out) -> int:
     elif args.format == "json":
         out.json(report_json(report, spec, written, itf))
     else:
-        for line in report_text(report, spec, args.verbose, written, itf):
-            out.out(line)
+        lines = report_text(report, spec, args.verbose, written, itf)
+        for line in lines[-1:] if args.quiet else lines:  # quiet: the summary line
+            out.out(painted_verdict(line, out))
     return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+def painted_verdict(line: str, out) -> str:
+    """An obligation line with its verdict (its first word) in colour, when colour is on."""
+    word = line.split(maxsplit=1)[0] if line.startswith("  ") and line.strip() else ""
+    if word not in ("PROVED", "REFUTED", "UNKNOWN"):
+        return line
+    return line.replace(word, out.paint(word, word), 1)
 
 
 def _write_witnesses(report: ProofReport, spec: CheckedSpec, directory: str) -> dict[int, str]:
@@ -423,7 +412,7 @@ def run_bmc(args, out) -> int:
     result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed, args.retries), env, args.invariant)
     path = itf = None
     if result.violation is not None:
-        path = args.out or f"{spec.name}.bmc.jsonl"
+        path = args.output or f"{spec.name}.bmc.jsonl"
         result.violation.run.write(path, spec)  # E0603 when it cannot be written
         if args.itf:
             run = result.violation.run

@@ -15,13 +15,16 @@ from .common import EXIT_INPUT, EXIT_OK, render_all
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "record", help="run a program and record its host-memory registration calls as a trace",
+        "record", usage="%(prog)s -o TRACE [--spec SPEC] [--env KEY=VALUE]... [options] -- PROGRAM [ARGS...]\n"
+                        "       %(prog)s --build-only",
+        help="run a program and record its host-memory registration calls as a trace",
         description="Run PROGRAM with an LD_PRELOAD interposer that records the Ascend CANN host registration "
                     "calls (aclrtHostRegisterV2, aclrtHostUnregister, aclrtHostGetDevicePointer, aclrtMallocHost, "
                     "aclrtFreeHost) and the allocations they touch into TRACE (format v1, docs/trace-format.md); "
                     "check it with `regcheck replay TRACE`. The interposer is built with the system C compiler "
                     "on first use (docs/recording.md). Exit status: the program's; 2 for regcheck's own errors.")
-    p.add_argument("-o", "--output", metavar="TRACE", help="the trace file to write (created or truncated)")
+    p.add_argument("-o", "--output", metavar="TRACE",
+                   help="the trace file to write (created or truncated; required unless --build-only)")
     p.add_argument("--spec", default="acl",
                    help="the spec named in the trace header (default: acl; cuPVA calls are not intercepted)")
     p.add_argument("--env", action="append", default=[], type=_pair, metavar="KEY=VALUE",
@@ -31,7 +34,7 @@ def register(sub) -> None:
                    help="build the interposer into the cache (e.g. at install time), print its path, run nothing")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]",
                    help="the program to run and its arguments")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, env_type=_pair)  # env_type: how project --env defaults are converted
 
 
 def _pair(text: str) -> tuple[str, str]:

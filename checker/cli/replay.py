@@ -19,10 +19,11 @@ from ..emit.sarif import SarifNotification, replay_results, sarif_log_of_runs, s
 from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
 from ..engines.replay import ReplayReport
 from ..language.diagnostics import RegcheckError, error
-from ..language.files import write_output
+from ..language.files import MAGIC_BYTES, compression_of, write_output
 from ..language.load import load_spec
 from ..language.source import NO_SPAN
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, positive_int, render_all
+from .common import (EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, add_verbosity, plain,
+                     positive_int, render_all)
 from .progress import is_terminal, progress_bar
 
 
@@ -33,8 +34,10 @@ def register(sub) -> None:
                     "Exit 0: every trace conforms (unspecified findings alone still conform); 1: a trace "
                     "violates the spec; 2: input error (unreadable or malformed trace, unknown spec or call).")
     p.add_argument("traces", nargs="+", metavar="TRACE",
-                   help="trace file, a directory (its *.jsonl files) or a glob pattern such as 'runs/**/*.jsonl'")
-    p.add_argument("--spec", help="spec name or file to use instead of the one the header names")
+                   help="trace file ('-': standard input; gzip, xz and zstd traces are read as they are), a "
+                        "directory (its *.jsonl files) or a glob pattern such as 'runs/**/*.jsonl'")
+    p.add_argument("--spec", help="spec name or file to use instead of the one the header names (a warning, T0737, "
+                                  "says so when they differ)")
     add_trace_limits(p)
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when a trace violates the spec (input errors still exit 2)")
@@ -51,20 +54,22 @@ def register(sub) -> None:
                             "its workers need regcheck and must see the traces at the same absolute paths")
     p.add_argument("--timeline", metavar="OUT.html",
                    help="also write a self-contained HTML page of the trace's address space over time (one trace)")
+    add_verbosity(p)  # -q: only each trace's verdict line (one trace) or the corpus total; -v: findings by rule too
     add_format(p, ("text", "json", "sarif"))
     p.set_defaults(run=run)
 
 
-def report_text(report: ReplayReport) -> list[str]:
-    out = []
+def report_text(report: ReplayReport, paint=plain) -> list[str]:
+    """The notes, the findings and the verdict line; `paint(text, role)` colours kinds, rule IDs, verdicts."""
+    out = [f"{report.path}:{d.span.line}: {d.severity.value}[{d.code}]: {d.message}" for d in report.notes]
     for f in report.findings:
-        out.append(f"{report.path}:{f.line}: {f.kind}[{f.rule}]: {f.message}")
+        out.append(f"{report.path}:{f.line}: {paint(f.kind, f.kind)}[{paint(f.rule, 'rule')}]: {f.message}")
         out.extend(f"  note: {n}" for n in f.notes)
     kinds = dict.fromkeys(["usage", "conformance", "unspecified"] + [f.kind for f in report.findings])
     counts = {k: sum(f.kind == k for f in report.findings) for k in kinds}
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
     more = " (stopped early: --max-findings)" if report.truncated else ""
-    out.append(f"{report.path}: {report.verdict}: {report.events} events, {summary}{more}")
+    out.append(f"{report.path}: {paint(report.verdict, report.verdict)}: {report.events} events, {summary}{more}")
     return out
 
 
@@ -128,13 +133,16 @@ def run(args, out) -> int:
         })
         return code
     for r in reports:
-        for line in report_text(r):
+        lines = report_text(r, out.paint)
+        shown = lines if not args.quiet else [] if many else lines[-1:]  # quiet: the verdict lines only
+        for line in shown:
             out.out(line)
     for o in errors:
         out.err(render_all(o.diagnostics))
-    if many:
+    if (many and not args.quiet) or (args.verbose and not many):
         for line in by_rule_text(corpus):
             out.out(line)
+    if many:
         violating = sum(r.verdict == "violates" for r in reports)
         out.out(f"{len(args.traces)} traces: {len(reports) - violating} conform, {violating} violate"
                 + (f", {len(errors)} unreadable" if errors else ""))
@@ -153,6 +161,9 @@ def _count_events(path: str) -> int | None:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None  # a FIFO or device: never opened here (the replay refuses it)
         with open(path, "rb") as f:
+            if compression_of(f.read(MAGIC_BYTES)) is not None:
+                return None  # counting its lines would cost a second decompression
+            f.seek(0)
             lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
     except (OSError, ValueError):
         return None  # the replay reports it

@@ -9,15 +9,18 @@ from .common import EXIT_OK, add_format
 
 
 def register(sub) -> None:
-    p = sub.add_parser("rules", help="list a spec's rule IDs with their citations")
-    p.add_argument("spec", metavar="SPEC")
-    p.add_argument("--kind", help="only rules of this kind (requires, undefined, fails, may-fail, unspecified, "
-                                   "ensures, usage, effect, invariant)")
+    p = sub.add_parser("rules", help="list specs' rule IDs with their citations",
+                       description="List the rule IDs of one or more specs, with their kind, call and the "
+                                   "document passage each cites. Exit 0, or 2 for a spec that cannot be read.")
+    p.add_argument("specs", nargs="+", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("--kind", choices=tuple(_KIND_MEANING), metavar="KIND",
+                   help=f"only rules of this kind ({', '.join(_KIND_MEANING)})")
     add_format(p)
     p.set_defaults(run=run_rules)
     e = sub.add_parser("explain", help="explain one rule ID: its clause, kind and document citation")
-    e.add_argument("rule", metavar="RULE-ID")
-    e.add_argument("--spec", action="append", help="spec(s) to search (default: all bundled specs)")
+    e.add_argument("rule", metavar="RULE-ID", help="a rule ID, as replay and check print it")
+    e.add_argument("--spec", action="append", metavar="SPEC",
+                   help="a spec to search (repeatable; default: all bundled specs)")
     add_format(e)
     e.set_defaults(run=run_explain)
 
@@ -34,18 +37,22 @@ def rule_json(r: RuleInfo, spec_name: str) -> dict:
 
 
 def run_rules(args, out) -> int:
-    spec = load_spec(args.spec)
-    rules = [r for r in spec.rules.values() if not args.kind or r.kind == args.kind]
+    specs = [load_spec(name) for name in args.specs]  # all read first: a bad one is exit 2 before any output
+    listed = [(spec, [r for r in spec.rules.values() if not args.kind or r.kind == args.kind]) for spec in specs]
     if args.format == "json":
-        out.json({"spec": spec.name, "rules": [rule_json(r, spec.name) for r in rules]})
+        docs = [{"spec": spec.name, "rules": [rule_json(r, spec.name) for r in rules]} for spec, rules in listed]
+        out.json(docs[0] if len(docs) == 1 else {"specs": docs})
         return EXIT_OK
-    width = max((len(r.rule) for r in rules), default=0)
-    for r in rules:
-        where = r.call or f"({r.kind})"
-        out.out(f"{r.rule:<{width}}  {r.kind:<11} {where}")
-        if r.cite and r.source:
-            out.out(f"{'':<{width}}  cites {r.source.location}: {r.cite.clause}")
-    out.out(f"{len(rules)} rules in spec {spec.name}")
+    for i, (spec, rules) in enumerate(listed):
+        if i:
+            out.out()
+        width = max((len(r.rule) for r in rules), default=0)
+        for r in rules:
+            where = r.call or f"({r.kind})"
+            out.out(f"{out.paint(f'{r.rule:<{width}}', 'rule')}  {r.kind:<11} {where}")
+            if r.cite and r.source:
+                out.out(f"{'':<{width}}  cites {r.source.location}: {r.cite.clause}")
+        out.out(f"{len(rules)} rules in spec {spec.name}")
     return EXIT_OK
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..engines.runs import format_env, format_state
 from ..engines.simulate import SimulationOptions, simulate
 from ..language.load import load_spec
-from .common import EXIT_FINDINGS, EXIT_OK, add_format, nonneg_int, positive_int
-from .prove import count_steps, parse_env, run_json
+from .common import EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, nonneg_int, parse_env, positive_int
+from .prove import count_steps, run_json
 
 
 def register(sub) -> None:
@@ -23,9 +23,8 @@ def register(sub) -> None:
     p.add_argument("--runs", type=positive_int, default=100, metavar="N", help="number of walks (default 100)")
     p.add_argument("--steps", type=positive_int, default=50, metavar="K", help="steps per walk (default 50)")
     p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default 0)")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="fix a spec parameter (default: drawn per run from the values the spec compares it with)")
-    p.add_argument("--out", metavar="FILE", help="where to write a violating trace (default: <spec>.simulate.jsonl)")
+    add_env(p, "fix a spec parameter (default: drawn per run from the values the spec compares it with)")
+    add_output(p, "--out", help="where to write a violating trace (default: <spec>.simulate.jsonl)")
     add_format(p)
     p.set_defaults(run=run_simulate)
 
@@ -39,7 +38,7 @@ def run_simulate(args, out) -> int:
     result = simulate(spec, args.spec, SimulationOptions(args.runs, args.steps, args.seed, env))
     path = None
     if result.violation is not None:
-        path = args.out or f"{spec.name}.simulate.jsonl"
+        path = args.output or f"{spec.name}.simulate.jsonl"
         result.violation.run.write(path, spec)  # E0603 when it cannot be written
     if args.format == "json":
         out.json({"spec": args.spec, "runs": result.runs, "steps": result.steps, "successes": result.successes,

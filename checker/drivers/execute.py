@@ -30,11 +30,11 @@ from typing import Any, Callable, Mapping
 
 from sortedcontainers import SortedDict
 
-from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value
+from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value, spec_notes
 from ..language.analysis import memory_shape
 from ..model.semantics import Semantics
 from ..model.state import State
-from ..trace.reader import read_trace
+from ..trace.reader import header_spec_ref, read_trace
 from .executor import ReferenceDriver
 from .pinning import PAGE_SIZE
 from .protocol import Driver, Result
@@ -236,6 +236,8 @@ def verdict_of(findings) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionReport(ReplayReport):
+    spec_ref: str | None = None  # the spec executed against, as load_spec takes it (--spec, or the header's)
+
     @property
     def verdict(self) -> str:
         return verdict_of(self.findings)
@@ -248,7 +250,8 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
     try:
         sem = semantics_for(header, spec_name, path)
         driver = driver_factory()
-        driver.start(spec_name or header.spec, header.env)
+        spec_ref = spec_name or header_spec_ref(header, path)
+        driver.start(spec_ref, header.env)
         try:
             run = Execution(sem, driver, path)
             findings: list[Finding] = []
@@ -259,7 +262,8 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
                 if max_findings is not None and sum(f.kind not in INFORMATIONAL for f in findings) >= max_findings:
                     truncated = True
                     break
-            return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated)
+            return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated,
+                                   spec_notes(header, spec_name, path), spec_ref)
         finally:
             driver.close()
     finally:

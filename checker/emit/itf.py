@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..engines.replay import Finding, Replayer, semantics_for
+from ..engines.replay import Finding, Replayer, semantics_for, spec_notes
 from ..engines.runs import Run
 from ..language.checked import CheckedSpec
 from ..language.diagnostics import RegcheckError, error
@@ -196,11 +196,13 @@ class TraceWalk:
     events: int = 0
     violations: int = 0
     truncated: bool = False
+    notes: tuple = ()  # T0737 diagnostics: --spec replaced the header's spec
 
     def __post_init__(self) -> None:
         self._header, self._events = read_trace(self.path)
         try:
             self.sem = semantics_for(self._header, self.spec_name, self.path)
+            self.notes = spec_notes(self._header, self.spec_name, self.path)
         except BaseException:
             self.close()
             raise

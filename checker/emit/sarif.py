@@ -11,13 +11,20 @@ its kind and its document citation as help text, and each result points at a fil
     log = prove_log(proof_report, spec)                   # a proof's refuted/unknown obligations
     log = conform_log(conform_report, spec, files)        # a conformance run's failed tests
 
+What code scanning needs besides the findings: every rule has a `name` and a `helpUri` (its
+document's URL, or the docs page that has it: docs/sources.md for a bundled spec's document without
+a URL); every result has `partialFingerprints` (rule, file, and the message without its numbers,
+so a finding keeps its identity when lines move) and a message that links its related locations
+(`[text](id)`); a location in a bundled spec says where an installed regcheck keeps that file.
+
 A result is a `SarifResult` or any 6-tuple in the same order:
 (rule_id, level, message, artifact_uri, line, related_locations[, properties]), where level is one of
 "error", "warning", "note", "none"; artifact_uri is a path (relative paths stay relative, so a
 dashboard resolves them against the repository root; absolute paths become file:// URIs);
 line is 1-based (0 or None: no region); related_locations is an iterable of
 (artifact_uri, line, message) triples; properties, if given, a dict written as the result's
-`properties` (replay's `rejected` flag).
+`properties` (replay's `rejected` flag); a `SarifResult`'s `context`, if given, is what identifies
+the finding in its fingerprint instead of the message.
 
 A rule ID that is not a rule of the spec (the executor's own checks, the prover's implicit
 properties) is described by a `ToolRule`, which carries the same help text and citation a spec
@@ -28,8 +35,11 @@ The output is checked against the official SARIF 2.1.0 JSON schema in tests/test
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any, Iterable, Mapping, NamedTuple
 from urllib.parse import quote
@@ -39,7 +49,6 @@ from .. import __version__
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "regcheck"
-TOOL_URI = "https://pypi.org/project/regcheck/"
 LEVELS = ("error", "warning", "note", "none")
 
 # The level a finding of each rule kind has unless a command says otherwise: a broken obligation or
@@ -76,6 +85,7 @@ class SarifResult(NamedTuple):
     line: int | None
     related_locations: Iterable[tuple[str, int | None, str]] = ()
     properties: Mapping[str, Any] | None = None
+    context: str | None = None  # what identifies the finding besides rule and file (default: the message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +141,61 @@ def artifact_uri(path: str) -> str:
     return quote(path.replace(os.sep, "/"), safe="/._-~")
 
 
+def _artifact_location(uri: str) -> dict:
+    out: dict[str, Any] = {"uri": artifact_uri(uri)}
+    bundled = bundled_spec_of(uri)
+    if bundled is not None:
+        # An installed regcheck has no spec/ folder: say where the same file is in the package.
+        out["description"] = {"text": f"regcheck's bundled {bundled} spec: {uri} in regcheck's source tree, "
+                                      f"package data checker/specs/{bundled}.spec of an installed regcheck"}
+        out["properties"] = {"bundledSpec": bundled, "packageData": f"checker/specs/{bundled}.spec"}
+    return out
+
+
+def bundled_spec_of(path: str) -> str | None:
+    """The bundled spec's name when `path` is how regcheck names a bundled spec (`spec/NAME.spec`)
+    and no other file of that name is there (a user's own `spec/acl.spec` is not bundled)."""
+    m = re.fullmatch(r"spec/([A-Za-z0-9_-]+)\.spec", path)
+    if m is None or m.group(1) not in _bundled_names():
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return m.group(1)
+    key = (m.group(1), os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    if key not in _SAME_AS_BUNDLED:  # every result links the spec: read each version of the file once
+        _SAME_AS_BUNDLED[key] = _file_bytes(path) == _bundled_bytes(m.group(1))
+    return m.group(1) if _SAME_AS_BUNDLED[key] else None
+
+
+_SAME_AS_BUNDLED: dict[tuple[str, str, int, int], bool] = {}
+
+
+@lru_cache(maxsize=1)
+def _bundled_names() -> frozenset[str]:
+    from ..language.load import bundled_spec_names
+    return frozenset(bundled_spec_names())
+
+
+@lru_cache(maxsize=16)
+def _bundled_bytes(name: str) -> bytes:
+    from importlib import resources
+    try:
+        return resources.files("checker.specs").joinpath(f"{name}.spec").read_bytes()
+    except (ModuleNotFoundError, OSError):
+        return b""
+
+
+def _file_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _location(uri: str, line: int | None, message: str | None = None, ident: int | None = None) -> dict:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(uri)}}
+    physical: dict[str, Any] = {"artifactLocation": _artifact_location(uri)}
     if line and line > 0:
         physical["region"] = {"startLine": int(line)}
     loc: dict[str, Any] = {"physicalLocation": physical}
@@ -168,7 +231,7 @@ def rule_descriptor(info: Any) -> dict:
         md.append(f"Defined at `{where}`.")
     citation: dict[str, Any] = {}
     if cite is not None:
-        doc = f"{source.title} ({source.location})" if source is not None else cite.source
+        doc = document_text(source, _spec_name(span)) if source is not None else cite.source
         lines += ["", f"The document ({doc}) says: {cite.clause}"]
         md += ["", f"The document ({doc}) says:", "", f"> {cite.clause}"]
         citation = {"source": cite.source, "clause": cite.clause}
@@ -178,6 +241,7 @@ def rule_descriptor(info: Any) -> dict:
     md += ["", f"Kind: {_KIND_TEXT.get(kind, kind)}."]
     out: dict[str, Any] = {
         "id": rule,
+        "name": rule_name(rule),
         "shortDescription": {"text": short},
         "fullDescription": {"text": info.summary},
         "help": {"text": "\n".join(lines), "markdown": "\n".join(md)},
@@ -190,37 +254,160 @@ def rule_descriptor(info: Any) -> dict:
         out["properties"]["definedAt"] = where
     if citation:
         out["properties"]["citation"] = citation
-        if source is not None and _is_url(source.location):
-            out["helpUri"] = source.location
+    out["helpUri"] = help_uri(info)
     return out
+
+
+def rule_name(rule: str) -> str:
+    """SARIF's readable rule name: the rule ID's words in PascalCase (ACL-REG-OVERLAP: AclRegOverlap)."""
+    words = re.findall(r"[A-Za-z0-9]+", rule)
+    return "".join(w[:1].upper() + w[1:].lower() for w in words) or "Rule"
+
+
+# Where each kind of rule is explained, for a rule whose document has no URL of its own.
+_KIND_HELP = {
+    "executor": "docs/drivers.md", "conform": "docs/conformance.md#verdicts", "property": "docs/prover.md#what-is-proved",
+    "invariant": "docs/language.md#invariants-and-pinned-ranges", "pinned": "docs/language.md#invariants-and-pinned-ranges",
+    "effect": "docs/language.md#effects",
+}
+_RULES_HELP = "docs/language.md#rule-ids-and-citations"
+SOURCES_DOC = "docs/sources.md"
+
+
+def help_uri(info: Any) -> str:
+    """The rule's helpUri: its document when that is a URL; for a bundled spec's rule, the
+    document's entry in docs/sources.md; else the docs page that explains its kind of rule. Paths
+    are relative to the repository root (regcheck has no published site to point at)."""
+    source, spec = info.source, _spec_name(info.span)
+    if source is not None and _is_url(source.location):
+        return source.location
+    if source is not None and spec is not None and not isinstance(info, ToolRule):
+        return f"{SOURCES_DOC}#{source_anchor(spec, source.name)}"
+    if source is not None and source.location.startswith("docs/"):
+        return source.location
+    return _KIND_HELP.get(info.kind, _RULES_HELP)
+
+
+def _spec_name(span: Any) -> str | None:
+    """The bundled spec a rule comes from, by its span's path; None for any other file."""
+    path = getattr(span, "path", None)
+    m = re.fullmatch(r"spec/([A-Za-z0-9_-]+)\.spec", path or "")
+    return m.group(1) if m is not None and m.group(1) in _bundled_names() else None
+
+
+def source_anchor(spec: str, source: str) -> str:
+    """The anchor of a bundled spec's source in docs/sources.md (its heading's GitHub slug)."""
+    return f"{spec}-{source}".lower()
+
+
+def location_kind(location: str) -> str:
+    """What a `source` location is: "url" (a published page), "standard" (a clause of a published
+    standard: no slash, e.g. "ISO/IEC 9899:2018 7.22.3" is one despite its slash, so: a path is a
+    relative name with a file suffix or an anchor) or "notes" (a file of the project's research
+    notes, which neither the repository nor the package holds)."""
+    if _is_url(location):
+        return "url"
+    path = location.split("#", 1)[0]
+    if " " not in path and "/" in path and re.search(r"\.[A-Za-z0-9]+$", path):
+        return "notes"
+    return "standard"
+
+
+_WHERE = {
+    "notes": "the project's research notes (not in this repository or the package; the title says which "
+             "published document it catalogues)",
+    "standard": "a published standard",
+}
+
+
+def sources_page(specs: Iterable[Any]) -> str:
+    """docs/sources.md: every `source` of the given (bundled) specs, one heading each, with the rules
+    that cite it. The headings' anchors are what `help_uri` and `document_text` link to."""
+    out = ["# Sources of the bundled specs", "",
+           "Every document the bundled specs (`spec/*.spec`) encode, from their `source NAME \"location\" \"title\"`",
+           "declarations, with the rules that cite it. A SARIF rule whose document has no URL links here",
+           "(`helpUri`), and so does the rule's help text. A location is a URL (the published page), a clause",
+           "of a published standard, or a file of the project's research notes (`shared/...`, `seeds/...`),",
+           "which neither this repository nor the package holds: its title names the published pages it",
+           "catalogues.", "",
+           "Generated from the specs: `python -m pytest tests/test_sarif.py -k sources_page --update-golden`",
+           "rewrites this page, and that test fails while it is out of date.", ""]
+    for spec in specs:
+        out += [f"## {spec.name}: {spec.title}", ""]
+        for decl in spec.sources.values():
+            cited = [r for r, info in spec.rules.items() if info.cite is not None and info.cite.source == decl.name]
+            kind = location_kind(decl.location)
+            where = f"<{decl.location}>" if kind == "url" else f"`{decl.location}`, {_WHERE[kind]}"
+            out += [f"### {spec.name}-{decl.name}", "", f"- title: {decl.title}", f"- location: {where}",
+                    f"- cited by: {', '.join(f'`{r}`' for r in cited) or 'no rule'}", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def document_text(source: Any, spec: str | None = None) -> str:
+    """How a document is named to a user: its title and its URL; a document without a URL (a
+    research file of the project, a standard) by its title and its entry in docs/sources.md."""
+    if _is_url(source.location):
+        return f"{source.title}, {source.location}"
+    where = f"{SOURCES_DOC}#{source_anchor(spec, source.name)}" if spec else source.location
+    return f"{source.title}; see {where}"
 
 
 def _undeclared_rule(rule: str) -> dict:
     # A result may name a rule the given rules do not hold (e.g. a conformance finding with no rule
     # to blame): it still gets a descriptor, so every result's ruleIndex resolves.
-    return {"id": rule, "shortDescription": {"text": f"{rule}: not a rule of the spec"},
-            "defaultConfiguration": {"level": "warning"}}
+    return {"id": rule, "name": rule_name(rule), "shortDescription": {"text": f"{rule}: not a rule of the spec"},
+            "helpUri": _RULES_HELP, "defaultConfiguration": {"level": "warning"}}
 
 
-def _result(r: tuple, index: dict[str, int]) -> dict:
+FINGERPRINT = "regcheck/v1"  # the partialFingerprints key; a new way of computing it gets a new key
+
+
+def _result(r: tuple, index: dict[str, int], seen: dict[str, int]) -> dict:
     rule_id, level, message, uri, line, *rest = r
-    related = rest[0] if rest else ()
+    related = tuple(rest[0]) if rest and rest[0] else ()
     properties = rest[1] if len(rest) > 1 else None
+    context = rest[2] if len(rest) > 2 and rest[2] else message
     if level not in LEVELS:
         raise ValueError(f"SARIF level must be one of {', '.join(LEVELS)}, not {level!r}")
     out: dict[str, Any] = {
         "ruleId": rule_id,
         "ruleIndex": index[rule_id],
         "level": level,
-        "message": {"text": message},
+        "message": {"text": linked_message(message, [msg for _, _, msg in related])},
         "locations": [_location(uri, line)],
+        "partialFingerprints": {FINGERPRINT: fingerprint(rule_id, uri, context, seen)},
     }
-    rel = [_location(u, ln, msg, i) for i, (u, ln, msg) in enumerate(related or ())]
+    rel = [_location(u, ln, msg, i) for i, (u, ln, msg) in enumerate(related)]
     if rel:
         out["relatedLocations"] = rel
     if properties:
         out["properties"] = dict(properties)
     return out
+
+
+def linked_message(message: str, related: list[str]) -> str:
+    """The message with each related location linked from it, as SARIF's embedded links `[text](id)`
+    (id: the related location's index), so that a viewer can jump to the earlier event or the rule.
+    Brackets that would read as a link are escaped; other brackets (`usage[RULE]`) stay as they are."""
+    text = re.sub(r"\[([^\]]*)\]\(", r"\[\1\](", message)
+    links = [f"[{_link_text(msg) or 'related location'}]({i})" for i, msg in enumerate(related)]
+    return f"{text} (see {'; '.join(links)})" if links else text
+
+
+def _link_text(text: str) -> str:
+    return re.sub(r"([\\\[\]])", r"\\\1", text)
+
+
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|\d+")
+
+
+def fingerprint(rule_id: str, uri: str, context: str, seen: dict[str, int]) -> str:
+    """A finding's identity across runs: a hash of the rule ID, the file and the context (the call
+    and what it found, with numbers left out, so that addresses, line numbers and event indexes
+    may change), and which occurrence of that triple in the run it is. `seen` counts occurrences."""
+    key = "\0".join((rule_id, artifact_uri(uri), _NUMBER.sub("#", context)))
+    seen[key] = seen.get(key, 0) + 1
+    return hashlib.sha256(f"{key}\0{seen[key]}".encode()).hexdigest()[:32]
 
 
 def _notification(n: tuple) -> dict:
@@ -259,12 +446,13 @@ def sarif_run(tool_rules: Iterable[Any], results: Iterable[tuple], *, category: 
             index[r[0]] = len(descriptors)
             descriptors.append(_undeclared_rule(r[0]))
     notes = [_notification(n) for n in notifications]
+    seen: dict[str, int] = {}
     run: dict[str, Any] = {
         "tool": {"driver": {"name": TOOL_NAME, "version": __version__, "semanticVersion": __version__,
-                            "informationUri": TOOL_URI, "rules": descriptors}},
+                            "rules": descriptors}},
         "invocations": [{"executionSuccessful": not any(n["level"] == "error" for n in notes),
                          **({"toolExecutionNotifications": notes} if notes else {})}],
-        "results": [_result(r, index) for r in results],
+        "results": [_result(r, index, seen) for r in results],
         "columnKind": "unicodeCodePoints",
     }
     if category:
@@ -284,8 +472,7 @@ def sarif_log(tool_rules: Iterable[Any], results: Iterable[tuple], **run_options
 
     tool_rules: RuleInfo-like objects (attributes rule, kind, call, summary, cite, source, span),
     each listed as a SARIF rule whose help text holds the clause, the kind and the document
-    citation (document location and title, the cited clause); a citation whose document is a URL
-    becomes the rule's helpUri. results: iterable of (rule_id, level, message, artifact_uri, line,
+    citation (document location and title, the cited clause) and a helpUri (see `help_uri`). results: iterable of (rule_id, level, message, artifact_uri, line,
     related_locations), related_locations being (artifact_uri, line, message) triples.
     run_options: `category`, `notifications`, `properties` (see `sarif_run`). Returns a dict
     ready for json.dumps."""

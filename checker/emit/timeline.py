@@ -2,8 +2,11 @@
 
 Every sized table of the spec (host allocations, device allocations, registrations) contributes
 bars: an entry is a bar from the event that created it to the event that removed it (or the end of
-the trace), spanning its address range. Findings are marked at their event; hovering a bar, a
-marker or empty space shows the event(s) involved. The page has no external resources: the data
+the trace), spanning its address range. Findings are marked at their event, one marker per event
+however many findings it has, and listed below the picture in trace order (the list needs no
+script, so it is there in any viewer). Hovering a bar, a marker or empty space shows the event(s)
+involved; a marker's tip shows every finding at its event, and clicking it picks them out in the
+list. The page has no external resources: the data
 sits in a JSON block and a small inline script draws it as SVG when the page loads.
 
 The vertical axis is ordinal: the distinct range boundaries of the trace, in address order, one row
@@ -165,8 +168,21 @@ def render_html(tl: Timeline) -> str:
     data = orjson.dumps(timeline_data(tl)).decode().replace("</", "<\\/")
     title = f"regcheck timeline: {tl.path}"
     # One pass, so that a path containing a placeholder's text cannot be substituted again.
-    parts = {"{{TITLE}}": escape(title), "{{DATA}}": data}
-    return re.sub(r"\{\{(?:TITLE|DATA)\}\}", lambda m: parts[m.group(0)], _PAGE)
+    parts = {"{{TITLE}}": escape(title), "{{DATA}}": data, "{{FINDINGS}}": findings_html(tl)}
+    return re.sub(r"\{\{(?:TITLE|DATA|FINDINGS)\}\}", lambda m: parts[m.group(0)], _PAGE)
+
+
+def findings_html(tl: Timeline) -> str:
+    """The list of findings, in trace order: `finding-K` is the K-th mark of `timeline_data`."""
+    if not tl.marks:
+        return '<p id="no-findings">No findings.</p>'
+    items = []
+    for k, m in enumerate(tl.marks):
+        ev = tl.events[m.index - 1]
+        f = m.finding
+        items.append(f'<li id="finding-{k}" class="finding finding-{escape(f.kind)}" data-event="{m.index}">'
+                     f'line {ev.line}, {escape(ev.call)}: {escape(f.kind)}[{escape(f.rule)}]: {escape(f.message)}</li>')
+    return '<ol id="findings-list">\n' + "\n".join(items) + "\n</ol>"
 
 
 _PAGE = """<!DOCTYPE html>
@@ -187,6 +203,8 @@ _PAGE = """<!DOCTYPE html>
   .mark-usage, .mark-conformance { stroke: #d62728; fill: #d62728; }
   .mark-unspecified { stroke: #ff7f0e; fill: #ff7f0e; }
   .grid { stroke: #eee; }
+  h2 { font-size: 14px; margin: 12px 0 4px; }
+  #findings-list li.picked { background: #fde2e2; }
   #tip { position: fixed; pointer-events: none; background: #fffbe6; border: 1px solid #999; padding: 4px 6px;
          white-space: pre-wrap; max-width: 640px; font: 12px monospace; display: none; z-index: 10; }
 </style>
@@ -197,6 +215,8 @@ _PAGE = """<!DOCTYPE html>
 <div id="legend"></div>
 <div id="plot"><noscript>This page draws the timeline with JavaScript; enable it to see the bars.</noscript></div>
 <div id="tip"></div>
+<h2>Findings</h2>
+{{FINDINGS}}
 <script type="application/json" id="timeline-data">{{DATA}}</script>
 <script>
 (function () {
@@ -262,14 +282,29 @@ _PAGE = """<!DOCTYPE html>
            "\\n" + (b[4] ? "removed: " + eventText(b[4]) : "still live at the end of the trace"));
     });
   });
-  D.marks.forEach(function (m) {
-    var cx = x(m[0]) + px / 2;
-    var g = el("g", {"class": "mark mark-" + m[1]}, svg);
+  // One marker per event: several findings at one event share it, and its tip lists them all.
+  var atEvent = {}, order = [];
+  D.marks.forEach(function (m, k) {
+    if (!atEvent[m[0]]) { atEvent[m[0]] = []; order.push(m[0]); }
+    atEvent[m[0]].push(k);
+  });
+  order.forEach(function (i) {
+    var ks = atEvent[i], cx = x(i) + px / 2;
+    var worst = ks.some(function (k) { return D.marks[k][1] !== "unspecified"; }) ?
+      D.marks[ks.filter(function (k) { return D.marks[k][1] !== "unspecified"; })[0]][1] : "unspecified";
+    var g = el("g", {"class": "mark mark-" + worst, "data-findings": ks.join(" ")}, svg);
     el("line", {x1: cx, x2: cx, y1: top, y2: height - bottom, "stroke-width": 1.5, "stroke-dasharray": "3,2"}, g);
     el("path", {d: "M" + (cx - 5) + "," + (top - 10) + " L" + (cx + 5) + "," + (top - 10) + " L" + cx + "," + top + " Z"}, g);
+    if (ks.length > 1) el("text", {x: cx + 6, y: top - 4}, g).textContent = "\u00d7" + ks.length;
     g.addEventListener("mousemove", function (ev) {
       ev.stopPropagation();
-      show(ev, m[1] + "[" + m[2] + "]: " + m[3] + "\\n" + eventText(m[0]));
+      show(ev, ks.map(function (k) { var m = D.marks[k]; return m[1] + "[" + m[2] + "]: " + m[3]; }).join("\\n") +
+           "\\n" + eventText(i));
+    });
+    g.addEventListener("click", function () {
+      document.querySelectorAll("#findings-list li.picked").forEach(function (li) { li.classList.remove("picked"); });
+      ks.forEach(function (k) { document.getElementById("finding-" + k).classList.add("picked"); });
+      document.getElementById("finding-" + ks[0]).scrollIntoView({block: "nearest"});
     });
   });
   svg.addEventListener("mousemove", function (ev) {

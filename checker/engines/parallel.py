@@ -29,8 +29,9 @@ from typing import Callable, Iterable, Sequence
 
 from ..language.diagnostics import Diagnostic, RegcheckError, error
 from ..language.load import load_spec
-from ..trace.reader import read_trace
-from .replay import ReplayReport, replay_events, semantics_for
+from ..language.files import STDIN
+from ..trace.reader import header_spec_ref, read_trace
+from .replay import ReplayReport, replay_events, semantics_for, spec_notes
 
 DASK_CONNECT_TIMEOUT_S = 10
 DASK_NO_WORKERS_S = 60  # how long a corpus waits for a cluster that has no worker left
@@ -63,15 +64,16 @@ def replay_one(path: str, spec_name: str | None = None, max_findings: int | None
     except RegcheckError as exc:
         return TraceOutcome(shown, None, _relabel(exc.diagnostics, path, shown))
     try:
-        sem = semantics_for(header, spec_name, shown)
+        sem = semantics_for(header, spec_name, path)
         report = replay_events(sem, events, shown, max_findings, on_events)
+        report = replace(report, notes=_relabel(spec_notes(header, spec_name, path), path, shown))
     except RegcheckError as exc:
         return TraceOutcome(shown, None, _relabel(exc.diagnostics, path, shown))
     finally:
         close = getattr(events, "close", None)
         if close:
             close()
-    return TraceOutcome(shown, report, (), spec_name or header.spec)
+    return TraceOutcome(shown, report, (), spec_name or header_spec_ref(header, path))
 
 
 def _relabel(diags: Iterable[Diagnostic], path: str, shown: str) -> tuple[Diagnostic, ...]:
@@ -95,15 +97,23 @@ def replay_corpus(paths: Sequence[str], spec_name: str | None = None, max_findin
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     done = on_done or (lambda outcome: None)
-    if dask_address is not None:
-        outcomes = _on_dask(paths, spec_name, max_findings, dask_address, done)
-    elif jobs == 1 or len(paths) <= 1:
-        outcomes = []
-        for p in paths:
-            outcomes.append(replay_one(p, spec_name, max_findings))
-            done(outcomes[-1])
+    # Standard input is this process's: a worker (a pool process, a Dask worker) cannot read it.
+    here = [p for p in paths if p == STDIN]
+    away = [p for p in paths if p != STDIN]
+    local = {p: replay_one(p, spec_name, max_findings) for p in here[:1]}
+    for p in here:
+        done(local[p])
+    if dask_address is not None and away:
+        elsewhere = _on_dask(away, spec_name, max_findings, dask_address, done)
+    elif jobs == 1 or len(away) <= 1:
+        elsewhere = []
+        for p in away:
+            elsewhere.append(replay_one(p, spec_name, max_findings))
+            done(elsewhere[-1])
     else:
-        outcomes = _on_processes(paths, spec_name, max_findings, jobs, done)
+        elsewhere = _on_processes(away, spec_name, max_findings, jobs, done)
+    remote = iter(elsewhere)
+    outcomes = [local[p] if p == STDIN else next(remote) for p in paths]
     if spec_name is None:
         return outcomes
     # Workers get a spec file as an absolute path: report it as the user named it.
@@ -193,7 +203,7 @@ def _preload(path: str, spec_name: str | None) -> None:
     try:
         header, events = read_trace(path)
         getattr(events, "close", lambda: None)()
-        load_spec(spec_name or header.spec)
+        load_spec(spec_name or header_spec_ref(header, path))
     except RegcheckError:
         pass
 

@@ -37,7 +37,7 @@ from .. import __version__
 from ..language.diagnostics import Diagnostic, RegcheckError, error, warning
 from ..language.files import OutputFile, cannot_write
 from ..language.load import load_spec
-from ..model.values import resolve_config
+from ..model.values import parse_version, resolve_config
 from ..trace.events import TraceHeader
 from ..trace.writer import TraceWriter
 
@@ -205,6 +205,22 @@ def header_env(spec_name: str, pairs: Sequence[tuple[str, str]]) -> dict:
     return env
 
 
+def host_env(spec_name: str, env: Mapping, release: str | None = None) -> dict:
+    """The parameters this host can tell, for those of the spec's that `env` leaves unset: the
+    running kernel's version (`platform.release()`, or `release`) for each version parameter whose
+    name says it is a kernel's (acl's `os_kernel`). A value the user gave always wins, and a release
+    string that is no version (an odd custom kernel) is left out rather than guessed at."""
+    spec = load_spec(spec_name)
+    kernel = platform.release() if release is None else release
+    found: dict = {}
+    for name, declared in spec.params.items():
+        if name in env or declared[0].kind != "version" or "kernel" not in name.lower():
+            continue
+        if kernel and parse_version(kernel) is not None:
+            found[name] = kernel
+    return found
+
+
 def check_recordable(spec_name: str) -> None:
     """X0812 unless the spec declares every call the interposer writes."""
     spec = load_spec(spec_name)
@@ -260,6 +276,8 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     if not argv:
         raise RegcheckError([error(CODE_CANNOT_RUN, "no program to run: give it after `--`")])
     check_recordable(spec)
+    from_host = host_env(spec, env)
+    env.update(from_host)
     resolve_config(load_spec(spec), env)
     interposer = build_interposer(environ)
     program = _which(argv[0], environ.get("PATH", os.defpath))
@@ -269,6 +287,8 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     warnings = program_warnings(program)
     output = os.path.abspath(os.fspath(output))
     meta = {"recorder": f"regcheck record {__version__}", "program": list(argv), "interposer": interposer.name}
+    if from_host:
+        meta["env_from_host"] = sorted(from_host)  # which env values this host supplied, not the user
     # The header only; the interposer appends the events. A device or FIFO is written in place, never
     # replaced, and held open while the program runs (so that a FIFO's reader does not see its end early).
     target = OutputFile(output, CODE_CANNOT_WRITE)

@@ -10,29 +10,34 @@ applies the success effect, a recorded failure leaves the state as it was. Memor
 number of live table entries (plus a bounded window per non-thread-safe function), not with the
 trace length.
 
-Input error codes (in addition to checker/trace/reader.py's T0701-T0712):
+Input error codes (in addition to checker/trace/reader.py's T0701-T0714):
   T0730 unknown call for this spec      T0731 missing argument        T0732 unknown argument or output
-  T0733 bad argument or output value    T0734 missing ret             T0735 missing output of a success
-  T0736 header names another spec than the one given
+  T0733 bad argument, output or ret    T0734 missing ret             T0735 missing output of a success
+  T0737 (a warning) --spec replaced the spec the trace header names
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
 from collections import deque
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..fast.fastpath import DECODE_ERRORS, fast_path
+from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
-from ..language.diagnostics import RegcheckError, error, excerpt
+from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
 from ..language.load import load_spec
 from ..language.source import Span
+from ..model.outcomes import ClauseEvalError
 from ..model.semantics import Semantics
 from ..model.state import NATIVE, State
 from ..model.values import coerce_value, resolve_config
-from ..trace.events import TraceEvent, TraceHeader, parse_int
-from ..trace.reader import UNDECODED, EventStream, read_trace
+from ..trace.events import NUMERIC_START, TraceEvent, TraceHeader, parse_int
+from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .runs import semantics_for as compiled_semantics
 
 _ABSENT = object()
@@ -69,6 +74,7 @@ class ReplayReport:
     events: int
     findings: tuple[Finding, ...]
     truncated: bool = False
+    notes: tuple[Diagnostic, ...] = ()  # warnings about the run itself (T0737: --spec replaced the header's)
 
     @property
     def verdict(self) -> str:
@@ -83,6 +89,8 @@ class ReplayReport:
         out = {"verdict": self.verdict, "events": self.events, "findings": [f.to_json() for f in self.findings]}
         if self.truncated:
             out["truncated"] = True
+        if self.notes:
+            out["notes"] = [d.to_json() for d in self.notes]
         return out
 
 
@@ -122,6 +130,51 @@ def _shapes(sem: Semantics) -> dict[str, _CallShape]:
     return out
 
 
+def status_names(spec: CheckedSpec) -> dict[str, Any]:
+    """The names of a spec's statuses, each with the status it stands for: the members of an enum
+    status (what a trace's `ret` is written as); for an integer status, the constants the spec
+    itself uses as statuses (in its `status` declaration and the codes of its `fails` and `may
+    fail` clauses), which a trace must write as their integers (the error names the integer)."""
+    t = spec.status_type
+    if t.kind == "enum":
+        return {m: m for m in spec.enums[t.name]}
+    if t.kind != "int":
+        return {}
+    exprs = [d.success for d in spec.ast.decls if isinstance(d, S.StatusDecl)]
+    for info in spec.calls.values():
+        for c in info.decl.clauses:
+            if isinstance(c, (S.Fails, S.MayFail)):
+                exprs.append(c.codes.excluded if isinstance(c.codes, S.AnyFailure) else c.codes)
+    names = {}
+    for e in exprs:
+        for x in S.subexpressions(e):
+            if isinstance(x, S.Name) and spec.binding(x).kind == "const":
+                names[x.name] = spec.consts[x.name][1]
+    return dict(sorted(names.items(), key=lambda kv: (kv[1], kv[0])))
+
+
+def _suggest(name: str, known: Iterable[str], cutoff: float = 0.6) -> tuple[Note, ...]:
+    """A did-you-mean note for a misspelt name, or none when nothing is close enough."""
+    close = closest_name(name, known, cutoff)
+    return (Note(f"did you mean '{close}'?"),) if close is not None else ()
+
+
+def closest_name(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The known name `name` most likely misspells, or None. Before spelling, two slips recorders
+    make: a name that adds or drops a C++ namespace (`cupva::Error::InvalidArgument`, `Register`)
+    and one with its words in another order (`hipMallocHost`)."""
+    pool = sorted(set(known) - {name})
+    last, words = name.rsplit("::", 1)[-1], _words(name)
+    close = ([k for k in pool if k.rsplit("::", 1)[-1] == last] or [k for k in pool if _words(k) == words]
+             or [k for k in pool if k.lower() == name.lower()] or difflib.get_close_matches(name, pool, 1, cutoff))
+    return close[0] if close else None
+
+
+def _words(name: str) -> tuple[str, ...]:
+    """The words of an identifier, lower case and sorted: `hipHostMalloc` -> (host, hip, malloc)."""
+    return tuple(sorted(w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", name)))
+
+
 # ---------------------------------------------------------------- the replayer
 
 
@@ -146,17 +199,19 @@ class Replayer:
         self._rule_tables: dict[str, frozenset[str]] = {}
         self.success = sem.success
         self.status_type = self.spec.status_type
+        self.status_names = status_names(self.spec)
         self.events = 0
 
     # ---- input checking
-    def _input_error(self, ev: TraceEvent, code: str, msg: str) -> RegcheckError:
-        return RegcheckError([error(code, msg, Span(self.path, ev.line, 1))])
+    def _input_error(self, ev: TraceEvent, code: str, msg: str, *notes: Note) -> RegcheckError:
+        return RegcheckError([error(code, msg, Span(self.path, ev.line, 1), *notes)])
 
     def normalise(self, ev: TraceEvent) -> tuple[_CallShape, dict, Any, dict]:
         shape = self.shapes.get(ev.call)
         if shape is None:
             known = ", ".join(self.shapes)
-            raise self._input_error(ev, "T0730", f"unknown call '{ev.call}' for spec {self.spec.name} (known: {known})")
+            raise self._input_error(ev, "T0730", f"unknown call {excerpt(ev.call)} for spec {self.spec.name} (known: {known})",
+                                    *_suggest(ev.call, self.shapes))
         raw = ev.args
         args = {}
         for n, lo, hi, conv in shape.params:
@@ -200,21 +255,71 @@ class Replayer:
             if shape.is_event:
                 return self.success
             raise self._input_error(ev, "T0734", f"{ev.call}: missing \"ret\" (the recorded result)")
-        if self.status_type.kind == "int":
-            if type(ret) is int:
-                return ret
-            try:
-                return parse_int(ret, what="ret")
-            except ValueError:
-                raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)} is not an integer status") from None
-        if not isinstance(ret, str):
-            raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)} must be a status name such as {self.success!r}")
-        return ret
+        integer_status = self.status_type.kind == "int"
+        if type(ret) is int and integer_status:
+            return ret
+        if isinstance(ret, str) and ret[:1] not in NUMERIC_START:
+            return self._status_name(ev, ret)
+        try:
+            value = parse_int(ret, what="ret")
+        except ValueError:
+            raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)} is not a status") from None
+        if integer_status:
+            return value
+        if shape.is_event and value == 0:
+            # An environment function such as cudaMalloc returns its own C status, 0 for success,
+            # and recorders of real programs write that rather than the spec's success name.
+            return self.success
+        if shape.is_event:
+            raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)}: an environment event records a "
+                                    f"success (0, {self.success!r} or no ret); a failed {ev.call} changes nothing, "
+                                    "so leave it out of the trace")
+        raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(ret)} must be a status name such as "
+                                f"{self.success!r} (spec {self.spec.name}: {', '.join(self.status_names)})")
+
+    def _status_name(self, ev: TraceEvent, name: str):
+        """The status a name in `ret` stands for (`status_names`); an unknown name is an input
+        error, never a result the driver returned."""
+        known = self.status_names
+        if self.status_type.kind not in ("enum", "int"):
+            return name  # a status type no bundled spec uses: the spec's judgement is all there is
+        if self.status_type.kind == "enum":
+            value = known.get(name, _ABSENT)
+            if value is not _ABSENT:
+                return value
+            raise self._input_error(ev, "T0733", f"{ev.call}: unknown status {excerpt(name)} for spec {self.spec.name}: "
+                                    f"write one of its {self.status_type} names without a namespace, {self.success!r} "
+                                    f"for success (known: {', '.join(known)})", *_suggest(name, known))
+        # An integer status is written as the integer the function returned, as in the schema and
+        # in `expect` codes: a name is an input error that says which integer to write.
+        if name in known:
+            raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(name)}: spec {self.spec.name} records "
+                                    f"statuses as integers; write {known[name]} ({name})")
+        # The spec names a few of the vendor's many statuses: a name close to one of them is more
+        # often another real status than a slip, so only a near spelling is suggested.
+        close = closest_name(name, known, 0.85)
+        notes = (Note(f"did you mean {known[close]} ({close})?"),) if close is not None else ()
+        named = ", ".join(f"{v} ({n})" for n, v in known.items()) or "none"
+        raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(name)} is not an integer status: write the "
+                                f"integer the function returned (the statuses spec {self.spec.name} names: {named})", *notes)
 
     # ---- one event
     def feed(self, ev: TraceEvent) -> list[Finding]:
         """Check one event, then move to the state its recorded result implies."""
         shape, args, status, outs = self.normalise(ev)
+        try:
+            return self._check(ev, shape, args, status, outs)
+        except ClauseEvalError as exc:
+            raise self._unevaluable(ev, exc) from None
+
+    def _unevaluable(self, ev: TraceEvent, exc: ClauseEvalError) -> RegcheckError:
+        """E0310 at the trace line whose call the spec could not evaluate, with the clause."""
+        return RegcheckError([error(
+            "E0310", f"{ev.call}: spec {exc.spec} could not evaluate rule {exc.rule} ({exc.span.path}:{exc.span.line}) "
+            f"for this call: {exc.reason}; a spec bug (guard the expression)", Span(self.path, ev.line, 1),
+            Note(f"rule {exc.rule} of {exc.call}", exc.span))])
+
+    def _check(self, ev: TraceEvent, shape: _CallShape, args: dict, status, outs: dict) -> list[Finding]:
         self.events += 1
         sem = self.sem
         st = self.state
@@ -380,12 +485,10 @@ def show_value(v) -> str:
 
 
 def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Semantics:
-    """The spec named on the command line (if any) or in the header, configured by the header's env."""
-    name = spec_name or header.spec
-    spec = load_spec(name)
-    if spec_name is not None and header.spec not in (spec_name, spec.name):
-        raise RegcheckError([error("T0736", f"the trace header names spec '{header.spec}' but spec '{spec.name}' "
-                                   "was given", Span(path, header.line, 1))])
+    """The spec named on the command line (if any: it replaces the header's, see `spec_notes`) or in
+    the header (a relative path from the trace's directory: `header_spec_ref`), configured by the
+    header's env."""
+    spec = load_spec(spec_name or header_spec_ref(header, path))
     try:
         config = resolve_config(spec, header.env)
     except RegcheckError as exc:
@@ -393,6 +496,25 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
     # One compiled semantics (and fast path) per (spec, configuration), shared by every trace of a
     # corpus this process replays: compiling costs tens of milliseconds, a short trace less.
     return compiled_semantics(spec, config)
+
+
+def spec_notes(header: TraceHeader, spec_name: str | None, path: str) -> tuple[Diagnostic, ...]:
+    """T0737 when a spec given on the command line replaces another one the header names (the
+    same spec by name or by file is no replacement)."""
+    if spec_name is None or header.spec == spec_name or _same_file(header_spec_ref(header, path), spec_name):
+        return ()
+    given = load_spec(spec_name).name
+    if header.spec == given:
+        return ()
+    return (warning("T0737", f"the trace header names spec '{header.spec}'; --spec replaced it with '{spec_name}'",
+                    Span(path, header.line, 1)),)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 PROGRESS_EVERY = 65536
@@ -537,7 +659,7 @@ def replay_trace(path: str, spec_name: str | None = None, max_findings: int | No
     header, events = read_trace(path)
     try:
         sem = semantics_for(header, spec_name, path)
-        return replay_events(sem, events, path, max_findings)
+        return replace(replay_events(sem, events, path, max_findings), notes=spec_notes(header, spec_name, path))
     finally:
         close = getattr(events, "close", None)
         if close:

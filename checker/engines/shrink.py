@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..language.diagnostics import RegcheckError, error
+from ..language.diagnostics import Diagnostic, RegcheckError, error
 from ..language.source import Span
 from ..model.semantics import Semantics
 from ..trace.events import TraceEvent, TraceHeader
-from ..trace.reader import read_trace
-from .replay import Finding, replay_events, semantics_for
+from ..trace.reader import header_spec_ref, read_trace
+from .replay import Finding, replay_events, semantics_for, spec_notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,8 @@ class ShrinkResult:
     original: int  # events in the original trace
     events: tuple[TraceEvent, ...]  # the shrunk sequence
     tests: int  # candidate replays tried
+    spec_ref: str = ""  # the spec the trace was shrunk against, as load_spec takes it from here
+    notes: tuple[Diagnostic, ...] = ()  # T0737: --spec replaced the header's spec
 
 
 def first_violation(sem: Semantics, events: Sequence[TraceEvent]) -> Finding | None:
@@ -70,6 +72,8 @@ def shrink_trace(path: str, spec_name: str | None = None) -> ShrinkResult:
     header, events = read_trace(path)
     all_events = list(events)
     sem = semantics_for(header, spec_name, path)
+    spec_ref = spec_name or header_spec_ref(header, path)
+    notes = spec_notes(header, spec_name, path)
     # The whole trace's input errors are the user's to see (a candidate's are just "not kept").
     report = replay_events(sem, all_events, path)
     target = next((f for f in report.findings if f.kind != "unspecified"), None)
@@ -86,4 +90,4 @@ def shrink_trace(path: str, spec_name: str | None = None) -> ShrinkResult:
         return f is not None and f.rule == target.rule and f.kind == target.kind
 
     smallest = ddmin(prefix, keeps) if keeps(prefix) else prefix
-    return ShrinkResult(header, target, len(all_events), tuple(smallest), tests)
+    return ShrinkResult(header, target, len(all_events), tuple(smallest), tests, spec_ref, notes)

@@ -10,8 +10,11 @@ checking in C what the general path would check in Python: exactly the documente
 its type and range. The shape it takes is a strict subset of what `checker.trace.events` and the
 replayer's normalisation accept, with the same values: JSON integers within int64 and within the
 parameter's range, booleans, enum and status names; no hex strings, flag-name lists, `expect`,
-unknown fields or nulls. msgspec is as strict a JSON reader as orjson (the general path's), and
-where orjson reads an integer beyond int64 as a float, the fast path does not take the line.
+unknown fields or nulls. A `ret` is taken only in the status type's own form (a JSON integer, or one
+of an enum status's members): the general path alone reads the other forms (an environment event's
+C status 0 in a spec whose statuses are names) and rejects the rest (an unknown status name).
+msgspec is as strict a JSON reader as orjson (the general path's), and where orjson reads an
+integer beyond int64 as a float, the fast path does not take the line.
 
 Steps: each call's step takes its struct and runs straight-line code on local variables. It is not
 a second semantics: the clause tests come from `Semantics.mask_tests` and the effect from the same

@@ -1,7 +1,9 @@
 """Files: inputs are read only from regular files; one writer is behind every file a command writes.
 
 `open_input` refuses what is not a regular file (a FIFO would block every command, /dev/zero never
-ends). Outputs (traces, ITF, suites, reports) go through `OutputFile` / `write_output`:
+ends), except standard input named as "-" where the caller allows it. `open_decompressed` reads a
+gzip, xz or zstd file (or standard input) as its decompressed bytes, told apart by their first bytes,
+not by the file name; a stream cut short or damaged reads as `CorruptInput` (an OSError). Outputs (traces, ITF, suites, reports) go through `OutputFile` / `write_output`:
 
 A regular file (or a path that does not exist yet) is written atomically: into a temporary file in
 the same directory, renamed over the target only when every byte is written, so an error part-way
@@ -14,21 +16,37 @@ path, never a bare `OSError`.
 
 from __future__ import annotations
 
+import gzip
+import io
+import lzma
 import os
 import stat
 import tempfile
+import zlib
 from pathlib import Path
 from typing import BinaryIO
+
+import zstandard
 
 from .diagnostics import RegcheckError, error
 from .source import Span
 
 CODE_CANNOT_WRITE = "E0603"
+STDIN = "-"  # the path that stands for standard input, where a caller allows it
 
 
-def open_input(path: str, code: str, what: str, verb: str = "open") -> BinaryIO:
+def open_input(path: str, code: str, what: str, verb: str = "open", stdin: bool = False) -> BinaryIO:
     """Open a file for reading, refusing what is not a regular file (a FIFO would block, a device
-    such as /dev/zero never ends): RegcheckError `code` ("cannot VERB WHAT: why") otherwise."""
+    such as /dev/zero never ends): RegcheckError `code` ("cannot VERB WHAT: why") otherwise.
+
+    With `stdin`, the path "-" is standard input, whatever it is (a pipe, a terminal, a file): the
+    user asked for it by name. Closing what is returned leaves the process's own standard input open."""
+    if stdin and path == STDIN:
+        try:
+            return os.fdopen(os.dup(0), "rb")
+        except OSError as exc:
+            raise RegcheckError([error(code, f"cannot {verb} {what} from standard input: {exc.strerror or exc}",
+                                       Span(path, 0, 0))]) from None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -46,6 +64,171 @@ def open_input(path: str, code: str, what: str, verb: str = "open") -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+# ---------------------------------------------------------------- compressed inputs
+
+# The first bytes of each format (RFC 1952, the xz file format, RFC 8878): what a file is, whatever its name.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
+MAGIC_BYTES = max(len(m) for m, _ in _MAGIC)
+_CHUNK = 1 << 16
+
+
+class CorruptInput(OSError):
+    """A compressed input that cannot be decompressed: cut short, or damaged. An OSError, so that
+    every loop that passes read failures on passes this one on too."""
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression ("gzip", "xz", "zstd") that a file starting with `head` uses; None for none."""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    return None
+
+
+def open_decompressed(path: str, code: str, what: str, stdin: bool = False) -> tuple[BinaryIO, str | None]:
+    """`open_input`, then (file, compression): a gzip, xz or zstd input reads as its decompressed
+    bytes (`readline`, `read`, `close`); failures to decompress raise `CorruptInput` when read."""
+    f = open_input(path, code, what, stdin=stdin)
+    try:
+        head = _read_head(f)
+        kind = compression_of(head)
+        f = _rewound(f, head)
+        return (f if kind is None else _Decompressed(kind, f)), kind  # type: ignore[return-value]
+    except OSError as exc:
+        f.close()
+        raise RegcheckError([error(code, f"cannot read {what}: {exc.strerror or exc}", Span(path, 0, 0))]) from None
+    except BaseException:
+        f.close()
+        raise
+
+
+def _read_head(f: BinaryIO) -> bytes:
+    """Up to MAGIC_BYTES first bytes (a pipe may hand them over a few at a time)."""
+    head = b""
+    while len(head) < MAGIC_BYTES:
+        got = f.read(MAGIC_BYTES - len(head))
+        if not got:
+            break
+        head += got
+    return head
+
+
+def _rewound(f: BinaryIO, head: bytes) -> BinaryIO:
+    """`f` from where it was before `head` was read: a file seeks back (standard input redirected from
+    a file may start part-way into it), a pipe gets its first bytes put in front."""
+    if f.seekable():
+        f.seek(-len(head), os.SEEK_CUR)
+        return f
+    return io.BufferedReader(_Prefixed(head, f), _CHUNK)  # type: ignore[arg-type]
+
+
+class _Prefixed(io.RawIOBase):
+    """`prefix`, then the rest of `rest`."""
+
+    def __init__(self, prefix: bytes, rest: BinaryIO):
+        self._prefix = prefix
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._rest.close()
+        super().close()
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a zstd stream of one or more frames. Unlike the library's own
+    stream reader, an input that ends inside a frame is an error, not a quiet end."""
+
+    def __init__(self, source: BinaryIO):
+        self._source = source
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame = self._dctx.decompressobj()
+        self._in_frame = False  # bytes of the current frame have been fed to it
+        self._out = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._out:
+            data = self._source.read(_CHUNK)
+            if not data:
+                if self._in_frame:
+                    raise EOFError("the stream ends inside a zstd frame")
+                return 0
+            self._feed(data)
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            self._in_frame = True
+            self._out += self._frame.decompress(data)
+            if not self._frame.eof:
+                return
+            data = self._frame.unused_data  # the next frame starts here
+            self._frame = self._dctx.decompressobj()
+            self._in_frame = False
+
+    def close(self) -> None:
+        self._source.close()
+        super().close()
+
+
+class _Decompressed:
+    """A compressed input read as its decompressed bytes; every way decompressing fails is a CorruptInput."""
+
+    def __init__(self, kind: str, raw: BinaryIO):
+        self.kind = kind
+        self._raw = raw
+        if kind == "gzip":
+            self._inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        elif kind == "xz":
+            self._inner = lzma.LZMAFile(raw)  # type: ignore[assignment]
+        else:
+            self._inner = io.BufferedReader(_ZstdFrames(raw), _CHUNK)  # type: ignore[arg-type]
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._guarded(self._inner.readline, size)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._guarded(self._inner.read, size)
+
+    def _guarded(self, read, size: int) -> bytes:
+        try:
+            return read(size)
+        except EOFError:
+            raise CorruptInput(f"the {self.kind} stream is cut short: it ends before its end marker") from None
+        except (gzip.BadGzipFile, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+            raise CorruptInput(f"the {self.kind} stream is corrupt: {exc}") from None
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._raw.close()
+
+    def __enter__(self) -> "_Decompressed":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def cannot_write(path: str, exc: OSError | str, code: str = CODE_CANNOT_WRITE) -> RegcheckError:

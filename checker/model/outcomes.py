@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..language.diagnostics import RegcheckError, error
+from ..language.source import Span
+
 
 # ---------------------------------------------------------------- results
 
@@ -66,6 +69,18 @@ CONFORMS = Judgement(True, (), "")
 
 class EvalError(Exception):
     """A spec expression could not be evaluated (a lookup of a missing key): a spec bug."""
+
+
+class ClauseEvalError(RegcheckError):
+    """E0310 located: the clause of `call` whose expression could not be evaluated (its rule and
+    span in the spec), and why. A replay adds the trace line it was evaluating for."""
+
+    def __init__(self, spec: str, call: str, rule: str, span: Span, reason: str):
+        self.spec, self.call, self.rule, self.span, self.reason = spec, call, rule, span, reason
+        super().__init__([error("E0310", f"spec {spec}: {call}: rule {rule} could not be evaluated: {reason}", span)])
+
+    def __reduce__(self):  # picklable, for the engines that run in worker processes
+        return ClauseEvalError, (self.spec, self.call, self.rule, self.span, self.reason)
 
 
 def describe_outcomes(allowed: Allowed, success) -> str:

@@ -14,6 +14,7 @@ Values: bool, int (exact, unbounded: `ptr + size` may pass 2**64 and is never wr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Mapping, assert_never
 
 
@@ -22,7 +23,7 @@ from ..language.analysis import identifier
 from ..language.checked import CallInfo, CheckedSpec
 from ..language.diagnostics import RegcheckError, error
 from .codegen import RUNTIME, CodeScope, Emitter, negated
-from .outcomes import CONFORMS, Allowed, ErrorOutcome, EvalError, Judgement, describe_outcomes
+from .outcomes import CONFORMS, Allowed, ClauseEvalError, ErrorOutcome, EvalError, Judgement, describe_outcomes
 from .state import State, Table
 from .values import resolve_config
 
@@ -105,7 +106,7 @@ class Semantics:
             bit = self._bit(em, c, inputs)
             if bit is not None:
                 add_bit(*bit)
-                if not isinstance(c, (S.OnlyIn, S.MayFail)):
+                if not isinstance(c, S.OnlyIn) and c.cond is not None:  # a `may fail` may have none
                     lines.extend(em.condition(fname, params, c.cond))
                     cond_names[c.rule] = fname
                 continue
@@ -171,8 +172,26 @@ class Semantics:
         try:
             m = self.calls[call].mask(st, args)
         except EvalError as exc:
-            raise RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}")]) from None
+            raise self._unevaluable(call, st, args, exc) from None
         return self.allowed_for_mask(call, m)
+
+    def _unevaluable(self, call: str, st: State, args: Mapping, exc: EvalError) -> RegcheckError:
+        """The error for a mask of `call` that could not be evaluated, located at its clause: the
+        mask tests the clauses in order, so the first whose condition fails alone is the one."""
+        cc = self.calls[call]
+        for c in cc.info.decl.clauses:
+            if isinstance(c, S.OnlyIn):
+                tests = [partial(self._groups[g], a=_EMPTY) for g in c.groups]
+            elif isinstance(c, S.Ensures) or getattr(c, "rule", None) not in cc.conditions:  # not a mask bit
+                continue
+            else:
+                tests = [partial(cc.conditions[c.rule], a=args)]
+            for test in tests:
+                try:
+                    test(st)
+                except EvalError as found:
+                    return ClauseEvalError(self.spec.name, call, c.rule, c.span, str(found))
+        return RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}", cc.info.decl.span)])
 
     def allowed_for_mask(self, call: str, m: int) -> Allowed:
         """The Allowed of a mask (cached per call): `allowed` and code fused from `mask_tests` ask it."""
@@ -213,12 +232,16 @@ class Semantics:
     def ensures_broken(self, st: State, call: str, args: Mapping, outputs: Mapping) -> list[str]:
         cc = self.calls[call]
         a = {**args, **outputs}
-        try:
-            return [rule for rule, cond in cc.ensures if not cond(st, a)]
-        except EvalError as exc:
-            raise RegcheckError([error("E0310", f"spec {self.spec.name}: while evaluating {call}: {exc}")]) from None
-        except KeyError as exc:
-            raise RegcheckError([error("E0310", f"spec {self.spec.name}: {call}: output {exc} is missing")]) from None
+        broken = []
+        for rule, cond in cc.ensures:
+            try:
+                if not cond(st, a):
+                    broken.append(rule)
+            except EvalError as exc:
+                raise ClauseEvalError(self.spec.name, call, rule, self.spec.rules[rule].span, str(exc)) from None
+            except KeyError as exc:
+                raise RegcheckError([error("E0310", f"spec {self.spec.name}: {call}: output {exc} is missing")]) from None
+        return broken
 
     def judge(self, allowed: Allowed, st: State, args: Mapping, status, outputs: Mapping) -> Judgement:
         """Compare a recorded status and outputs with what `allowed` permits (before applying it)."""

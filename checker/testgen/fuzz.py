@@ -28,6 +28,8 @@ conformance test with the spec's expectation at each step, printable as a pytest
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +44,7 @@ from ..language.analysis import identifier, memory_shape
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
 from ..trace.events import TraceEvent, TraceHeader
+from ..trace.reader import spec_ref_for_output
 from ..trace.writer import format_trace
 from .configs import configurations
 from .conform import DriverRaised, ObservedDriver, factory_name
@@ -78,8 +81,13 @@ class FuzzFailure:
         return TraceHeader(spec=self.spec, env=dict(self.env),
                            meta={"generator": "regcheck fuzz", "rule": self.rule, "message": self.message})
 
-    def trace_text(self) -> str:
-        return format_trace(self.header(), self.events).decode("utf-8")
+    def trace_text(self, path: str | None = None) -> str:
+        """The failing run as a trace; written to `path`, its header names a spec file given by a
+        relative path relative to the trace's directory (as `Run.write` does)."""
+        header = self.header()
+        if path is not None and not os.path.isabs(header.spec):
+            header = dataclasses.replace(header, spec=spec_ref_for_output(header.spec, path))
+        return format_trace(header, self.events).decode("utf-8")
 
     def pytest_function(self, driver: str) -> str:
         """A test function to paste into a pytest module: it fails while the driver has the bug."""

@@ -58,9 +58,9 @@ from ..model.state import State
 from ..trace.events import TraceEvent
 from .configs import config_label, configurations, show_json
 from .coverage import CallFacts, coverage_report, facts_of
-from .model import (HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, U64, ConformanceTest, Expectation,
+from .model import (ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, U64, ConformanceTest, Expectation,
                     GenerateOptions, Node, Suite, expectation_of)
-from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, json_arg, layouts, point_relation,
+from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, json_arg, layouts, mover, point_relation,
                    range_relation, relocatable, representative_status, show_arg, signatures, value_class)
 
 
@@ -458,8 +458,7 @@ class _Generator:
 
     def _from_run(self, ctx: _Ctx, run, call: str) -> bool:
         sem = ctx.sem
-        steps = list(run.steps[:-1])
-        final = run.steps[-1]
+        steps, final = self._canonical_layout(list(run.steps[:-1]), run.steps[-1])
         st = sem.initial_state()
         allocs: list = []
         for s in steps:
@@ -472,6 +471,26 @@ class _Generator:
         node = Node(st, tuple(Step(s.call, s.inputs, s.outputs, sem.success if self.facts[s.call].is_api else None)
                                for s in steps), tuple(allocs))
         return self._consider(ctx, node, call, dict(final.inputs), "bmc")
+
+    def _canonical_layout(self, steps: list[Step], final: Step) -> tuple[list[Step], Step]:
+        """A run the solver found places allocations anywhere (an allocator returning 1, say), where
+        no real allocator puts them and where the executor cannot relocate them (a device allocation
+        is relocated by its page offset): allocation k moves to a page-aligned base, ALLOC_STRIDE apart,
+        as in enumeration, and every address inside it with it. `_consider` then checks the outcome does not depend on it."""
+        allocs = [(s.outputs[a.output], s.inputs[a.size_param]) for s in steps
+                  for a in [self.pool.allocators.get(s.call)] if a is not None and a.output in s.outputs]
+        if not allocs:
+            return steps, final
+        bases, at = [], ALLOC_STRIDE
+        for _, size in allocs:  # apart, page-aligned, in order: no two overlap, whatever their sizes
+            bases.append(at)
+            at += (max(size, 1) + PAGE - 1) // PAGE * PAGE + ALLOC_STRIDE
+        if at >= U64:
+            return steps, final
+        layout = mover(allocs, bases)
+        move = lambda s: Step(s.call, self._move(s.call, s.inputs, layout, "params"),
+                              self._move(s.call, s.outputs, layout, "outputs"), s.status)
+        return [move(s) for s in steps], move(final)
 
     # ---- names
     def _named(self) -> list[ConformanceTest]:

@@ -412,10 +412,11 @@ def layouts(allocs: Sequence[tuple[int, int]]) -> list[Callable[[int], int]]:
     for b, n in allocs:
         packed.append(at + b % PAGE)
         at += (max(n, 1) + b % PAGE) // PAGE * PAGE + 2 * PAGE
-    return [_mover(allocs, far), _mover(allocs, packed)]
+    return [mover(allocs, far), mover(allocs, packed)]
 
 
-def _mover(allocs: Sequence[tuple[int, int]], bases: Sequence[int]) -> Callable[[int], int]:
+def mover(allocs: Sequence[tuple[int, int]], bases: Sequence[int]) -> Callable[[int], int]:
+    """Addresses inside allocation i (base, size) moved to the same offset from bases[i]; others kept."""
     def move(x):
         if type(x) is not int or x == 0:
             return x

@@ -10,7 +10,7 @@ from typing import BinaryIO, Iterable, Iterator
 import orjson
 
 from ..language.diagnostics import RegcheckError, error
-from ..language.files import open_input
+from ..language.files import STDIN, CorruptInput, open_decompressed
 from ..language.source import Span
 from .events import (DEFAULT_MAX_LINE_BYTES, EXCERPT_BYTES, BadLine, TraceEvent, TraceHeader, located, to_event,
                      to_header, undecodable)
@@ -66,19 +66,24 @@ def _read_failure(exc: OSError, path: str, lineno: int) -> RegcheckError:
         return RegcheckError([error(
             "T0713", f"line {lineno + 1} is longer than {exc.limit} bytes, the maximum line length "
                      f"(raise it with --max-line-bytes); it starts {head!r}...", Span(path, lineno + 1, 1))])
+    if isinstance(exc, CorruptInput):
+        where = f" after line {lineno}" if lineno else ""
+        return RegcheckError([error("T0714", f"cannot read trace{where}: {exc}", Span(path, lineno, 1))])
     return RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(path, lineno, 1))])
 
 
 def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, "EventStream"]:
     """Open a trace file: its header now, its events as a lazy iterator.
 
-    Only a regular file is read (a FIFO or a device is T0712), and no line may be longer than
-    `max_line_bytes()` (T0713). Header errors raise here; event errors raise from the iterator at
-    the bad line. The file stays open until the iterator is exhausted, fails or is closed
-    (`events.close()`).
+    Only a regular file is read (a FIFO or a device is T0712), or standard input when the path is
+    "-". A gzip, xz or zstd trace (told by its first bytes, whatever its name) is read as its
+    decompressed lines; one cut short or damaged is T0714 at the last line read whole. No line may be
+    longer than `max_line_bytes()` (T0713), compressed or not. Header errors raise here; event errors
+    raise from the iterator at the bad line. The file stays open until the iterator is exhausted,
+    fails or is closed (`events.close()`).
     """
     where = os.fspath(path)
-    f = open_input(where, "T0712", "trace")
+    f, _ = open_decompressed(where, "T0712", "trace", stdin=where == STDIN)
     lines = _bounded_lines(f, _max_line_bytes)
     try:
         header, lineno = _read_header(lines, where, True)
@@ -86,6 +91,41 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, "EventStream"
         f.close()
         raise
     return header, EventStream(lines, where, lineno, True, f)
+
+
+def names_spec_file(spec: str) -> bool:
+    """Whether a header's `spec` is a path (it has a '/' or ends in .spec), not a bundled name."""
+    return "/" in spec or spec.endswith(".spec")
+
+
+def header_spec_ref(header: TraceHeader, trace_path: str | os.PathLike[str]) -> str:
+    """The header's spec as `load_spec` takes it. A relative path is relative to the trace's own
+    directory, so a trace and its spec can move together; a bundled name (`acl`) stays a name, and so
+    does any spec of a trace read from standard input or memory. A trace written before this rule
+    named its spec from the working directory of the run that wrote it: when the path is not a file
+    beside the trace but is one from here, that file is taken."""
+    spec = header.spec
+    where = os.fspath(trace_path)
+    if not names_spec_file(spec) or os.path.isabs(spec) or where == STDIN or where.startswith("<"):
+        return spec
+    beside = os.path.join(os.path.dirname(where), spec)
+    if os.path.isfile(beside) or not os.path.isfile(spec):
+        return os.path.normpath(beside) if os.path.dirname(where) else spec
+    return spec
+
+
+def spec_ref_for_output(spec_ref: str, output: str | os.PathLike[str], relative: bool = True) -> str:
+    """How a trace written to `output` names the spec `spec_ref` (as load_spec takes it from the
+    working directory): with `relative`, a path relative to the output's directory, which
+    `header_spec_ref` reads back wherever the trace and spec move together; otherwise an absolute
+    path. A bundled name stays a name, and an output that is no file in a directory (standard
+    output, a device) gets the path as it is."""
+    where = os.fspath(output)
+    if not names_spec_file(spec_ref) or where == STDIN or where.startswith("/dev/"):
+        return spec_ref
+    if not relative:
+        return os.path.abspath(spec_ref)
+    return os.path.relpath(os.path.abspath(spec_ref), os.path.dirname(os.path.abspath(where)))
 
 
 def read_trace_lines(lines: Iterable[bytes | str], path: str = "<memory>") -> tuple[TraceHeader, "EventStream"]:

@@ -1,0 +1,5 @@
+"""`python -m checker ...`: the same as the `regcheck` command."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,318 @@
+"""The command line as a whole: option spellings, help, usage errors, colour, completion, project defaults."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.cli import build_parser, main
+from checker.cli.common import Output, paint, parse_env, use_colour
+from checker.cli.config import load_project_config, resolve_spec
+from helpers import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD_TRACE = str(ROOT / "traces" / "acl" / "bad_double_free.jsonl")
+ACL_TRACES = str(ROOT / "traces" / "acl")
+
+
+def all_arguments(parser, name="regcheck"):
+    yield name, parser
+    for command, sub in parser.commands.items():
+        yield f"{name} {command}", sub
+
+
+# ---------------------------------------------------------------- help, choices, usage
+
+
+def test_every_argument_has_help():
+    missing = [f"{where}: {a.option_strings or a.dest}" for where, p in all_arguments(build_parser())
+               for a in p.arguments if not a.help]
+    assert missing == []
+
+
+def test_rules_kind_is_validated_by_choices():
+    code, out, err = run_cli("rules", "acl", "--kind", "bogus")
+    assert code == 2 and "invalid choice: 'bogus'" in err and "usage: regcheck rules" in err
+
+
+def test_a_subcommand_usage_error_shows_that_subcommands_usage():
+    code, out, err = run_cli("replay", "--max-findings", "0", "x.jsonl")
+    assert code == 2
+    assert err.startswith("usage: regcheck replay") and "regcheck replay: error: argument --max-findings" in err
+    code, _, err = run_cli("--no-such-flag")
+    assert code == 2 and err.startswith("usage: regcheck [-h]")
+
+
+def test_record_usage_shows_the_output_as_required():
+    code, _, err = run_cli("record", "--bogus")
+    assert code == 2 and "usage: regcheck record -o TRACE" in err
+
+
+def test_version_short_flag(capsys):
+    assert main(["-V"]) == 0  # argparse's version action writes to sys.stdout itself
+    assert capsys.readouterr().out.startswith("regcheck ")
+
+
+def test_python_dash_m_checker_runs_the_cli():
+    r = subprocess.run([sys.executable, "-m", "checker", "-V"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("regcheck ")
+
+
+# ---------------------------------------------------------------- rules with several specs
+
+
+def test_rules_takes_several_specs():
+    code, out, _ = run_cli("rules", "acl", "cupva", "--kind", "invariant")
+    assert code == 0 and "rules in spec acl" in out and "rules in spec cupva" in out
+    code, out, _ = run_cli("rules", "acl", "cupva", "--format", "json")
+    doc = json.loads(out)
+    assert [s["spec"] for s in doc["specs"]] == ["acl", "cupva"]
+    code, out, _ = run_cli("rules", "cupva", "--format", "json")
+    assert json.loads(out)["spec"] == "cupva"  # one spec: the document as before
+
+
+def test_rules_with_a_bad_spec_prints_nothing_and_exits_2():
+    code, out, err = run_cli("rules", "acl", "no/such.spec")
+    assert code == 2 and out == "" and "E0601" in err
+
+
+# ---------------------------------------------------------------- -o/--output and its aliases
+
+
+@pytest.mark.parametrize("command", [["fuzz", "acl"], ["simulate", "acl"], ["bmc", "acl", "--depth", "1"]])
+@pytest.mark.parametrize("spelling", ["-o", "--output", "--out"])
+def test_output_has_one_spelling_everywhere_and_the_old_ones_still_work(command, spelling):
+    args = build_parser().parse_args([*command, spelling, "x.jsonl"])
+    assert args.output == "x.jsonl"
+
+
+def test_every_command_that_writes_a_file_takes_dash_o():
+    writers = ("record", "shrink", "generate", "fuzz", "simulate", "bmc", "itf", "diagram")
+    commands = build_parser().commands
+    assert all({"-o", "--output"} <= {s for a in commands[c].arguments for s in a.option_strings} for c in writers)
+
+
+# ---------------------------------------------------------------- quiet and verbose
+
+
+def test_replay_quiet_prints_only_the_verdict_line():
+    code, out, _ = run_cli("replay", "-q", BAD_TRACE)
+    assert code == 1 and out.splitlines() == [f"{BAD_TRACE}: violates: 5 events, 1 usage"]
+    code, out, _ = run_cli("replay", "-q", ACL_TRACES)
+    assert len(out.splitlines()) == 1 and out.endswith("violate\n")
+
+
+def test_replay_verbose_adds_the_findings_by_rule():
+    _, normal, _ = run_cli("replay", BAD_TRACE)
+    _, verbose, _ = run_cli("replay", "-v", BAD_TRACE)
+    assert "findings by rule:" not in normal and "findings by rule:" in verbose
+
+
+def test_quiet_and_verbose_exclude_each_other():
+    assert run_cli("replay", "-q", "-v", BAD_TRACE)[0] == 2
+
+
+def test_execute_quiet():
+    code, out, _ = run_cli("execute", "-q", BAD_TRACE)
+    assert code == 1 and len(out.splitlines()) == 1 and "violates" in out
+
+
+def test_prove_quiet_prints_the_summary():
+    code, out, _ = run_cli("prove", "cupva", "-q")
+    assert code == 0 and len(out.splitlines()) == 1 and out.startswith("summary: ")
+
+
+def test_conform_quiet_and_failures_only(tmp_path):
+    code, out, _ = run_cli("conform", "cupva", "--depth", "1", "-q")
+    assert code == 0 and len(out.splitlines()) == 1 and " passed, 0 failed" in out
+    code, out, _ = run_cli("conform", "cupva", "--depth", "1", "--failures-only")
+    assert code == 0 and "pass " not in out and out.count("\n") == 1
+    code, out, _ = run_cli("conform", "cupva", "--depth", "1")
+    assert out.count("pass ") > 1
+
+
+# ---------------------------------------------------------------- --env
+
+
+@pytest.mark.parametrize("command", [["generate", "acl"], ["conform", "acl"], ["fuzz", "acl"], ["simulate", "acl"],
+                                     ["bmc", "acl", "--depth", "1"]])
+def test_every_command_that_runs_a_spec_takes_env(command):
+    args = build_parser().parse_args([*command, "--env", "a=1", "--env", "b=x"])
+    assert args.env == ["a=1", "b=x"]
+
+
+def test_parse_env_converts_by_the_specs_parameter_types():
+    from checker.language.load import load_spec
+
+    spec = load_spec("cupva")
+    assert parse_env(["driver_version=2006", "qnx_safety=true"], spec) == {"driver_version": 2006, "qnx_safety": True}
+    assert parse_env(["x=12", "y=-3", "z=1.5"]) == {"x": 12, "y": -3, "z": "1.5"}
+
+
+@pytest.mark.parametrize("command", [["generate", "cupva", "--pytest", "t.py"], ["conform", "cupva"],
+                                     ["simulate", "cupva"], ["bmc", "cupva", "--depth", "1"], ["fuzz", "cupva"]])
+def test_an_unknown_env_parameter_is_an_input_error(command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(*command, "--env", "bogus=1")
+    assert code == 2 and "T0720" in err
+
+
+def test_bad_env_syntax_is_t0721():
+    code, _, err = run_cli("simulate", "cupva", "--env", "novalue")
+    assert code == 2 and "T0721" in err
+
+
+def test_generate_env_fixes_the_parameter_in_every_configuration(tmp_path):
+    code, out, _ = run_cli("generate", "cupva", "--depth", "1", "--bmc-depth", "0", "--env", "qnx_safety=true",
+                           "-o", str(tmp_path / "s"), "--format", "json")
+    assert code == 0
+    configs = json.loads(out)["configs"]
+    assert configs and all(c["qnx_safety"] is True for c in configs)
+
+
+# ---------------------------------------------------------------- generate into a directory that holds a suite
+
+
+def test_generate_refuses_to_mix_suites_unless_forced(tmp_path):
+    target = str(tmp_path / "s")
+    base = ("generate", "cupva", "--depth", "1", "--bmc-depth", "0", "-o", target)
+    assert run_cli(*base)[0] == 0
+    stale = tmp_path / "s" / "OLD-1.jsonl"
+    index = json.loads((tmp_path / "s" / "suite.json").read_text())
+    index["tests"].append({**index["tests"][0], "name": "OLD-1", "file": stale.name})
+    (tmp_path / "s" / "suite.json").write_text(json.dumps(index))
+    stale.write_text("old\n")
+    (tmp_path / "s" / "notes.txt").write_text("mine\n")
+    code, _, err = run_cli(*base)
+    assert code == 2 and "E0613" in err and "--force" in err and stale.exists()
+    for flag in ("--force", "--overwrite"):
+        assert run_cli(*base, flag)[0] == 0
+    assert not stale.exists() and (tmp_path / "s" / "notes.txt").exists()  # the old suite's files only
+
+
+def test_generate_into_a_non_empty_directory_without_a_suite(tmp_path):
+    (tmp_path / "README").write_text("x")
+    assert run_cli("generate", "cupva", "--depth", "1", "--bmc-depth", "0", "-o", str(tmp_path))[0] == 0
+
+
+# ---------------------------------------------------------------- check --werror
+
+
+def test_check_werror_says_why_it_exits_1(tmp_path):
+    p = tmp_path / "warn.spec"
+    p.write_text('spec w "warnings only"\nsource DOC "d" "never cited"\nstatus int success 0\n')
+    code, _, err = run_cli("check", "--werror", str(p))
+    assert code == 1 and "exit 1: 1 warning and --werror" in err
+    code, _, err = run_cli("check", str(p))
+    assert code == 0 and "--werror" not in err
+
+
+# ---------------------------------------------------------------- colour
+
+
+def test_colour_follows_the_terminal_and_the_environment():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert use_colour(Tty(), {}) and not use_colour(io.StringIO(), {})
+    assert not use_colour(Tty(), {"NO_COLOR": "1"})
+    assert use_colour(io.StringIO(), {"FORCE_COLOR": "1"}) and not use_colour(io.StringIO(), {"FORCE_COLOR": "0"})
+    assert not use_colour(Tty(), {"NO_COLOR": "1", "FORCE_COLOR": "1"})
+
+
+def test_captured_output_has_no_colour(monkeypatch):
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    _, out, _ = run_cli("replay", BAD_TRACE)
+    assert "\x1b[" not in out
+
+
+def test_force_color_colours_kinds_rule_ids_and_verdicts(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    _, out, _ = run_cli("replay", BAD_TRACE)
+    assert paint("usage", "usage") in out and paint("ENV-FREE-UNKNOWN", "rule") in out
+    assert paint("violates", "violates") in out
+    _, out, _ = run_cli("replay", BAD_TRACE, "--format", "json")
+    assert "\x1b[" not in out  # machine formats never
+    assert Output(io.StringIO(), io.StringIO()).paint("x", "usage") == "x"
+    _, out, _ = run_cli("prove", "cupva", "--no-consistency", "--no-guards")
+    assert paint("PROVED", "PROVED") in out
+
+
+# ---------------------------------------------------------------- completion
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_script_comes_from_the_parser(shell):
+    code, out, _ = run_cli("completion", shell)
+    assert code == 0 and "complete -o default -F _regcheck regcheck" in out
+    for word in ("replay", "generate", "--failures-only", "--werror", "text json sarif"):
+        assert word in out
+    if shell == "zsh":
+        assert "bashcompinit" in out
+
+
+def test_bash_completion_completes_commands_and_choices(tmp_path):
+    script = tmp_path / "c.sh"
+    script.write_text(run_cli("completion", "bash")[1])
+    probe = (f'source {script}; COMP_WORDS=(regcheck rep); COMP_CWORD=1; _regcheck; echo "${{COMPREPLY[@]}}"; '
+             'COMP_WORDS=(regcheck rules acl --kind inv); COMP_CWORD=4; _regcheck; echo "${COMPREPLY[@]}"')
+    r = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert r.stdout.splitlines() == ["replay", "invariant"]
+
+
+# ---------------------------------------------------------------- [tool.regcheck]
+
+
+def write_pyproject(folder: Path, table: str) -> None:
+    (folder / "pyproject.toml").write_text(f"[project]\nname = 'x'\n\n[tool.regcheck]\n{table}\n")
+
+
+def test_project_format_default_and_the_flag_wins(tmp_path, monkeypatch):
+    write_pyproject(tmp_path, 'format = "json"')
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")  # found by walking up
+    code, out, _ = run_cli("rules", "cupva")
+    assert code == 0 and json.loads(out)["spec"] == "cupva"
+    _, out, _ = run_cli("rules", "cupva", "--format", "text")
+    assert out.endswith("rules in spec cupva\n")
+    _, out, _ = run_cli("diagram", "cupva")  # diagram has no json format: its own default stays
+    assert "flowchart LR" in out
+
+
+def test_project_spec_path(tmp_path, monkeypatch):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "mine.spec").write_text((ROOT / "spec" / "cupva.spec").read_text())
+    write_pyproject(tmp_path, 'spec_path = ["specs"]')
+    monkeypatch.chdir(tmp_path)
+    assert resolve_spec("mine", load_project_config().spec_path) == str(tmp_path / "specs" / "mine.spec")
+    assert resolve_spec("acl", load_project_config().spec_path) == "acl"
+    code, out, _ = run_cli("check", "mine")
+    assert code == 0 and "ok: spec cupva" in out
+
+
+def test_project_env_defaults_and_the_command_line_wins(tmp_path, monkeypatch):
+    write_pyproject(tmp_path, "env = { qnx_safety = true, os_kernel = '5.10' }")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli("generate", "cupva", "--depth", "1", "--bmc-depth", "0", "--pytest", "t.py",
+                           "--format", "json")
+    assert code == 0 and all(c["qnx_safety"] is True for c in json.loads(out)["configs"])  # os_kernel: not cupva's
+    _, out, _ = run_cli("generate", "cupva", "--depth", "1", "--bmc-depth", "0", "--pytest", "t.py",
+                        "--format", "json", "--env", "qnx_safety=false")
+    assert all(c["qnx_safety"] is False for c in json.loads(out)["configs"])
+
+
+@pytest.mark.parametrize("table", ['format = 3', 'spec_path = "specs"', 'colour = true', 'env = { a = [1] }',
+                                   'format = "json"\nformat = "text"'])
+def test_a_bad_project_table_is_e0614(tmp_path, monkeypatch, table):
+    write_pyproject(tmp_path, table)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("rules", "cupva")
+    assert code == 2 and "E0614" in err
+    assert run_cli("--version")[0] == 0  # --help and --version still work
