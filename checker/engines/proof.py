@@ -171,7 +171,7 @@ def _group_properties(spec: CheckedSpec, writes) -> list[Property]:
         usage = info.clauses(S.OnlyIn)
         if not usage:
             continue
-        for item in writes(name):
+        for item in sorted(writes(name)):  # a frozenset: sorted, so the report does not follow the hash seed
             target = item[1]
             for u in usage:
                 entry = (name, u.groups, u.rule)
