@@ -99,6 +99,10 @@ def run(args, out) -> int:
     if args.timeline and len(args.traces) != 1:
         out.err(f"regcheck replay: error: --timeline draws one trace, but {len(args.traces)} were given")
         return EXIT_INPUT
+    if args.timeline and args.traces[0] == "-":
+        # The timeline reads its trace a second time, and standard input can be read only once.
+        out.err("regcheck replay: error: --timeline needs a trace file, not standard input (-)")
+        return EXIT_INPUT
     many = len(args.traces) > 1
     if not many and args.dask is None and is_terminal(out.stderr):
         outcomes = [_replay_with_progress(args.traces[0], args.spec, args.max_findings, out.stderr)]
