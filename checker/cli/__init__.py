@@ -20,6 +20,7 @@ from .config import ProjectConfig, env_items, load_project_config, resolve_spec
 # Subcommand modules, in the order `regcheck --help` lists them; a module that is absent is skipped.
 COMMAND_MODULES = ("check", "rules", "replay", "record", "shrink", "prove", "simulate", "execute", "generate",
                    "conform", "fuzz", "itf", "diagram", "completion")
+WHOLE_PARSER_COMMANDS = frozenset({"completion"})  # they read every subcommand's parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +48,8 @@ class _UsageError(Exception):
         self.parser = parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the arguments, only the subcommand they name (see `commands_needed`)."""
     from .. import __version__
     from ..model.state import NATIVE
 
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"regcheck {__version__} (C speedups: {speedups})",
                         help="print the version (and whether the C speedups are on) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if argv is None else commands_needed(argv):
         try:
             module = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:
@@ -69,6 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.commands = dict(sub.choices)
     parser.set_defaults(root_parser=parser)  # `regcheck completion` walks it
     return parser
+
+
+def commands_needed(argv: Sequence[str]) -> tuple[str, ...]:
+    """The subcommand modules a run with these arguments needs. Each module imports its engines (Z3, the
+    testgen machinery) when it is imported, most of the start-up time, so a run imports only the one it
+    names; `--version` needs none. Help, a usage error (whose message lists the commands) and `completion`
+    (which walks every parser) need them all."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return COMMAND_MODULES
+        if arg in ("-V", "--version"):
+            return ()
+        if not arg.startswith("-"):
+            return (arg,) if arg in COMMAND_MODULES and arg not in WHOLE_PARSER_COMMANDS else COMMAND_MODULES
+    return COMMAND_MODULES
 
 
 def parse_command_line(parser, argv: list[str]) -> argparse.Namespace:
@@ -123,14 +140,15 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     """Run regcheck in-process (tests call this); returns the exit code."""
     out = Output(stdout or sys.stdout, stderr or sys.stderr)
     out.colour = use_colour(out.stdout)
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     try:
         config, config_error = load_project_config(), None
     except RegcheckError as exc:  # reported once a command runs, so that --help and --version still work
         config, config_error = ProjectConfig(), exc
     apply_format_default(parser, config.format)
     try:
-        args = parse_command_line(parser, list(sys.argv[1:] if argv is None else argv))
+        args = parse_command_line(parser, argv)
     except _UsageError as exc:
         out.err(exc.parser.format_usage().rstrip())
         out.err(str(exc))

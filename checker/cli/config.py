@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from ..language.diagnostics import RegcheckError, error
-from ..language.load import bundled_spec_names
 from ..language.source import Span
 
 PYPROJECT = "pyproject.toml"
@@ -84,6 +83,8 @@ def env_items(env: dict[str, Any]) -> list[str]:
 def resolve_spec(name: str, spec_path: tuple[str, ...]) -> str:
     """`name` as given when it is a file or a bundled spec; else NAME or NAME.spec in the first
     `spec_path` directory that has it; else `name` unchanged (the loader reports it)."""
+    from ..language.load import bundled_spec_names  # here: the loader brings the parser, which --version skips
+
     if not spec_path or os.path.exists(name) or name in bundled_spec_names():
         return name
     for folder in spec_path:

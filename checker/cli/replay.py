@@ -15,7 +15,6 @@ import os
 import stat
 from dataclasses import replace
 
-from ..emit.sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run
 from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
 from ..engines.replay import ReplayReport
 from ..language.diagnostics import RegcheckError, error
@@ -190,6 +189,8 @@ def by_rule_text(corpus: CorpusReport) -> list[str]:
 def sarif_report(corpus: CorpusReport) -> dict:
     """One SARIF run per spec (a rule ID may mean different things in two specs); traces that could
     not be read become tool notifications of the first run."""
+    from ..emit.sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run  # only SARIF needs it
+
     by_spec: dict[str, list[TraceOutcome]] = {}
     for o in corpus.outcomes:
         if o.report is not None:

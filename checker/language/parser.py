@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import os
 from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Transformer, v_args
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import syntax as S
@@ -25,7 +27,32 @@ _TERMINAL_NAMES = {
 @lru_cache(maxsize=1)
 def _grammar() -> Lark:
     text = resources.files("checker.language").joinpath("grammar.lark").read_text(encoding="utf-8")
+    # Building the LALR tables takes a good part of a start-up, so they are kept in a file (lark checks
+    # the grammar's and options' hash stored in it, so a stale one is never used). lark loads that file
+    # with pickle, so it lives only in a directory of this user's that nobody else can write, never in
+    # the shared temp directory; where there is none, the tables are built each time.
+    cache = grammar_cache_file()
+    if cache is not None:
+        try:
+            return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=cache)
+        except OSError:
+            pass
     return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def grammar_cache_file() -> str | None:
+    """Where the parse tables are cached: REGCHECK_CACHE_DIR, else $XDG_CACHE_HOME/regcheck, else
+    ~/.cache/regcheck; None (no cache) when that directory cannot be made private to this user."""
+    folder = os.environ.get("REGCHECK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "regcheck")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
+    except OSError:
+        return None
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return None  # another user could plant a pickle there
+    return os.path.join(folder, f"grammar-lark-{lark_version}.cache")
 
 
 def parse_spec(text: str, path: str = "<spec>") -> S.SpecFile:
