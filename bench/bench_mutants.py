@@ -3,13 +3,19 @@
 For each bundled spec: the time to generate the suite, the time to run it against the reference
 driver (every test; the baseline), and per mutant of tests/mutants/ whether the suite kills it (and
 with which test: the run stops at the first failing test) or, if it survives the suite, whether a
-bounded fuzzing run with a fixed seed does. Prints figures and ratios only.
+bounded fuzzing run with a fixed seed does. Then the same suites against mutants derived from the
+specs themselves (checker.testgen.specdriver: one change to the spec each, answered by a SpecDriver):
+how many were derived, how many are equivalent for the suite (same outcome sets on every test), killed
+and survived (each survivor listed), the kill rate over the non-equivalent ones, and the time taken.
+Prints figures and ratios only.
 
     python bench/bench_mutants.py            # from the repository root
+    python bench/bench_mutants.py --quick    # at most QUICK_LIMIT spec mutants per spec
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -18,10 +24,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.mutants
 
 from checker.testgen.conform import run_suite  # noqa: E402
 from checker.drivers.executor import ReferenceDriver  # noqa: E402
+from checker.language.load import load_spec  # noqa: E402
+from checker.testgen.specdriver import EQUIVALENT, KILLED, SURVIVED, score_mutant, spec_mutants  # noqa: E402
 from tests.mutants import FUZZ_BUDGET, MUTANTS, bundled_suite, kill  # noqa: E402
+
+QUICK_LIMIT = 40  # spec mutants per spec under --quick
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"at most {QUICK_LIMIT} spec mutants per spec")
+    quick = parser.parse_args().quick
+    hand_written_mutants()
+    print()
+    for spec in ("acl", "cupva"):
+        spec_mutation_score(spec, QUICK_LIMIT if quick else None)
+
+
+def spec_mutation_score(spec: str, limit: int | None) -> None:
+    t0 = time.perf_counter()
+    checked = load_spec(spec)
+    suite = bundled_suite(spec)
+    mutants, rejected = spec_mutants(checked, limit)
+    derived = time.perf_counter() - t0
+    scores = [score_mutant(m, checked, suite.tests) for m in mutants]
+    seconds = time.perf_counter() - t0
+    counts = {v: sum(s.verdict == v for s in scores) for v in (KILLED, EQUIVALENT, SURVIVED)}
+    scored = counts[KILLED] + counts[SURVIVED]
+    rate = f"{counts[KILLED] / scored:.1%}" if scored else "n/a"
+    print(f"{spec:<6} spec mutants: {len(mutants)} derived{' (--quick)' if limit else ''} "
+          f"({rejected} more did not check), {counts[EQUIVALENT]} equivalent for the suite, "
+          f"{counts[KILLED]} killed, {counts[SURVIVED]} survived: kill rate {counts[KILLED]}/{scored} = {rate}; "
+          f"{seconds:.1f} s ({derived:.1f} s to derive and check them)")
+    for s in scores:
+        if s.verdict == SURVIVED:
+            print(f"  survived: {s.description} ({s.detail})")
+
+
+def hand_written_mutants() -> None:
     reference: dict[str, float] = {}
     for spec in ("acl", "cupva"):
         t0 = time.perf_counter()
