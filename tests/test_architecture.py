@@ -129,7 +129,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("drivers", "pinned memory, drivers, execution", ("lockcounts", "pinning", "protocol", "memory", "acl", "cupva",
                                                       "executor", "execute")),
     ("testgen", "conformance suites and fuzzing", ("model", "configs", "coverage", "pool", "generate", "suite", "conform",
-                                                  "fuzz")),
+                                                  "specdriver", "fuzz")),
     ("emit", "output formats", ("sarif", "junit", "itf", "diagram", "timeline", "pytest_module")),
     ("cli", "the command line", ("progress", "common", "*")),
     ("", "entry points and the stable import paths of docs/drivers.md",
