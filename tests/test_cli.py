@@ -316,3 +316,53 @@ def test_a_bad_project_table_is_e0614(tmp_path, monkeypatch, table):
     code, _, err = run_cli("rules", "cupva")
     assert code == 2 and "E0614" in err
     assert run_cli("--version")[0] == 0  # --help and --version still work
+
+
+# ---- colour in fuzz, simulate and bmc: their verdict words and rule IDs, on a terminal only
+
+_SEEDED = Path(__file__).parent / "seeded_bugs"
+
+
+def _found_and_clean(tmp_path, command: str) -> tuple[list[str], list[str]]:
+    """The argv of a run of `command` that finds something and of one that finds nothing."""
+    out = ["--out", str(tmp_path / f"{command}.jsonl")]
+    return {
+        "fuzz": (["fuzz", "acl", "--driver", "tests.mutants.acl:ZeroSizeRegistered", "--max-examples", "50", *out],
+                 ["fuzz", "cupva", "--max-examples", "3", "--steps", "5", *out]),
+        "simulate": (["simulate", str(_SEEDED / "acl_devptr_kept_after_unregister.spec"), "--runs", "400",
+                      "--seed", "1", *out], ["simulate", "cupva", "--runs", "3", "--steps", "5", *out]),
+        "bmc": (["bmc", str(_SEEDED / "acl_free_forgets_registrations.spec"), "--depth", "4", *out],
+                ["bmc", "cupva", "--depth", "1", *out]),
+    }[command]
+
+
+_PAINTED = {  # what each command colours when it finds something, and when it finds nothing
+    "fuzz": ([("FAILURE", "FAILURE"), ("ACL-REG-SIZE-ZERO", "rule")], [("no failure", "ok")]),
+    "simulate": ([("violation", "violates"), ("ACL-INV-DEV-ONLY-MAPPED", "rule")], [("no invariant broken", "ok")]),
+    "bmc": ([("violation", "violates"), ("ACL-INV-REG-IN-ALLOC", "rule")], [("no invariant violation", "ok")]),
+}
+
+
+@pytest.mark.parametrize("command", ["fuzz", "simulate", "bmc"])
+def test_search_commands_colour_verdicts_and_rule_ids_on_a_terminal(command, tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for argv, painted, exit_code in zip(_found_and_clean(tmp_path, command), _PAINTED[command], (1, 0)):
+        monkeypatch.setenv("FORCE_COLOR", "1")
+        code, out, _ = run_cli(*argv)
+        assert code == exit_code and all(paint(text, role) in out for text, role in painted), out
+        monkeypatch.delenv("FORCE_COLOR")
+        code, out, _ = run_cli(*argv)
+        assert "\x1b[" not in out and all(text in out for text, _ in painted)
+
+
+def test_a_suite_and_its_spec_move_together(tmp_path, monkeypatch):
+    # Traces and index name the spec "own.spec", from the suite's own directory: conform finds it
+    # from anywhere, as replay does for a trace.
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "own.spec").write_text((ROOT / "spec" / "cupva.spec").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(suite)
+    assert run_cli("generate", "own.spec", "--depth", "1", "-o", ".")[0] == 0
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("conform", "suite/own.spec", "--suite", "suite", "-q")
+    assert code == 0 and " 0 failed" in out, err

@@ -279,6 +279,51 @@ def test_suite_round_trips_through_a_directory(tmp_path):
     assert [c.rule for c in back.coverage] == [c.rule for c in suite.coverage]
     index = json.loads((tmp_path / "s" / "suite.json").read_text())
     assert index["regcheck_suite"] == 1 and len(index["tests"]) == len(suite.tests)
+    assert back.transitions == suite.transitions and index["transitions"]
+    assert all(set(t) >= {"writer", "writer_rule", "call", "rule", "branch", "covered", "tests"}
+               for t in index["transitions"])
+
+
+# ---------------------------------------------------------------- transitions (history-dependent cases)
+
+
+def _transition(suite, writer_rule: str, rule: str, branch: str):
+    [pair] = [t for t in suite.transitions if (t.writer_rule, t.rule, t.branch) == (writer_rule, rule, branch)]
+    return pair
+
+
+def test_transition_pairs_come_from_effect_writes_and_branch_reads():
+    suite = bundled_suite("acl")
+    pairs = {(t.writer_rule, t.rule, t.branch) for t in suite.transitions}
+    # Unregister deletes from `regs`, which the device-pointer query's unmapped check reads.
+    assert ("ACL-UNREG-EFFECT", "ACL-GETDEV-UNMAPPED", "fails") in pairs
+    # aclrtHostGetDevicePointer writes only `regs`; the MallocHost size check reads only its argument.
+    assert not any(w == "ACL-GETDEV-EFFECT" and r == "ACL-MALLOCHOST-SIZE-ZERO" for w, r, _ in pairs)
+    assert all(t.writer_outcome == "success" for t in suite.transitions)
+
+
+def test_query_after_unregister_of_a_queried_registration_is_a_test():
+    """register, query, unregister, query: the state after it equals the one before the registration,
+    so only a search that remembers the history finds it."""
+    suite = bundled_suite("acl")
+    pair = _transition(suite, "ACL-GETDEV-EFFECT", "ACL-GETDEV-UNMAPPED", "fails")
+    assert pair.tests
+    test = suite.test(pair.tests[0])
+    calls = [ev.call for ev in test.events]
+    query = calls.index("aclrtHostUnregister") + 1
+    assert calls[query - 3:query + 1] == ["aclrtHostRegisterV2", "aclrtHostGetDevicePointer", "aclrtHostUnregister",
+                                          "aclrtHostGetDevicePointer"]
+    pointers = {test.events[i].args.get("ptr", test.events[i].args.get("pHost")) for i in range(query - 3, query + 1)}
+    assert len(pointers) == 1  # the same registration throughout
+    assert test.expectations[query].rule == "ACL-GETDEV-UNMAPPED" and test.expectations[query].outcome == "failure"
+
+
+def test_unreachable_transitions_are_reported_not_covered():
+    suite = bundled_suite("acl")
+    # A registration never succeeds on memory freed before it (that is undefined): nothing shows it.
+    pair = _transition(suite, "ACL-FREEHOST-EFFECT", "ACL-REG-EFFECT", "success")
+    assert pair.tests == () and pair.to_json()["covered"] is False
+    assert sum(bool(t.tests) for t in suite.transitions) == suite.stats["transitions_covered"] > 0
 
 
 def test_read_suite_reports_bad_input(tmp_path):

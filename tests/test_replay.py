@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -415,3 +416,43 @@ def test_the_c_remember_is_the_python_remember(events):
             remember(line, f"call{line}")
         ways.append((created, list(removed)))
     assert ways[0] == ways[1]
+
+
+# ---- citations a user can follow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _document_note(path: str) -> str:
+    (note,) = [n for n in run(path)[1].splitlines() if n.startswith("  note: document: ")]
+    return note
+
+
+def test_a_bundled_documents_citation_links_its_sources_entry(trace):
+    path = trace(ACL, malloc(), register(ptr="0x7f3a2c000010", size=4096))
+    (f,) = [f for f in findings(path) if f["rule"] == "ACL-REG-ALIGN"]
+    doc = f["document"]
+    assert doc["title"] == "aclrtHostRegisterV2 reference page, the seed"
+    assert doc["link"] == "docs/sources.md#acl-register_v2"
+    sources = (REPO / "docs" / "sources.md").read_text(encoding="utf-8")
+    assert "\n### acl-REGISTER_V2\n" in sources  # the anchor's heading: the link resolves
+    note = [n for n in run(path)[1].splitlines() if "<docs/sources.md#acl-register_v2>" in n]
+    assert note and "seeds/" not in note[0] and doc["clause"] in note[0]
+
+
+def test_a_document_with_a_url_is_linked_by_its_url(trace):
+    path = trace(CUPVA, cuda_malloc(), {"call": "cudaFree", "args": {"devPtr": DEV}},
+                 {"call": "cudaFree", "args": {"devPtr": DEV}})
+    assert _document_note(path) == ("  note: document: CUDA runtime API, memory management "
+                                    "<https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html>: "
+                                    "cudaFree takes a pointer returned by cudaMalloc (or null)")
+    (f,) = findings(path)
+    assert f["document"]["link"].startswith("https://docs.nvidia.com/")
+
+
+def test_a_users_own_spec_keeps_its_documents_location(trace, tmp_path):
+    own = tmp_path / "acl.spec"
+    own.write_text((REPO / "spec" / "acl.spec").read_text(encoding="utf-8"), encoding="utf-8")
+    path = trace({**ACL, "spec": str(own)}, malloc(), register(ptr="0x7f3a2c000010", size=4096))
+    (f,) = [f for f in findings(path) if f["rule"] == "ACL-REG-ALIGN"]
+    assert f["document"]["link"] == "seeds/001_8b884f9a7c0d2d5e.txt"  # no sources.md entry for it

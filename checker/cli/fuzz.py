@@ -65,13 +65,13 @@ def run(args, out) -> int:
                       "pytest": failure.pytest_function(driver_text)}})
         return EXIT_OK if failure is None else EXIT_FINDINGS
     if failure is None:
-        out.out(f"no failure in {args.max_examples} sequences of up to {args.steps} calls "
+        out.out(f"{out.paint('no failure', 'ok')} in {args.max_examples} sequences of up to {args.steps} calls "
                 f"({result.calls} driver calls, {result.seconds:.1f} s, seed {args.seed})")
         return EXIT_OK
     how = {"calls": f"shrunk from {failure.found_calls} calls by delta debugging",
            "hypothesis": "shrunk by Hypothesis", "none": "not shrunk"}[options.shrink]
-    out.out(f"FAILURE [{failure.rule}] after {len(failure.events)} calls ({how}; {result.calls} driver calls, "
-            f"{result.seconds:.1f} s)")
+    out.out(f"{out.paint('FAILURE', 'FAILURE')} [{out.paint(failure.rule, 'rule')}] after {len(failure.events)} calls "
+            f"({how}; {result.calls} driver calls, {result.seconds:.1f} s)")
     out.out(f"  {failure.message}")
     out.out(f"  configuration: {', '.join(f'{k}={v}' for k, v in failure.env.items())}")
     out.out(f"trace written to {path}: `regcheck replay {path}` shows the finding, "

@@ -439,13 +439,15 @@ def _bmc_text(out, r: BmcResult, spec: CheckedSpec, path: str | None, env) -> No
     config = "configuration " + ", ".join(f"{k}={v}" for k, v in env.items()) if env else "every configuration"
     if r.violation is not None:
         v = r.violation
-        out.out(f"violation: a run of {count_steps(len(v.run.steps))} breaks {', '.join(v.invariants)} "
+        broken = ", ".join(out.paint(rule, "rule") for rule in v.invariants)
+        out.out(f"{out.paint('violation', 'violates')}: a run of {count_steps(len(v.run.steps))} breaks {broken} "
                 f"(config: {format_env(spec, v.run.env)}):")
         for line in v.run.describe(spec):
             out.out("  " + line)
         out.out(f"  state after: {format_state(spec, v.states[-1])}")
         out.out(f"trace written to {path} (`regcheck replay {path}`)")
     elif r.witness is Witness.NONE:
-        out.out(f"no invariant violation in any run of up to {r.depth} steps ({config}); {r.seconds:.2f} s")
+        out.out(f"{out.paint('no invariant violation', 'ok')} in any run of up to {r.depth} steps ({config}); "
+                f"{r.seconds:.2f} s")
     else:
-        out.out(f"UNKNOWN: the solver gave up ({r.reason}) on runs of up to {r.depth} steps; {r.seconds:.2f} s")
+        out.out(f"{out.paint('UNKNOWN', 'UNKNOWN')}: the solver gave up ({r.reason}) on runs of up to {r.depth} steps; {r.seconds:.2f} s")

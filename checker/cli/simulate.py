@@ -50,15 +50,17 @@ def run_simulate(args, out) -> int:
     else:
         rate = f"{result.steps} steps in {result.seconds:.2f} s ({result.steps_per_second:,.0f} steps/s)"
         if result.violation is None:
-            out.out(f"no invariant broken in {result.runs} runs of up to {args.steps} steps; {rate}")
+            out.out(f"{out.paint('no invariant broken', 'ok')} in {result.runs} runs of up to {args.steps} steps; "
+                    f"{rate}")
             silent = sorted(r for r in spec.rules if spec.rules[r].kind in ("fails", "unspecified", "effect")
                             and r not in result.rules_seen)
             if silent:
-                out.out(f"clauses never exercised: {', '.join(silent)}")
+                out.out(f"clauses never exercised: {', '.join(out.paint(r, 'rule') for r in silent)}")
         else:
             v = result.violation
-            out.out(f"violation in run {result.runs}: a run of {count_steps(len(v.run.steps))} breaks "
-                    f"{', '.join(v.invariants)} (config: {format_env(spec, v.run.env)}):")
+            broken = ", ".join(out.paint(r, "rule") for r in v.invariants)
+            out.out(f"{out.paint('violation', 'violates')} in run {result.runs}: a run of "
+                    f"{count_steps(len(v.run.steps))} breaks {broken} (config: {format_env(spec, v.run.env)}):")
             for line in v.run.describe(spec):
                 out.out("  " + line)
             out.out(f"  state after: {format_state(spec, v.states[-1])}")

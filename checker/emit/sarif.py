@@ -45,6 +45,8 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from urllib.parse import quote
 
 from .. import __version__
+from ..language.load import SOURCES_DOC, bundled_spec_name, document_text, source_anchor
+from ..language.load import is_url as _is_url
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -206,10 +208,6 @@ def _location(uri: str, line: int | None, message: str | None = None, ident: int
     return loc
 
 
-def _is_url(text: str) -> bool:
-    return text.startswith(("https://", "http://"))
-
-
 def rule_descriptor(info: Any) -> dict:
     """A SARIF reportingDescriptor for one rule: any object with RuleInfo's attributes (`rule`,
     `kind`, `call`, `summary`, `cite` (`.source`, `.clause`), `source` (`.location`, `.title`),
@@ -271,7 +269,6 @@ _KIND_HELP = {
     "effect": "docs/language.md#effects",
 }
 _RULES_HELP = "docs/language.md#rule-ids-and-citations"
-SOURCES_DOC = "docs/sources.md"
 
 
 def help_uri(info: Any) -> str:
@@ -290,14 +287,7 @@ def help_uri(info: Any) -> str:
 
 def _spec_name(span: Any) -> str | None:
     """The bundled spec a rule comes from, by its span's path; None for any other file."""
-    path = getattr(span, "path", None)
-    m = re.fullmatch(r"spec/([A-Za-z0-9_-]+)\.spec", path or "")
-    return m.group(1) if m is not None and m.group(1) in _bundled_names() else None
-
-
-def source_anchor(spec: str, source: str) -> str:
-    """The anchor of a bundled spec's source in docs/sources.md (its heading's GitHub slug)."""
-    return f"{spec}-{source}".lower()
+    return bundled_spec_name(getattr(span, "path", None))
 
 
 def location_kind(location: str) -> str:
@@ -341,15 +331,6 @@ def sources_page(specs: Iterable[Any]) -> str:
             out += [f"### {spec.name}-{decl.name}", "", f"- title: {decl.title}", f"- location: {where}",
                     f"- cited by: {', '.join(f'`{r}`' for r in cited) or 'no rule'}", ""]
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-def document_text(source: Any, spec: str | None = None) -> str:
-    """How a document is named to a user: its title and its URL; a document without a URL (a
-    research file of the project, a standard) by its title and its entry in docs/sources.md."""
-    if _is_url(source.location):
-        return f"{source.title}, {source.location}"
-    where = f"{SOURCES_DOC}#{source_anchor(spec, source.name)}" if spec else source.location
-    return f"{source.title}; see {where}"
 
 
 def _undeclared_rule(rule: str) -> dict:

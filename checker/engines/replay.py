@@ -30,7 +30,7 @@ from ..fast.fastpath import DECODE_ERRORS, fast_path
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
-from ..language.load import load_spec
+from ..language.load import bundled_spec_name, document_where, load_spec
 from ..language.source import Span
 from ..model.outcomes import ClauseEvalError
 from ..model.semantics import Semantics
@@ -47,6 +47,18 @@ REMOVED_WINDOW = 4096  # removed entries remembered for "the free that came befo
 
 
 @dataclass(frozen=True, slots=True)
+class Citation:
+    """The document a finding's rule cites, named so a user can follow it: `link` is its URL, or
+    for a bundled spec's document without one its entry in docs/sources.md."""
+    title: str
+    link: str
+    clause: str
+
+    def to_json(self) -> dict:
+        return {"title": self.title, "link": self.link, "clause": self.clause}
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     line: int
     kind: str
@@ -58,12 +70,15 @@ class Finding:
     # A usage finding on a call the runtime rejected with a status one of its documented errors
     # allows: the caller broke the rule, the runtime caught it (a team probing on purpose filters these).
     rejected: bool = False
+    document: Citation | None = None
 
     def to_json(self) -> dict:
         out = {"line": self.line, "kind": self.kind, "rule": self.rule, "call": self.call,
                "message": self.message, "related": list(self.related)}
         if self.rejected:
             out["rejected"] = True
+        if self.document is not None:
+            out["document"] = self.document.to_json()
         return out
 
 
@@ -399,13 +414,22 @@ class Replayer:
             self._rule_tables[rule] = cached
         return cached
 
-    def _cite_note(self, rule: str) -> tuple[str, ...]:
+    def _citation(self, rule: str) -> Citation | None:
+        # A title and a link the user can follow, not the spec's location: most of the bundled
+        # specs' documents are research notes the user does not have (docs/sources.md says so).
+        info = self.spec.rules.get(rule)
+        if info is None or not (info.source and info.cite):
+            return None
+        link = document_where(info.source, bundled_spec_name(info.span.path))
+        return Citation(info.source.title, link, info.cite.clause)
+
+    def _cite_note(self, rule: str, cited: Citation | None) -> tuple[str, ...]:
         info = self.spec.rules.get(rule)
         if info is None:
             return ()
         notes = [f"{info.span.path}:{info.span.line}: {info.summary}"]
-        if info.source and info.cite:
-            notes.append(f"document: {info.source.location}: {info.cite.clause}")
+        if cited is not None:
+            notes.append(f"document: {cited.title} <{cited.link}>: {cited.clause}")
         return tuple(notes)
 
     def finding(self, ev: TraceEvent, kind: str, rule: str, message: str,
@@ -413,8 +437,9 @@ class Replayer:
         """A finding at `ev`'s line with the notes every finding carries (the related events, the
         rule's clause and citation); the executor reports its own kinds through it too."""
         notes = tuple(f"{self.path}:{line}: related: the {call} recorded here" for line, call in related)
+        cited = self._citation(rule)
         return Finding(ev.line, kind, rule, ev.call, f"{ev.call}: {message}", tuple(line for line, _ in related),
-                       notes + self._cite_note(rule))
+                       notes + self._cite_note(rule, cited), document=cited)
 
     def _usage(self, ev: TraceEvent, rule: str, args: Mapping, rejected_with=None) -> Finding:
         """A broken obligation; `rejected_with`: the documented error status the runtime returned."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from importlib import resources
@@ -138,3 +139,43 @@ def _deepest(root) -> tuple[int, Span]:
 def load_spec(name_or_path: str) -> CheckedSpec:
     """Parse and check a spec (cached per name/path for the process)."""
     return check_source(read_spec_source(name_or_path))
+
+
+# How a spec's documents are named to a user (SARIF help, replay's notes). A bundled spec's
+# documents all have an entry in docs/sources.md, which says where to read one the user lacks.
+SOURCES_DOC = "docs/sources.md"
+
+
+def is_url(text: str) -> bool:
+    return text.startswith(("https://", "http://"))
+
+
+@lru_cache(maxsize=1)
+def _bundled_name_set() -> frozenset[str]:
+    return frozenset(bundled_spec_names())
+
+
+def bundled_spec_name(path: str | None) -> str | None:
+    """The bundled spec a span's path names (`spec/NAME.spec`); None for any other file."""
+    m = re.fullmatch(r"spec/([A-Za-z0-9_-]+)\.spec", path or "")
+    return m.group(1) if m is not None and m.group(1) in _bundled_name_set() else None
+
+
+def source_anchor(spec: str, source: str) -> str:
+    """The anchor of a bundled spec's source in docs/sources.md (its heading's GitHub slug)."""
+    return f"{spec}-{source}".lower()
+
+
+def document_where(source, spec: str | None = None) -> str:
+    """Where a user reads a `source`: its URL; for a bundled spec's document without one, its entry
+    in docs/sources.md; else the location as the spec gives it."""
+    if is_url(source.location):
+        return source.location
+    return f"{SOURCES_DOC}#{source_anchor(spec, source.name)}" if spec else source.location
+
+
+def document_text(source, spec: str | None = None) -> str:
+    """How a document is named to a user: its title and its URL; a document without a URL (a
+    research file of the project, a standard) by its title and its entry in docs/sources.md."""
+    where = document_where(source, spec)
+    return f"{source.title}, {where}" if is_url(where) else f"{source.title}; see {where}"

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..language import syntax as S
-from ..language.analysis import nodes
+from ..language.analysis import nodes, reads_and_writes
 from ..language.checked import CheckedSpec, Type
-from .model import ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, ConformanceTest, RuleCoverage
+from .model import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, TRANSITION, ConformanceTest,
+                    RuleCoverage, TransitionCoverage)
 
 
 # ---------------------------------------------------------------- what each call reads
@@ -30,6 +31,11 @@ class CallFacts:
     effect_rule: str | None
     ensures: tuple[str, ...]
     thread_rule: str | None
+    writes: frozenset[str] = frozenset()  # vars and tables its effect writes
+
+    def branch_reads(self, rule: str, branch: str) -> frozenset[str]:
+        """What decides that `rule` shows `branch`: success depends on every condition of the call."""
+        return self.all_reads if branch == "success" else self.reads.get(rule, frozenset())
 
 
 def facts_of(spec: CheckedSpec, info) -> CallFacts:
@@ -65,8 +71,52 @@ def facts_of(spec: CheckedSpec, info) -> CallFacts:
         if isinstance(c, S.NotThreadSafe):
             thread = c.rule
     all_reads = frozenset().union(*reads.values()) if reads else frozenset()
+    _, writes = reads_and_writes(spec)
+    written = frozenset(item[1] for item in writes(info.name))
     return CallFacts(info.name, info.decl.kind == "call", info.params, ranges, reads, all_reads, kinds,
-                  frozenset(cond_may), effect, tuple(ensures), thread)
+                  frozenset(cond_may), effect, tuple(ensures), thread, written)
+
+
+def outcome_branches(kind: str, conditional: bool, facts: CallFacts, rule: str) -> tuple[str, ...]:
+    """The outcome branches of a rule a test can show (the coverage items the generator aims at)."""
+    if kind == "fails":
+        return ("fails",)
+    if kind == "may-fail":
+        return ("allowed", "excluded") if conditional else ("allowed",)
+    if kind == "effect":
+        return ("success",)
+    if kind == "usage" and rule != facts.thread_rule or kind == "requires":
+        return ("broken, outcome determinate",)
+    return ()
+
+
+def transition_pairs(facts: Mapping[str, CallFacts]) -> tuple[TransitionCoverage, ...]:
+    """Every (earlier call W succeeding, branch of a later call C) where W's effect writes state the
+    branch reads: the history-dependent cases a suite of single-state tests can miss."""
+    out = []
+    for writer in facts.values():
+        if not writer.is_api or writer.effect_rule is None or not writer.writes:
+            continue
+        for call in facts.values():
+            if not call.is_api:
+                continue
+            for rule, kind in call.kinds.items():
+                for branch in outcome_branches(kind, rule in call.conditional_may, call, rule):
+                    if call.branch_reads(rule, branch) & writer.writes:
+                        out.append(TransitionCoverage(writer.name, writer.effect_rule, "success", call.name, rule,
+                                                      branch))
+    return tuple(out)
+
+
+def transition_report(pairs: Sequence[TransitionCoverage],
+                      tests: Sequence[ConformanceTest]) -> tuple[TransitionCoverage, ...]:
+    """The pairs with the tests that show each (none: not reached by the search)."""
+    shown: dict[str, list[str]] = {}
+    for t in tests:
+        for item in t.covers:
+            shown.setdefault(item, []).append(t.name)
+    return tuple(TransitionCoverage(p.writer, p.writer_rule, p.writer_outcome, p.call, p.rule, p.branch,
+                                    tuple(shown.get(f"{p.rule}: {p.label}", ()))) for p in pairs)
 
 
 def _reads(spec: CheckedSpec, e: S.Expr) -> set[str]:
@@ -84,6 +134,8 @@ def coverage_report(spec: CheckedSpec, facts: Mapping[str, CallFacts], tests: Se
     for t in tests:
         for item in t.covers:
             rule, _, label = item.partition(": ")
+            if label.startswith(TRANSITION + ": "):
+                continue  # reported per pair by `transition_report`
             branch = label.split(" [", 1)[0]
             if label.endswith("]") and " [" in label or branch in ("locked", "released"):
                 by_rule.setdefault(rule, {}).setdefault(branch, [])

@@ -17,7 +17,12 @@ How a test is found, per configuration of the spec's parameters (each product, k
      derived from that state; a candidate is kept when its outcome is determinate (no `undefined`
      obligation broken, no `unspecified` clause holding, at most one `fails` clause holding) and it
      covers a coverage item no earlier (shorter) test covers.
-  2. Bounded model checking (`checker.engines.bmc`, Z3 through `checker.symbolic.encode`) for every outcome branch
+  2. Transitions (exact). Deduplicating by state forgets history (register, query, unregister ends
+     where the allocation left off), so for each API call W whose effect writes what a branch of a
+     later call C reads (`transition_pairs`), W succeeds from a state of the search, optionally one
+     more call follows, and C is tried on the addresses W used; a candidate is kept when it shows a
+     (W success, C branch) transition no earlier test shows.
+  3. Bounded model checking (`checker.engines.bmc`, Z3 through `checker.symbolic.encode`) for every outcome branch
      enumeration did not reach in a configuration: the solver picks the earlier calls and the
      arguments that make exactly that branch hold, with every address inside an allocation of the
      run. Its run is replayed with the concrete semantics before it becomes a test; when no run of
@@ -57,9 +62,10 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent
 from .configs import config_label, configurations, show_json
-from .coverage import CallFacts, coverage_report, facts_of
-from .model import (ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, U64, ConformanceTest, Expectation,
-                    GenerateOptions, Node, Suite, expectation_of)
+from .coverage import (CallFacts, coverage_report, facts_of, outcome_branches, transition_pairs,
+                       transition_report)
+from .model import (ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, TRANSITION, U64, ConformanceTest,
+                    Expectation, GenerateOptions, Node, Suite, expectation_of)
 from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, json_arg, layouts, mover, point_relation,
                    range_relation, relocatable, representative_status, show_arg, signatures, value_class)
 
@@ -94,6 +100,12 @@ class _Generator:
         self.pool = ArgumentPool(spec)
         self.together: dict[str, tuple] = {}  # rule -> the smallest case where it holds with others
         self.pinned_tables = frozenset(p.table for p in spec.pinned)
+        self.pairs = transition_pairs(self.facts)
+        # writer call -> later call -> (rule, branch) -> the transition label, for the pairs to look for
+        self.wanted_after: dict[str, dict[str, dict[tuple[str, str], str]]] = {}
+        for pair in self.pairs:
+            by_call = self.wanted_after.setdefault(pair.writer, {}).setdefault(pair.call, {})
+            by_call[(pair.rule, pair.branch)] = pair.label
 
     # ---- driving
     def run(self, progress: Callable[[int, int, str], None] | None = None) -> Suite:
@@ -108,17 +120,22 @@ class _Generator:
         self.stats["seconds"] = round(time.perf_counter() - t0, 3)
         self.stats["tests"] = len(tests)
         coverage = coverage_report(self.spec, self.facts, tests, self.missing, self.open_seen)
-        return Suite(self.spec_name, tuple(tests), coverage, tuple(configs), dict(self.stats))
+        transitions = transition_report(self.pairs, tests)
+        self.stats["transitions_covered"] = sum(bool(t.tests) for t in transitions)
+        return Suite(self.spec_name, tuple(tests), coverage, tuple(configs), dict(self.stats), transitions)
 
     def _config(self, env: dict) -> None:
         sem = semantics_for(self.spec, env)
         ctx = _Ctx(sem, env, config_label(env))
         frontier = [Node(sem.initial_state(), (), ())]
         seen = {frontier[0].state.snapshot()}
+        shallow: list[Node] = []  # states a transition search starts from (room left for two more calls)
         for depth in range(self.options.depth + 1):
             self.stats["states"] += len(frontier)
             for node in frontier:
                 self._probe_state(ctx, node, full=depth <= 2)
+            if depth < self.options.depth:
+                shallow.extend(frontier)
             if depth == self.options.depth:
                 break
             nxt = []
@@ -129,6 +146,7 @@ class _Generator:
                         seen.add(snap)
                         nxt.append(child)
             frontier = nxt
+        self._transitions(ctx, shallow)
         if self.options.bmc_depth > 0:
             self._bmc_fallback(ctx)
 
@@ -161,6 +179,68 @@ class _Generator:
                 self.stats["candidates"] += 1
                 self._consider(ctx, node, call, args, "enumeration")
 
+    # ---- transitions: a call after an earlier call's success that wrote what it reads
+    def _transitions(self, ctx: _Ctx, starts: Sequence[Node]) -> None:
+        """From each state, a writer W succeeds, optionally one more call follows (the one that
+        changes what W wrote, e.g. an unregister), then each later call C that reads it is tried on
+        the addresses W used. The breadth-first search cannot find these: it forgets how a state was
+        reached (register, query, unregister leaves the state malloc left)."""
+        probed: set = set()
+        expanded: set = set()
+        for node in starts:
+            for child in self._successors(ctx, node):
+                writer = child.steps[-1]
+                if writer.call not in self.wanted_after:
+                    continue
+                self._probe_after(ctx, child, writer, probed)
+                key = self._after_key(child, writer)
+                if key in expanded:
+                    continue  # its continuations were searched from another way to the same state
+                expanded.add(key)
+                for grandchild in self._successors(ctx, child):
+                    self._probe_after(ctx, grandchild, writer, probed)
+
+    def _probe_after(self, ctx: _Ctx, node: Node, writer: Step, probed: set) -> None:
+        # The same state after the same write (a different way there) shows the same transitions.
+        key = self._after_key(node, writer)
+        if key in probed:
+            return
+        probed.add(key)
+        for call, wanted in self.wanted_after[writer.call].items():
+            if all((rule, label) in self.covered for (rule, _), label in wanted.items()):
+                continue
+            for args in self.pool.candidates(node, call, False):
+                if not self._related(writer, call, args):
+                    continue
+                self.stats["candidates"] += 1
+                self._consider(ctx, node, call, args, "enumeration", transitions_only=True)
+
+    def _addresses(self, step: Step) -> frozenset[int]:
+        info = self.spec.calls[step.call]
+        types = dict(info.params) | dict(info.outputs)
+        values = {**step.inputs, **step.outputs}
+        return frozenset(v for n, v in values.items() if is_addr(types.get(n)) and type(v) is int and v != 0)
+
+    def _after_key(self, node: Node, writer: Step) -> tuple:
+        return node.state.snapshot(), writer.call, self._addresses(writer)
+
+    def _related(self, writer: Step, call: str, args: Mapping) -> bool:
+        """The later call looks at what the writer wrote: they share an address, or one of them names
+        none (a write of global state, or a call that reads only global state)."""
+        wrote = self._addresses(writer)
+        used = self._addresses(Step(call, dict(args), {}, None))
+        return not wrote or not used or not wrote.isdisjoint(used)
+
+    def _transition_items(self, node: Node, call: str, args: Mapping, outcomes: Sequence[tuple[str, str]]) -> set:
+        """(rule, transition label) for each outcome branch shown after an earlier, related success
+        whose effect writes state the branch reads."""
+        items = set()
+        for w in node.steps:
+            wanted = self.wanted_after.get(w.call, {}).get(call)
+            if wanted and self._related(w, call, args):
+                items |= {(rule, wanted[(rule, branch)]) for rule, branch in outcomes if (rule, branch) in wanted}
+        return items
+
     # ---- one candidate
     def _together(self) -> None:
         """A test for each `fails` rule that never holds alone: the smallest case where it holds with
@@ -178,7 +258,8 @@ class _Generator:
                 self.covered |= items
                 self.kept.append(_Kept(test, items, len(self.kept)))
 
-    def _consider(self, ctx: _Ctx, node: Node, call: str, args: dict, method: str) -> bool:
+    def _consider(self, ctx: _Ctx, node: Node, call: str, args: dict, method: str,
+                  transitions_only: bool = False) -> bool:
         sem = ctx.sem
         al = sem.allowed(node.state, call, args)
         if al.open:
@@ -202,7 +283,8 @@ class _Generator:
             if outputs is None:
                 return False  # success is allowed but no outputs keep the call's promises
         items = self._items(ctx, node, call, args, al, outputs)
-        if items <= self.covered:
+        new = items - self.covered
+        if not new or transitions_only and not any(label.startswith(TRANSITION) for _, label in new):
             return False
         test = self._build(ctx, node, call, args, al, outputs, items, method)
         if test is None:
@@ -220,14 +302,13 @@ class _Generator:
         else:
             main, branch = facts.effect_rule or call, "success"
             reads = facts.all_reads
-        items = {(main, f"{branch} [{cfg}]")}
         holding = {e.rule for e in al.env_errors}
-        for r in holding:
-            items.add((r, f"allowed [{cfg}]"))
-        for r in facts.conditional_may - holding:
-            items.add((r, f"excluded [{cfg}]"))
-        for r in al.broken:
-            items.add((r, f"broken, outcome determinate [{cfg}]"))
+        outcomes = ([(main, branch)] + [(r, "allowed") for r in holding]
+                    + [(r, "excluded") for r in facts.conditional_may - holding]
+                    + [(r, "broken, outcome determinate") for r in al.broken])
+        items = {(r, f"{b} [{cfg}]") for r, b in outcomes}
+        if node.steps:
+            items |= self._transition_items(node, call, args, outcomes)
         if not al.errors:
             for r in facts.ensures:
                 items.add((r, f"checked [{cfg}]"))
@@ -425,7 +506,7 @@ class _Generator:
         for call in self.api_calls:
             facts = self.facts[call]
             for rule, kind in facts.kinds.items():
-                for branch in _branches(kind, rule in facts.conditional_may, facts, rule):
+                for branch in outcome_branches(kind, rule in facts.conditional_may, facts, rule):
                     if (rule, f"{branch} [{ctx.label}]") not in self.covered:
                         wanted.append((call, rule, branch))
         if not wanted:
@@ -518,18 +599,6 @@ def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(),
 
 
 # ---------------------------------------------------------------- targets for the model checker
-
-
-def _branches(kind: str, conditional: bool, facts: CallFacts, rule: str) -> tuple[str, ...]:
-    if kind == "fails":
-        return ("fails",)
-    if kind == "may-fail":
-        return ("allowed", "excluded") if conditional else ("allowed",)
-    if kind == "effect":
-        return ("success",)
-    if kind == "usage" and rule != facts.thread_rule or kind == "requires":
-        return ("broken, outcome determinate",)
-    return ()
 
 
 def _target_formula(gen: _Generator, call: str, rule: str, branch: str):

@@ -157,6 +157,37 @@ class RuleCoverage:
                 "branches": {b: list(t) for b, t in self.branches}, "boundary_items": self.boundaries}
 
 
+TRANSITION = "transition"  # the coverage-item label prefix of a transition: "RULE: transition: W-RULE success -> branch"
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionCoverage:
+    """A history-dependent case: the call `call` showing its outcome branch `branch` of `rule` after an
+    earlier call `writer` ended with `writer_outcome` (its effect rule `writer_rule`) on the same
+    address, where that effect writes state the branch reads. `tests` show it; none: not reached."""
+
+    writer: str
+    writer_rule: str
+    writer_outcome: str
+    call: str
+    rule: str
+    branch: str
+    tests: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return transition_label(self.writer_rule, self.writer_outcome, self.branch)
+
+    def to_json(self) -> dict:
+        return {"writer": self.writer, "writer_rule": self.writer_rule, "writer_outcome": self.writer_outcome,
+                "call": self.call, "rule": self.rule, "branch": self.branch, "covered": bool(self.tests),
+                "tests": list(self.tests)}
+
+
+def transition_label(writer_rule: str, writer_outcome: str, branch: str) -> str:
+    return f"{TRANSITION}: {writer_rule} {writer_outcome} -> {branch}"
+
+
 @dataclass(frozen=True, slots=True)
 class Suite:
     spec: str  # as a trace header names it (a bundled name or a path)
@@ -164,6 +195,7 @@ class Suite:
     coverage: tuple[RuleCoverage, ...]
     configs: tuple[Mapping[str, Any], ...]
     stats: Mapping[str, Any] = field(default_factory=dict)
+    transitions: tuple[TransitionCoverage, ...] = ()
 
     def test(self, name: str) -> ConformanceTest:
         for t in self.tests:

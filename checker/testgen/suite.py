@@ -8,7 +8,9 @@ the test, its rule and how it was found; each API call carries an `expect` objec
      "tests": [{"name": "ACL-REG-OVERLAP-1", "file": "ACL-REG-OVERLAP-1.jsonl", "rule": ..., "env": ...,
                 "method": "enumeration", "description": ..., "covers": [...]}, ...],
      "coverage": [{"rule": ..., "kind": ..., "call": ..., "status": ..., "note": ...,
-                   "branches": {"fails [product=AtlasA2, ...]": ["ACL-REG-OVERLAP-1", ...]}, ...}, ...]}
+                   "branches": {"fails [product=AtlasA2, ...]": ["ACL-REG-OVERLAP-1", ...]}, ...}, ...],
+     "transitions": [{"writer": ..., "writer_rule": ..., "writer_outcome": "success", "call": ..., "rule": ...,
+                      "branch": "fails", "covered": true, "tests": [...]}, ...]}
 
 Every trace file is complete on its own: `regcheck replay` and `regcheck execute` accept it, and
 `read_suite` rebuilds the tests from the trace files (the index only orders them and carries the
@@ -19,6 +21,7 @@ reader's T07xx for a test file.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -28,9 +31,9 @@ from ..language.diagnostics import RegcheckError, error
 from ..language.files import make_directory, write_output
 from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader
-from ..trace.reader import read_trace, read_trace_text
+from ..trace.reader import header_spec_ref, read_trace, read_trace_text
 from ..trace.writer import write_trace
-from .model import ConformanceTest, Expectation, RuleCoverage, Suite
+from .model import ConformanceTest, Expectation, RuleCoverage, Suite, TransitionCoverage
 
 SUITE_VERSION = 1
 INDEX = "suite.json"
@@ -74,7 +77,8 @@ def write_suite(directory: str | os.PathLike, suite: Suite) -> list[str]:
         entries.append({"name": t.name, "file": path.name, "rule": t.rule, "env": dict(t.env), "method": t.method,
                         "description": t.description, "covers": list(t.covers)})
     index = {"regcheck_suite": SUITE_VERSION, "spec": suite.spec, "configs": [dict(c) for c in suite.configs],
-             "stats": dict(suite.stats), "tests": entries, "coverage": [c.to_json() for c in suite.coverage]}
+             "stats": dict(suite.stats), "tests": entries, "coverage": [c.to_json() for c in suite.coverage],
+             "transitions": [t.to_json() for t in suite.transitions]}
     write_output(root / INDEX, orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
     written.append(str(root / INDEX))
     return written
@@ -102,10 +106,20 @@ def read_suite(directory: str | os.PathLike) -> Suite:
                                        Span(str(index_path), 1, 1))])
         path = root / entry["file"]
         header, events = read_trace(path)
+        # A spec named by a relative path is beside the trace, as for `regcheck replay`.
+        header = replace(header, spec=header_spec_ref(header, path))
         tests.append(load_test(header, events, entry.get("name")))
     coverage = tuple(_coverage_from_json(c) for c in index.get("coverage", ()) if isinstance(c, dict))
-    return Suite(str(index.get("spec", "")), tuple(tests), coverage, tuple(index.get("configs", ())),
-                 dict(index.get("stats", {})))
+    transitions = tuple(_transition_from_json(t) for t in index.get("transitions", ()) if isinstance(t, dict))
+    spec = header_spec_ref(TraceHeader(str(index.get("spec", ""))), index_path)  # the index's spec: likewise
+    return Suite(spec, tuple(tests), coverage, tuple(index.get("configs", ())),
+                 dict(index.get("stats", {})), transitions)
+
+
+def _transition_from_json(obj: dict) -> TransitionCoverage:
+    return TransitionCoverage(str(obj.get("writer")), str(obj.get("writer_rule")), str(obj.get("writer_outcome")),
+                              str(obj.get("call")), str(obj.get("rule")), str(obj.get("branch")),
+                              tuple(str(t) for t in obj.get("tests") or ()))
 
 
 def _coverage_from_json(obj: dict) -> RuleCoverage:

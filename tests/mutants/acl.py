@@ -10,7 +10,7 @@ __all__ = [
     "OverlapEndpointsOnly", "AdjacentRejected", "OverlapWrongCode", "RejectedRegistrationLeavesEntry",
     "UnregisterKeepsLock", "PinnedDoesNotPin", "DevicePointerForPinnedOnly", "ZeroSizeRegistered",
     "UnregisterWrongCode", "ProductCheckMissing", "UnregisterKeepsEntry", "MallocHostNotLocked",
-    "DevicePointerIgnoresFlag", "RegistrationTableOfThree",
+    "DevicePointerIgnoresFlag", "RegistrationTableOfThree", "StaleDevicePointerAfterUnregister",
 ]
 
 REGISTER, UNREGISTER, GETDEV = "aclrtHostRegisterV2", "aclrtHostUnregister", "aclrtHostGetDevicePointer"
@@ -188,4 +188,23 @@ class RegistrationTableOfThree(ReferenceDriver):
             self._order = [p for p in self._order if p in regs] + [args["ptr"]]
             if len(self._order) > 3:
                 del regs[self._order.pop(0)]
+        return result
+
+
+class StaleDevicePointerAfterUnregister(ReferenceDriver):
+    """aclrtHostGetDevicePointer keeps a cache of the device addresses it answered and does not drop
+    an entry on aclrtHostUnregister, so querying an unregistered pointer still succeeds with the old
+    device address. It needs register, query, unregister, query: a transition test. Caught by
+    ACL-GETDEV-UNMAPPED (the pointer is no longer registered)."""
+
+    def start(self, spec, env):
+        super().start(spec, env)
+        self._answered: dict[int, int] = {}
+
+    def call(self, name, args):
+        result = super().call(name, args)
+        if name == GETDEV and result.ret == 0:
+            self._answered[args["pHost"]] = result.out["pDevice"]
+        elif name == GETDEV and args["flag"] == 0 and args["pHost"] in self._answered:
+            return Result(0, {"pDevice": self._answered[args["pHost"]]})
         return result
