@@ -212,6 +212,7 @@ class Replayer:
         self._remember = _remembering(self.created, self.removed, self.state.journal)
         self.recent: dict[str, deque] = {}
         self._rule_tables: dict[str, frozenset[str]] = {}
+        self._citations: dict[str, Citation | None] = {}
         self.success = sem.success
         self.status_type = self.spec.status_type
         self.status_names = status_names(self.spec)
@@ -415,13 +416,18 @@ class Replayer:
         return cached
 
     def _citation(self, rule: str) -> Citation | None:
-        # A title and a link the user can follow, not the spec's location: most of the bundled
-        # specs' documents are research notes the user does not have (docs/sources.md says so).
+        """The document a rule cites (cached per rule, as `_tables_of_rule`): a title and a link the
+        user can follow, not the spec's location, since most of the bundled specs' documents are
+        research notes the user does not have (docs/sources.md says so)."""
+        if rule in self._citations:
+            return self._citations[rule]
         info = self.spec.rules.get(rule)
-        if info is None or not (info.source and info.cite):
-            return None
-        link = document_where(info.source, bundled_spec_name(info.span.path))
-        return Citation(info.source.title, link, info.cite.clause)
+        cited = None
+        if info is not None and info.source and info.cite:
+            link = document_where(info.source, bundled_spec_name(info.span.path))
+            cited = Citation(info.source.title, link, info.cite.clause)
+        self._citations[rule] = cited
+        return cited
 
     def _cite_note(self, rule: str, cited: Citation | None) -> tuple[str, ...]:
         info = self.spec.rules.get(rule)

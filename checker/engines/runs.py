@@ -8,8 +8,6 @@ trace file (format v1) that `regcheck replay` reads.
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -18,7 +16,7 @@ from ..model.outcomes import Allowed, EvalError
 from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent, TraceHeader
-from ..trace.reader import spec_ref_for_output
+from ..trace.reader import header_written_to
 from ..trace.writer import write_trace
 
 
@@ -59,11 +57,7 @@ class Run:
         """Write as a trace file (format v1) that `regcheck replay` reads. Written to a path, the
         header names a spec file given by a relative path relative to the trace's directory, so the
         trace replays from anywhere."""
-        header = self.header(checked)
-        if isinstance(target, (str, os.PathLike)):
-            relative = not os.path.isabs(header.spec)  # an absolute path as the user gave it stays absolute
-            header = dataclasses.replace(header, spec=spec_ref_for_output(header.spec, target, relative))
-        return write_trace(target, header, self.events(checked))
+        return write_trace(target, header_written_to(self.header(checked), target), self.events(checked))
 
     def describe(self, checked: CheckedSpec) -> list[str]:
         lines = []

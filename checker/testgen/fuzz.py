@@ -28,8 +28,6 @@ conformance test with the spec's expectation at each step, printable as a pytest
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -44,7 +42,7 @@ from ..language.analysis import identifier, memory_shape
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
 from ..trace.events import TraceEvent, TraceHeader
-from ..trace.reader import spec_ref_for_output
+from ..trace.reader import header_written_to
 from ..trace.writer import format_trace
 from .configs import configurations
 from .conform import DriverRaised, ObservedDriver, factory_name
@@ -84,9 +82,7 @@ class FuzzFailure:
     def trace_text(self, path: str | None = None) -> str:
         """The failing run as a trace; written to `path`, its header names a spec file given by a
         relative path relative to the trace's directory (as `Run.write` does)."""
-        header = self.header()
-        if path is not None and not os.path.isabs(header.spec):
-            header = dataclasses.replace(header, spec=spec_ref_for_output(header.spec, path))
+        header = self.header() if path is None else header_written_to(self.header(), path)
         return format_trace(header, self.events).decode("utf-8")
 
     def pytest_function(self, driver: str) -> str:

@@ -464,17 +464,23 @@ class _Generator:
     def _stable(self, ctx: _Ctx, steps: Sequence[Step]) -> bool:
         """The outcome of every step stays the same when the allocations are laid out otherwise."""
         sem = ctx.sem
-        allocs = [(s.outputs[a.output], s.inputs[a.size_param]) for s in steps
-                  for a in [self.pool.allocators.get(s.call)] if a is not None and a.output in s.outputs]
         reference = signatures(sem, steps)
         if reference is None:
             return False
-        for layout in layouts(allocs):
-            moved = [Step(s.call, self._move(s.call, s.inputs, layout, "params"),
-                          self._move(s.call, s.outputs, layout, "outputs"), s.status) for s in steps]
-            if signatures(sem, moved) != reference:
+        for layout in layouts(self._allocations(steps)):
+            if signatures(sem, [self._moved(s, layout) for s in steps]) != reference:
                 return False
         return True
+
+    def _allocations(self, steps: Sequence[Step]) -> list[tuple[int, int]]:
+        """(address, size) of each allocation the steps make, in order."""
+        return [(s.outputs[a.output], s.inputs[a.size_param]) for s in steps
+                for a in [self.pool.allocators.get(s.call)] if a is not None and a.output in s.outputs]
+
+    def _moved(self, s: Step, layout: Callable[[int], int]) -> Step:
+        """The step with every address argument and output moved by `layout`."""
+        return Step(s.call, self._move(s.call, s.inputs, layout, "params"),
+                    self._move(s.call, s.outputs, layout, "outputs"), s.status)
 
     def _move(self, call: str, values: Mapping, layout: Callable[[int], int], which: str) -> dict:
         info = self.spec.calls[call]
@@ -558,8 +564,7 @@ class _Generator:
         no real allocator puts them and where the executor cannot relocate them (a device allocation
         is relocated by its page offset): allocation k moves to a page-aligned base, ALLOC_STRIDE apart,
         as in enumeration, and every address inside it with it. `_consider` then checks the outcome does not depend on it."""
-        allocs = [(s.outputs[a.output], s.inputs[a.size_param]) for s in steps
-                  for a in [self.pool.allocators.get(s.call)] if a is not None and a.output in s.outputs]
+        allocs = self._allocations(steps)
         if not allocs:
             return steps, final
         bases, at = [], ALLOC_STRIDE
@@ -569,9 +574,7 @@ class _Generator:
         if at >= U64:
             return steps, final
         layout = mover(allocs, bases)
-        move = lambda s: Step(s.call, self._move(s.call, s.inputs, layout, "params"),
-                              self._move(s.call, s.outputs, layout, "outputs"), s.status)
-        return [move(s) for s in steps], move(final)
+        return [self._moved(s, layout) for s in steps], self._moved(final, layout)
 
     # ---- names
     def _named(self) -> list[ConformanceTest]:

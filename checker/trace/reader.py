@@ -3,6 +3,7 @@ line)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 from typing import BinaryIO, Iterable, Iterator
@@ -126,6 +127,16 @@ def spec_ref_for_output(spec_ref: str, output: str | os.PathLike[str], relative:
     if not relative:
         return os.path.abspath(spec_ref)
     return os.path.relpath(os.path.abspath(spec_ref), os.path.dirname(os.path.abspath(where)))
+
+
+def header_written_to(header: TraceHeader, target) -> TraceHeader:
+    """The header a trace written to `target` carries: written to a path, a spec file given by a
+    relative path is named relative to the trace's directory (`spec_ref_for_output`), so the trace
+    replays from anywhere; an absolute path, a bundled name or a stream target keep the name as is."""
+    if not isinstance(target, (str, os.PathLike)):
+        return header
+    relative = not os.path.isabs(header.spec)  # an absolute path as the user gave it stays absolute
+    return dataclasses.replace(header, spec=spec_ref_for_output(header.spec, target, relative))
 
 
 def read_trace_lines(lines: Iterable[bytes | str], path: str = "<memory>") -> tuple[TraceHeader, "EventStream"]:
