@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -295,6 +296,27 @@ def test_project_spec_path(tmp_path, monkeypatch):
     assert resolve_spec("acl", load_project_config().spec_path) == "acl"
     code, out, _ = run_cli("check", "mine")
     assert code == 0 and "ok: spec cupva" in out
+
+
+def test_project_spec_path_finds_a_spec_named_in_a_trace_header(tmp_path, monkeypatch):
+    # The header names the spec as the command line would; -j workers find it too (they inherit the path).
+    from checker.language.load import SPEC_PATH_VARIABLE
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "mine.spec").write_text((ROOT / "spec" / "cupva.spec").read_text())
+    write_pyproject(tmp_path, 'spec_path = ["specs"]')
+    (tmp_path / "t.jsonl").write_text(json.dumps({"regcheck": 1, "spec": "mine"}) + "\n"
+                                      + json.dumps({"call": "malloc", "args": {"size": 64}, "out": {"ptr": 4096}}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(SPEC_PATH_VARIABLE, raising=False)
+    code, out, err = run_cli("replay", "t.jsonl", "t.jsonl", "-j", "2")
+    assert code == 0, err
+    assert "2 traces: 2 conform, 0 violate" in out
+    assert SPEC_PATH_VARIABLE not in os.environ  # the run put the variable back as it found it
+    from checker.cli import config
+    assert config.SPEC_PATH_VARIABLE == SPEC_PATH_VARIABLE  # the CLI's copy of the name (it skips the loader)
+    (tmp_path / "pyproject.toml").unlink()
+    code, _, err = run_cli("replay", "t.jsonl")
+    assert code == 2 and "unknown spec 'mine'" in err  # without the project's path the name is unknown
 
 
 def test_project_env_defaults_and_the_command_line_wins(tmp_path, monkeypatch):

@@ -385,12 +385,12 @@ def test_bundled_spec_name_is_not_shadowed_by_the_current_directory(tmp_path, mo
     (tmp_path / "acl").mkdir()
     (tmp_path / "acl" / "run.jsonl").write_text(json.dumps(ACL) + "\n" + json.dumps(malloc()) + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    from checker.language.load import load_spec
-    load_spec.cache_clear()
+    from checker.language.load import clear_spec_cache
+    clear_spec_cache()
     try:
         assert run("acl/run.jsonl")[0] == 0
     finally:
-        load_spec.cache_clear()
+        clear_spec_cache()
 
 
 # ---- which line made each entry: the C `remember` is the Python one

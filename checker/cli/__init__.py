@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence, TextIO
 
 from ..language.diagnostics import RegcheckError
 from .common import EXIT_INPUT, EXIT_INTERNAL, Output, add_spec_limits, print_input_error, use_colour
-from .config import ProjectConfig, env_items, load_project_config, resolve_spec
+from .config import (SPEC_PATH_VARIABLE, ProjectConfig, env_items, export_spec_path, load_project_config, resolve_spec,
+                     restore_spec_path)
 
 # Subcommand modules, in the order `regcheck --help` lists them; a module that is absent is skipped.
 COMMAND_MODULES = ("check", "rules", "replay", "record", "shrink", "prove", "simulate", "execute", "generate",
@@ -112,6 +114,7 @@ def apply_project(args, config: ProjectConfig) -> None:
     """Spec names looked up on the project's spec_path, and its env defaults (those of parameters the
     command's spec has) before the command line's --env, so that the command line's win."""
     if config.spec_path:
+        export_spec_path(config.spec_path)
         for name in ("spec", "specs"):
             value = getattr(args, name, None)
             if isinstance(value, str):
@@ -167,6 +170,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
     set_max_line_bytes(getattr(args, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES)  # per run, also in-process
     set_spec_limits(args.max_spec_bytes, args.max_spec_nesting)
+    saved_spec_path = os.environ.get(SPEC_PATH_VARIABLE)
     try:
         apply_project(args, config)
         return int(args.run(args, out))
@@ -181,6 +185,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     finally:
         set_max_line_bytes(DEFAULT_MAX_LINE_BYTES)
         set_spec_limits()
+        restore_spec_path(saved_spec_path)
 
 
 def entry() -> None:

@@ -6,7 +6,8 @@
     format = "json"                         # default --format (where the command offers it)
 
 The file is found by walking up from the current directory; relative `spec_path` entries are taken
-from the directory that holds it. Command-line flags always win. A table that is not TOML, or
+from the directory that holds it. `spec_path` also becomes $REGCHECK_SPEC_PATH for the run, the
+loader's search path, so a spec named in a trace header is found the same way. Command-line flags always win. A table that is not TOML, or
 keys of the wrong type, are error E0614 (exit 2).
 """
 
@@ -81,15 +82,25 @@ def env_items(env: dict[str, Any]) -> list[str]:
 
 
 def resolve_spec(name: str, spec_path: tuple[str, ...]) -> str:
-    """`name` as given when it is a file or a bundled spec; else NAME or NAME.spec in the first
-    `spec_path` directory that has it; else `name` unchanged (the loader reports it)."""
-    from ..language.load import bundled_spec_names  # here: the loader brings the parser, which --version skips
+    """`name` looked up on `spec_path` by the loader's one rule (language.load.find_on_spec_path)."""
+    from ..language.load import find_on_spec_path  # here: the loader brings the parser, which --version skips
 
-    if not spec_path or os.path.exists(name) or name in bundled_spec_names():
-        return name
-    for folder in spec_path:
-        for candidate in (name, f"{name}.spec"):
-            path = os.path.join(folder, candidate)
-            if os.path.isfile(path):
-                return path
-    return name
+    return find_on_spec_path(name, spec_path)
+
+
+SPEC_PATH_VARIABLE = "REGCHECK_SPEC_PATH"  # language.load's; named here so that --version skips the loader
+
+
+def export_spec_path(spec_path: tuple[str, ...]) -> None:
+    """Make the project's spec_path the loader's search path for this process and its workers, ahead
+    of any the user set, so that a spec named in a trace header is found as the command line's is."""
+    earlier = os.environ.get(SPEC_PATH_VARIABLE)
+    os.environ[SPEC_PATH_VARIABLE] = os.pathsep.join(spec_path + ((earlier,) if earlier else ()))
+
+
+def restore_spec_path(saved: str | None) -> None:
+    """Undo export_spec_path when a run ends (main also runs in-process, from tests and the plugin)."""
+    if saved is None:
+        os.environ.pop(SPEC_PATH_VARIABLE, None)
+    else:
+        os.environ[SPEC_PATH_VARIABLE] = saved

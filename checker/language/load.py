@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
@@ -29,6 +30,31 @@ def bundled_spec_names() -> tuple[str, ...]:
     return tuple(sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".spec")))
 
 
+# Directories searched for a spec given by a bare name that is neither bundled nor a file here:
+# os.pathsep-separated, as PATH is. The CLI sets it from `[tool.regcheck] spec_path`, so a trace
+# header's name is found as the command line's is, in -j worker processes too (they inherit it).
+SPEC_PATH_VARIABLE = "REGCHECK_SPEC_PATH"
+
+
+def spec_path_dirs() -> tuple[str, ...]:
+    return tuple(d for d in os.environ.get(SPEC_PATH_VARIABLE, "").split(os.pathsep) if d)
+
+
+def find_on_spec_path(name: str, dirs: tuple[str, ...] | None = None) -> str:
+    """`name` as given when it is a path, a file here or a bundled spec; else NAME or NAME.spec in
+    the first of `dirs` (default: $REGCHECK_SPEC_PATH) that has it; else `name` unchanged (reading
+    it then reports it)."""
+    dirs = spec_path_dirs() if dirs is None else dirs
+    if not dirs or "/" in name or _exists(Path(name)) or name in _bundled_name_set():
+        return name
+    for folder in dirs:
+        for candidate in (name, f"{name}.spec"):
+            path = os.path.join(folder, candidate)
+            if _is_file(Path(path)):
+                return path
+    return name
+
+
 MAX_SPEC_BYTES = 1 << 20  # 1 MiB: the bundled specs are about 15 KB; a larger file is E0604
 
 
@@ -50,6 +76,7 @@ def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceF
     """A bundled spec name or a path; E0601 when neither exists (or the path is not a regular
     file), E0602 when it is not UTF-8, E0604 when it is larger than `max_bytes` (MAX_SPEC_BYTES)."""
     limit = _limits["bytes"] if max_bytes is None else max_bytes
+    name_or_path = find_on_spec_path(name_or_path)
     path = Path(name_or_path)
     bundled = ("/" not in name_or_path and path.suffix != ".spec"
                and _is_file(_spec_dir().joinpath(f"{name_or_path}.spec")))
@@ -89,7 +116,7 @@ def set_spec_limits(max_bytes: int | None = None, max_nesting: int | None = None
     limits = {"bytes": max_bytes or MAX_SPEC_BYTES, "nesting": max_nesting or MAX_NESTING}
     if limits != _limits:
         _limits.update(limits)
-        load_spec.cache_clear()  # a spec read under other limits is read again
+        clear_spec_cache()  # a spec read under other limits is read again
 
 
 def check_source(src: SourceFile) -> CheckedSpec:
@@ -135,10 +162,20 @@ def _deepest(root) -> tuple[int, Span]:
     return best, where
 
 
-@lru_cache(maxsize=16)
 def load_spec(name_or_path: str) -> CheckedSpec:
-    """Parse and check a spec (cached per name/path for the process)."""
+    """Parse and check a spec (cached per name/path for the process; a bare name is looked up on
+    the spec path first, so the cache never serves a spec the search path no longer finds)."""
+    return _load_found(find_on_spec_path(name_or_path))
+
+
+@lru_cache(maxsize=16)
+def _load_found(name_or_path: str) -> CheckedSpec:
     return check_source(read_spec_source(name_or_path))
+
+
+def clear_spec_cache() -> None:
+    """Forget every spec read so far (after its file changed, or under other limits)."""
+    _load_found.cache_clear()
 
 
 # How a spec's documents are named to a user (SARIF help, replay's notes). A bundled spec's
