@@ -97,6 +97,20 @@ def test_cli_writes_the_page(tmp_path):
     assert data == json.loads(json.dumps(timeline_data(build_timeline(trace))).replace("</", "<\\/"))
 
 
+def test_cli_timeline_of_standard_input(tmp_path):
+    # A pipe is read once; the replay and the timeline both see the whole trace, named "-".
+    import sys
+    out = tmp_path / "t.html"
+    trace = sample(tmp_path)
+    piped = subprocess.run(f"cat {trace} | {sys.executable} -m checker replay --timeline {out} -", shell=True,
+                           capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 1, piped.stderr
+    assert piped.stdout.startswith("-:") and "ACL-FREE-REGISTERED" in piped.stdout
+    data = json.loads(re.search(r'id="timeline-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    from_file = timeline_data(build_timeline(trace))
+    assert len(data["events"]) == len(from_file["events"]) and data["bars"] == from_file["bars"]
+
+
 def test_cli_timeline_takes_one_trace(tmp_path):
     trace = sample(tmp_path)
     err = io.StringIO()

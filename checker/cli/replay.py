@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import stat
+import tempfile
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 
 from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
@@ -98,10 +101,31 @@ def run(args, out) -> int:
     if args.timeline and len(args.traces) != 1:
         out.err(f"regcheck replay: error: --timeline draws one trace, but {len(args.traces)} were given")
         return EXIT_INPUT
-    if args.timeline and args.traces[0] == "-":
-        # The timeline reads its trace a second time, and standard input can be read only once.
-        out.err("regcheck replay: error: --timeline needs a trace file, not standard input (-)")
-        return EXIT_INPUT
+    # The timeline reads its trace a second time, and a pipe can be read only once.
+    with rereadable_stdin() if args.timeline and args.traces[0] == "-" else nullcontext(lambda: None) as rewind:
+        return _run(args, out, rewind)
+
+
+@contextmanager
+def rereadable_stdin():
+    """Standard input copied into an unnamed temporary file that takes its place as descriptor 0, so
+    that the replay and the timeline each read "-" from its start (call the value to rewind); the
+    real standard input is put back afterwards."""
+    saved = os.dup(0)
+    try:
+        with tempfile.TemporaryFile(prefix="regcheck-stdin-") as spool:
+            with os.fdopen(os.dup(saved), "rb") as source:
+                shutil.copyfileobj(source, spool, 1 << 20)
+            spool.flush()
+            os.dup2(spool.fileno(), 0)
+            yield lambda: os.lseek(0, 0, os.SEEK_SET)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
+def _run(args, out, rewind) -> int:
+    rewind()
     many = len(args.traces) > 1
     if not many and args.dask is None and is_terminal(out.stderr):
         outcomes = [_replay_with_progress(args.traces[0], args.spec, args.max_findings, out.stderr)]
@@ -117,6 +141,7 @@ def run(args, out) -> int:
     violated = any(r.verdict == "violates" for r in reports)
     code = EXIT_INPUT if errors else (EXIT_FINDINGS if violated and not args.exit_zero else EXIT_OK)
     if args.timeline and reports:
+        rewind()
         _write_timeline(args.traces[0], args.spec, args.timeline)
     if args.format == "sarif":
         out.json(sarif_report(corpus))
