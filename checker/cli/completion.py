@@ -1,14 +1,16 @@
 """`regcheck completion bash|zsh`: a shell completion script, generated from the argparse parser.
 
     eval "$(regcheck completion bash)"      # in ~/.bashrc
-    eval "$(regcheck completion zsh)"       # in ~/.zshrc (uses zsh's bashcompinit)
+    eval "$(regcheck completion zsh)"       # in ~/.zshrc (after compinit, or it loads compinit)
 
 The script completes subcommand names, each subcommand's options, the values of options with a
-fixed set of choices (--format, --kind, ...), and file names everywhere else.
+fixed set of choices (--format, --kind, ...), and file names everywhere else. The zsh script is
+zsh's own `_arguments` completion, so options and commands are listed with their help text.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from .common import EXIT_OK
@@ -92,10 +94,74 @@ def bash_script(root) -> str:
     return "\n".join(lines)
 
 
+def _zsh_text(text: str | None, width: int = 60) -> str:
+    """The first clause of a help text, as it may stand inside a single-quoted `_arguments` spec's
+    [...] or a `_describe` entry (no quotes, brackets, colons or expansions), cut at a word."""
+    first = re.split(r"(?<!e\.g)\. |; |: | \(| - ", " ".join((text or "").split()), maxsplit=1)[0].rstrip(".")
+    if len(first) > width:
+        first = first[:width].rsplit(" ", 1)[0] + "..."
+    return re.sub(r"[\\'\[\]:$`\"]", "", first)
+
+
+def _zsh_action(action) -> str:
+    """The `:message:action` tail of an option or positional: its choices, else file names."""
+    name = (action.metavar or action.dest or "value").lower().replace(":", "")
+    if action.choices:
+        return f":{name}:({' '.join(shlex.quote(str(c)) for c in action.choices)})"
+    if action.type not in (None, str) or name in ("address", "key=value", "rule-id", "key"):
+        return f":{name}: "  # a number, an address or a name: nothing to offer
+    return f":{name}:_files"
+
+
+def _zsh_option_specs(parser) -> list[str]:
+    specs = []
+    for a in parser.arguments:
+        if not a.option_strings:
+            continue
+        takes_value = a.nargs != 0
+        repeated = "*" if type(a).__name__ in ("_AppendAction", "_CountAction") else ""
+        names = a.option_strings
+        head = (f"'({' '.join(names)})'{{{','.join(names)}}}" if len(names) > 1 and not repeated
+                else f"'{repeated}'{{{','.join(names)}}}" if len(names) > 1 else f"'{repeated}{names[0]}")
+        body = f"[{_zsh_text(a.help)}]" + (_zsh_action(a) if takes_value else "")
+        specs.append(f"{head}'{body}'" if head.endswith("}") else f"{head}{body}'")
+    return specs
+
+
+def _zsh_positional_specs(parser) -> list[str]:
+    out = []
+    for position, a in enumerate((a for a in parser.arguments if not a.option_strings), start=1):
+        many = a.nargs in ("*", "+", "...") or a.nargs == "A..."
+        out.append(f"'{'*' if many else position}{_zsh_action(a)}'")
+    return out
+
+
 def zsh_script(root) -> str:
-    return ("# regcheck completion for zsh (regcheck completion zsh): the bash completion, through bashcompinit\n"
-            "autoload -U +X compinit && compinit\n"
-            "autoload -U +X bashcompinit && bashcompinit\n" + bash_script(root))
+    lines = ["#compdef regcheck",
+             "# regcheck completion for zsh, generated from its argument parser (regcheck completion zsh)",
+             "_regcheck() {",
+             '    local curcontext="$curcontext" state line',
+             "    typeset -A opt_args",
+             "    _arguments -C \\"]
+    lines += [f"        {spec} \\" for spec in _zsh_option_specs(root)]
+    lines += ["        '1:command:->command' \\", "        '*::argument:->argument'",
+              "    case $state in", "        command)", "            local -a commands",
+              "            commands=("]
+    lines += [f"                '{name}:{_zsh_text(p.description)}'" for name, p in root.commands.items()]
+    lines += ["            )", "            _describe -t commands 'regcheck command' commands ;;",
+              "        argument)", '            curcontext="${curcontext%:*:*}:regcheck-$line[1]:"',
+              "            case $line[1] in"]
+    for name, parser in root.commands.items():
+        specs = _zsh_option_specs(parser) + _zsh_positional_specs(parser)
+        lines.append(f"                {name})")
+        lines.append("                    _arguments \\")
+        lines += [f"                        {spec} \\" for spec in specs[:-1]]
+        lines.append(f"                        {specs[-1]} ;;" if specs else "                        ;;")
+    lines += ["            esac ;;", "    esac", "}", "",
+              "# Loaded by eval from ~/.zshrc, not from $fpath: register the function ourselves.",
+              "(( $+functions[compdef] )) || { autoload -U compinit && compinit }",
+              "compdef _regcheck regcheck", ""]
+    return "\n".join(lines)
 
 
 def completion_script(root, shell: str) -> str:

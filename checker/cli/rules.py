@@ -17,7 +17,8 @@ def register(sub) -> None:
                    help=f"only rules of this kind ({', '.join(_KIND_MEANING)})")
     add_format(p)
     p.set_defaults(run=run_rules)
-    e = sub.add_parser("explain", help="explain one rule ID: its clause, kind and document citation")
+    e = sub.add_parser("explain", help="explain one rule ID: its clause, kind and document citation",
+                       description="Explain one rule ID: its clause, its kind and the document it cites.")
     e.add_argument("rule", metavar="RULE-ID", help="a rule ID, as replay and check print it")
     e.add_argument("--spec", action="append", metavar="SPEC",
                    help="a spec to search (repeatable; default: all bundled specs)")
