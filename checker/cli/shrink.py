@@ -39,6 +39,6 @@ def run(args, out) -> int:
         out.json({"trace": args.trace, "output": args.output, "rule": t.rule, "kind": t.kind,
                   "original_events": result.original, "events": len(result.events), "tests": result.tests})
     else:
-        out.out(f"{args.trace}: first finding {t.kind}[{t.rule}] at line {t.line}")
+        out.out(f"{args.trace}: first finding {out.paint(t.kind, t.kind)}[{out.paint(t.rule, 'rule')}] at line {t.line}")
         out.out(f"shrunk {result.original} events to {len(result.events)} ({result.tests} replays); wrote {args.output}")
     return EXIT_OK
