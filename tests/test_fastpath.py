@@ -149,7 +149,22 @@ EDGES = [
     ("plain", {}, True),
     ("unknown field", {"bogus": 1}, False),
     ("null field", {"tid": None}, False),
-    ("expect", {"expect": {"rule": "ACL-REG-EFFECT", "outcome": "success"}}, False),
+    ("expect", {"expect": {"rule": "ACL-REG-EFFECT", "outcome": "success"}}, True),
+    ("expect, outcome first", {"expect": {"outcome": "success", "rule": "ACL-REG-EFFECT"}}, True),
+    ("expect failure codes on a success", {"expect": {"rule": "R", "outcome": "failure", "codes": [107000, "0x1", "X"]}},
+     True),  # replay checks `expect` and ignores it: conform judges it
+    ("expect except", {"expect": {"rule": "R", "outcome": "failure", "except": [0]}}, True),
+    ("expect codes with success", {"expect": {"rule": "R", "outcome": "success", "codes": [1]}}, False),
+    ("expect codes and except", {"expect": {"rule": "R", "outcome": "failure", "codes": [1], "except": [2]}}, False),
+    ("expect malformed integer", {"expect": {"rule": "R", "outcome": "failure", "codes": ["12"]}}, False),
+    ("expect integer below int64", {"expect": {"rule": "R", "outcome": "failure", "codes": ["-0x8000000000000001"]}},
+     False),
+    ("expect bool code", {"expect": {"rule": "R", "outcome": "failure", "codes": [True]}}, False),
+    ("expect unknown key", {"expect": {"rule": "R", "outcome": "success", "why": 1}}, False),
+    ("expect empty rule", {"expect": {"rule": "", "outcome": "success"}}, False),
+    ("expect other outcome", {"expect": {"rule": "R", "outcome": "maybe"}}, False),
+    ("expect no rule", {"expect": {"outcome": "success"}}, False),
+    ("expect not an object", {"expect": ["R"]}, False),
     ("t1 without t0", {"t0": None}, False),
     ("t1 before t0", {"t0": 20}, False),
     ("negative t0", {"t0": -1, "t1": 2}, False),
@@ -157,8 +172,25 @@ EDGES = [
     ("bool tid", {"tid": True}, False),
     ("string tid", {"tid": "main"}, True),
     ("no timestamps", {"tid": None, "t0": None, "t1": None}, True),
-    ("hex pointer", {"args": {"ptr": "0x10000", "size": 8192, "flag": 2}}, False),
-    ("flag names", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPED"]}}, False),
+    ("hex pointer", {"args": {"ptr": "0x10000", "size": 8192, "flag": 2}}, True),
+    ("hex, upper case and leading zeros", {"args": {"ptr": "0X000000000000000010000", "size": "0x2000", "flag": "0x2"}},
+     True),
+    ("hex beyond int64", {"args": {"ptr": "0x8000000000000000", "size": 8192, "flag": 2}}, False),  # valid; general
+    ("hex of 17 digits", {"args": {"ptr": "0x10000000000010000", "size": 8192, "flag": 2}}, False),  # T0706
+    ("negative hex", {"args": {"ptr": "-0x10000", "size": 8192, "flag": 2}}, False),
+    ("hex not hex", {"args": {"ptr": "0x1000g", "size": 8192, "flag": 2}}, False),
+    ("decimal string", {"args": {"ptr": "65536", "size": 8192, "flag": 2}}, False),
+    ("empty string", {"args": {"ptr": "", "size": 8192, "flag": 2}}, False),
+    ("hex flag too big", {"args": {"ptr": 65536, "size": 8192, "flag": "0x100000000"}}, False),
+    ("flag names", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPED"]}}, True),
+    ("one flag name", {"args": {"ptr": 65536, "size": 8192, "flag": "ACL_HOST_REG_MAPPED"}}, True),
+    ("two flag names", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPED", "ACL_HOST_REG_PINNED"]}},
+     True),
+    ("a flag name twice", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPED"] * 2}}, True),
+    ("unknown flag name", {"args": {"ptr": 65536, "size": 8192, "flag": ["ACL_HOST_REG_MAPPD"]}}, False),
+    ("a flag name for a size", {"args": {"ptr": 65536, "size": "ACL_HOST_REG_MAPPED", "flag": 2}}, False),
+    ("an integer in the flag list", {"args": {"ptr": 65536, "size": 8192, "flag": [2]}}, False),
+    ("no flag names", {"args": {"ptr": 65536, "size": 8192, "flag": []}}, False),  # flag 0: ACL-REG-FLAG-ZERO
     ("flag too big", {"args": {"ptr": 65536, "size": 8192, "flag": 2**32}}, False),
     ("pointer beyond int64", {"args": {"ptr": 2**63, "size": 8192, "flag": 2}}, False),  # valid; general path
     ("timestamp beyond int64", {"t0": 1, "t1": 2**63}, False),
@@ -176,15 +208,16 @@ EDGES = [
 ]
 
 
+@pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("name, change, fast", EDGES, ids=[e[0] for e in EDGES])
-def test_one_line_at_the_edge(name, change, fast, monkeypatch):
+def test_one_line_at_the_edge(name, change, fast, mode, monkeypatch):
     ev = {**REGISTER, **change}
     drop = {k for k, v in change.items() if v is None and k != "tid"} | ({"tid"} if name == "no timestamps" else set())
     ev = {k: v for k, v in ev.items() if k not in drop and not (name == "no timestamps" and k in ("t0", "t1"))}
     line = json.dumps(ev, separators=(",", ":")).encode() + b"\n"
     counter: dict = {}
     monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
-    assert_same(ACL + MALLOC + line)
+    assert_same(ACL + MALLOC + line, mode=mode)
     assert counter.get(True, 0) == 1 + fast, counter  # the malloc, and the registration when fast
 
 
@@ -195,22 +228,24 @@ OUTPUT_EDGES = [
     ("null output", {"ptr": None}, False),
     ("missing output", {}, False),
     ("no out at all", None, False),
-    ("hex output", {"ptr": "0x20000"}, False),
+    ("hex output", {"ptr": "0x20000"}, True),
+    ("hex output beyond int64", {"ptr": "0xffffffffffff0000"}, False),
     ("output out of range", {"ptr": 2**64}, False),
     ("out not an object", [131072], False),
     ("output beyond int64", {"ptr": 2**63}, False),
 ]
 
 
+@pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("name, out, fast", OUTPUT_EDGES, ids=[e[0] for e in OUTPUT_EDGES])
-def test_outputs_at_the_edge(name, out, fast, monkeypatch):
+def test_outputs_at_the_edge(name, out, fast, mode, monkeypatch):
     ev = {"call": "malloc", "args": {"size": 4096}}
     if out is not None:
         ev["out"] = out
     line = json.dumps(ev, separators=(",", ":")).encode() + b"\n"
     counter: dict = {}
     monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
-    assert_same(ACL + MALLOC + line)
+    assert_same(ACL + MALLOC + line, mode=mode)
     assert counter.get(True, 0) == 1 + fast, counter
 
 
@@ -287,6 +322,8 @@ def events_of(draw, name):
         if draw(st.booleans()):
             t0 = draw(st.integers(0, 50))
             ev.update(tid=draw(st.sampled_from([1, 2, "main"])), t0=t0, t1=t0 + draw(st.integers(0, 20)))
+        if draw(st.integers(0, 5)) == 0:
+            ev["expect"] = draw(expects())
     elif shape == 30:
         ev["t0"] = 5
     elif shape == 31:
@@ -294,7 +331,7 @@ def events_of(draw, name):
     elif shape == 32:
         ev["tid"] = None
     elif shape == 33:
-        ev["expect"] = {"rule": "X", "outcome": "success"}
+        ev["expect"] = draw(expects())
     elif shape == 34:
         ev["bogus"] = 1
     elif shape == 35:
@@ -304,6 +341,23 @@ def events_of(draw, name):
     elif shape == 37:
         return b"{\"call\": \"aclrtMallocHost\",\n"
     return json.dumps(ev, separators=(",", ":")).encode() + b"\n"  # json: 2**64 must be writable
+
+
+@st.composite
+def expects(draw):
+    """A conformance test's `expect`, well-formed or a near miss of each of the reader's checks."""
+    outcome = draw(st.sampled_from(["success", "failure", "failure", "maybe"]))
+    ev: dict = {"rule": draw(st.sampled_from(["X", "ACL-REG-EFFECT", "", 3])), "outcome": outcome}
+    items = st.lists(st.sampled_from([0, 107000, "0x1", "X", "12", "-0x8000000000000001", True, 1.5, 2**63]),
+                     max_size=3)
+    for key in ("codes", "except"):
+        if draw(st.integers(0, 2)) == 0:
+            ev[key] = draw(items)
+    if draw(st.integers(0, 9)) == 0:
+        ev.pop(draw(st.sampled_from(["rule", "outcome"])))
+    if draw(st.integers(0, 9)) == 0:
+        ev["why"] = 1
+    return ev
 
 
 NOISE = list(b' \t\r\n\x0b\x0c{}[]",:0123456789-+.eEtrufalsn\\/\x00\xff\xc3')
@@ -410,7 +464,7 @@ def test_a_read_error_midway_names_the_last_line_read(tmp_path, monkeypatch, mod
     path = tmp_path / "mix.jsonl"
     generate(str(path), 300, live=20, seed=9)
     header_line, *lines = path.read_bytes().splitlines(keepends=True)
-    lines[100] = b'{"call":"aclrtHostUnregister","args":{"ptr":"0x1000"},"ret":0}\n'  # hex: general path
+    lines[100] = b'{"call":"aclrtHostUnregister","args":{"ptr":"0x1000"},"ret":"0x0"}\n'  # hex ret: general path
 
     def failing():
         yield from lines

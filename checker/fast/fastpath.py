@@ -9,8 +9,10 @@ Decoding: msgspec reads each line straight into a struct per call (a tagged unio
 checking in C what the general path would check in Python: exactly the documented fields, each of
 its type and range. The shape it takes is a strict subset of what `checker.trace.events` and the
 replayer's normalisation accept, with the same values: JSON integers within int64 and within the
-parameter's range, booleans, enum and status names; no hex strings, flag-name lists, `expect`,
-unknown fields or nulls. A `ret` is taken only in the status type's own form (a JSON integer, or one
+parameter's range, integers spelt as "0x..." strings, flag names or lists of flag names (the step
+reads them, `spelt_value`, and checks the range), booleans, enum and status names, a conformance
+test's `expect` (checked as the reader checks it, then ignored, as replay ignores it); no unknown
+fields or nulls. A `ret` is taken only in the status type's own form (a JSON integer, or one
 of an enum status's members): the general path alone reads the other forms (an environment event's
 C status 0 in a spec whose statuses are names) and rejects the rest (an unknown status name).
 msgspec is as strict a JSON reader as orjson (the general path's), and where orjson reads an
@@ -47,7 +49,7 @@ from ..model.codegen import RUNTIME, CodeScope, Emitter, bound_tables
 from ..model.outcomes import EvalError
 from ..model.semantics import Semantics
 from ..model.state import NATIVE, State
-from ..trace.events import NUMERIC_START
+from ..trace.events import HEX_UINT, NUMERIC_START, is_int_string
 from . import stepcode
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
@@ -111,6 +113,25 @@ def _never(o: Any, line: int) -> bool:
     return False
 
 
+def spelt_value(v: Any, spelling: stepcode.Spelling) -> int | None:
+    """The integer a spelt field stands for (a "0x..." string, a flag's name, a list of flag names
+    the decoder has checked), or None when it is outside [lo, hi] or not one of these: the general
+    path then reads the line. The machine's `load` reads spellings by the same rule."""
+    names, lo, hi = spelling
+    if v.__class__ is str:
+        if v[:2] in ("0x", "0X") and HEX_UINT(v):
+            n = int(v, 16)
+        elif names is not None and v in names:
+            n = names[v]
+        else:
+            return None
+    else:
+        n = 0
+        for x in v:
+            n |= names[x]
+    return n if lo <= n <= hi else None
+
+
 def _decider(sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]:
     """decide(cache, key, mask, status): whether an event with this mask and recorded status has
     no finding (given that its ensures hold, which the step checks itself); remembered in
@@ -152,6 +173,7 @@ def _compile(sem: Semantics) -> _Compiled | None:
     ns["EvalError"] = EvalError
     ns["K"] = tuple(em.consts)
     ns["U"] = UNSET
+    ns["SPELT"] = spelt_value
     exec(compile("\n".join(lines), f"<regcheck fast path of {sem.spec.name}>", "exec"), ns)  # generated from the AST
     decoder = msgspec.json.Decoder(Union[(_NoCall, *names)])  # type: ignore[valid-type]
     return _Compiled(decoder.decode, {struct: (call, ns[name]) for struct, (call, name) in names.items()}, machines)
@@ -164,18 +186,26 @@ def _program(sem: Semantics, call: str) -> stepcode.Program | None:
     return stepcode.compile_step(sem, call, NATIVE.OPCODES, NATIVE.MAX_REGS, NATIVE.MAX_MASK_BITS)
 
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # msgspec's bounds must fit an int64; orjson reads larger ints as floats
+INT64_MIN, INT64_MAX = stepcode.INT64_MIN, stepcode.INT64_MAX  # msgspec's bounds must fit an int64; orjson reads larger ints as floats
 
 
-def _wire_type(em: Emitter, t: Type) -> Any:
-    """The msgspec type of the JSON values the fast path takes as they are for a value of type `t`
-    (a strict subset of what `coerce_value` takes), or None when it takes none (that call then has
-    no fast step). Integers are kept within int64, which also keeps them where orjson, the general
-    path's decoder, reads them as integers."""
+def _wire_type(em: Emitter, t: Type, spelt: bool = True) -> Any:
+    """The msgspec type of the JSON values the fast path takes for a value of type `t` (a strict
+    subset of what `coerce_value` takes), or None when it takes none (that call then has no fast
+    step). Integers are kept within int64, which also keeps them where orjson, the general path's
+    decoder, reads them as integers. An integer may also arrive spelt (`stepcode.spelling_of`): any
+    string, which the step reads as "0x..." hex or a flag's name or else leaves to the general
+    path, and for flags a list of the type's flag names, which the decoder checks."""
     if t.kind in ("int", "flags"):
         lo, hi = value_bounds(t) or (INT64_MIN, INT64_MAX)
         lo, hi = max(lo, INT64_MIN), min(hi, INT64_MAX)
-        return Annotated[int, Meta(ge=lo, le=hi)] if lo <= hi else None
+        if lo > hi:
+            return None
+        if not spelt:
+            return Annotated[int, Meta(ge=lo, le=hi)]
+        names = tuple(em.spec.flags[t.name]) if t.kind == "flags" else ()
+        spelt = (str, list[Literal[names]]) if names else (str,)
+        return Union[(Annotated[int, Meta(ge=lo, le=hi)], *spelt)]
     if t.kind == "bool":
         return bool
     if t.kind == "enum":
@@ -187,6 +217,34 @@ def _wire_type(em: Emitter, t: Type) -> Any:
 
 
 TIME = Annotated[int, Meta(ge=0, le=INT64_MAX)]
+_STATUS_ITEM = Union[Annotated[int, Meta(ge=INT64_MIN, le=INT64_MAX)], str]  # beyond int64: the general path
+
+
+class _ExpectSuccess(msgspec.Struct, tag_field="outcome", tag="success", forbid_unknown_fields=True):
+    """A conformance test's `expect` of a success, in the shape `trace.events` checks it (replay
+    only checks it; `regcheck conform` reads it)."""
+
+    rule: Annotated[str, Meta(min_length=1)]
+
+
+class _ExpectFailure(msgspec.Struct, tag_field="outcome", tag="failure", forbid_unknown_fields=True,
+                     rename={"except_": "except"}):
+    rule: Annotated[str, Meta(min_length=1)]
+    codes: list[_STATUS_ITEM] | UnsetType = UNSET
+    except_: list[_STATUS_ITEM] | UnsetType = UNSET
+
+    def __post_init__(self):
+        # The checks the decoder's types cannot say: not both lists, and a string that starts like a
+        # number must be a trace integer. A line failing them is the general path's to report.
+        if self.codes is not UNSET and self.except_ is not UNSET:
+            raise ValueError("both codes and except")
+        for items in (self.codes, self.except_):
+            if items is not UNSET and any(x.__class__ is str and x[:1] in NUMERIC_START and not is_int_string(x)
+                                          for x in items):
+                raise ValueError("a malformed integer string")
+
+
+EXPECT = Union[_ExpectSuccess, _ExpectFailure]
 TID = Annotated[int, Meta(ge=INT64_MIN, le=INT64_MAX)] | str
 
 
@@ -212,7 +270,7 @@ def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[
     fields: list[tuple] = [("args", args) if info.params else ("args", args | UnsetType, UNSET)]
     fields.append(("ret", status | UnsetType, UNSET) if info.decl.kind == "event" else ("ret", status))
     fields += [("out", out | UnsetType, UNSET), ("tid", TID | UnsetType, UNSET),
-               ("t0", TIME | UnsetType, UNSET), ("t1", TIME | UnsetType, UNSET)]
+               ("t0", TIME | UnsetType, UNSET), ("t1", TIME | UnsetType, UNSET), ("expect", EXPECT | UnsetType, UNSET)]
     event = msgspec.defstruct(f"Event{index}", fields, tag_field="call", tag=call, forbid_unknown_fields=True,
                               kw_only=True)  # kw_only: a required "ret" may follow the optional "args"
     return event, args, out
@@ -220,7 +278,8 @@ def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[
 
 def _status_wire_type(sem: Semantics, em: Emitter) -> Any:
     t = sem.spec.status_type
-    return _wire_type(em, t) if t.kind in ("int", "enum") else None
+    # A status is taken only as a JSON integer or an enum member: the step compares it as it is.
+    return _wire_type(em, t, spelt=False) if t.kind in ("int", "enum") else None
 
 
 class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_fields=True):
@@ -243,16 +302,26 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     # The decoder has checked every field's type, range and name; what is left are the relations
     # between fields: all outputs on success, and t0 <= t1 (both or neither).
     body: list[str] = []
+    spellings = stepcode.field_spellings(sem, call)
     if params:
         body.append(f"{i1}a = o.args")
-        body += [f"{i1}L_{p} = a.f{i}" for i, p in enumerate(params)]
+        for i, p in enumerate(params):
+            body.append(f"{i1}L_{p} = a.f{i}")
+            if spellings[i] is not None:
+                body += [f"{i1}if L_{p}.__class__ is not int:", f"{i2}L_{p} = SPELT(L_{p}, SP[{i}])",
+                         f"{i2}if L_{p} is None: return False"]
     body.append(f"{i1}status = o.ret")
     if info.decl.kind == "event":
         body += [f"{i1}if status is U:", f"{i2}status = {success}"]
     if outputs:
         body += [f"{i1}ob = o.out", f"{i1}if ob is U:", f"{i2}if status == {success}: return False",
                  f"{i1}else:"]
-        body += [f"{i2}L_{p} = ob.f{i}" for i, p in enumerate(outputs)]
+        for i, p in enumerate(outputs):
+            body.append(f"{i2}L_{p} = ob.f{i}")
+            if spellings[len(params) + i] is not None:
+                body += [f"{i2}if L_{p}.__class__ is not int and L_{p} is not U:",
+                         f"{i2}    L_{p} = SPELT(L_{p}, SP[{len(params) + i}])",
+                         f"{i2}    if L_{p} is None: return False"]
         present = " or ".join(f"L_{p} is U" for p in outputs)
         body.append(f"{i2}if ({present}) and status == {success}: return False")
     body += [f"{i1}t0 = o.t0", f"{i1}t1 = o.t1", f"{i1}if t0 is U or t1 is U:", f"{i2}if t0 is not t1: return False",
@@ -290,5 +359,6 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     body.append(f"{i1}return True")
     binds = [f"    {tb}, {tr} = T[{t!r}], T[{t!r}].rows" for t, (tb, tr) in tables.items()]
     return [f"def {name}(st, remember, OKS, OKF, decide):",
+            f"    SP = {spellings!r}",
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
             "    def step(o, line):", *body, "    return step", ""]

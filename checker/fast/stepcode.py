@@ -26,11 +26,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language import syntax as S
+from ..language.checked import value_bounds
 from ..model.codegen import NOT_CONSTANT, Emitter, name_meaning
 from ..model.semantics import Semantics
 
 KIND_INT, KIND_BOOL, KIND_ENUM = 0, 1, 2
 _KINDS = {"int": KIND_INT, "flags": KIND_INT, "bool": KIND_BOOL, "enum": KIND_ENUM}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # the machine's registers hold what as_i64 reads
+
+Spelling = tuple  # (flag names -> value, or None; lo; hi)
+
+
+def spelling_of(spec, t) -> Spelling | None:
+    """How a value of integer type `t` may also be written on the fast path besides a JSON integer
+    (trace-format.md): a "0x..." string, and for flags one flag's name or a list of names. The
+    value read must lie in [lo, hi], the type's bounds within int64 (beyond them, the general path
+    reads it). None for a type that is not an integer. The Python step and the machine read
+    spellings by this one description."""
+    if t.kind not in ("int", "flags"):
+        return None
+    lo, hi = value_bounds(t) or (INT64_MIN, INT64_MAX)
+    return (dict(spec.flags[t.name]) if t.kind == "flags" else None, max(lo, INT64_MIN), min(hi, INT64_MAX))
+
+
+def field_spellings(sem: Semantics, call: str) -> tuple[Spelling | None, ...]:
+    """The spelling of each register the step loads: the call's parameters, then its outputs."""
+    info = sem.calls[call].info
+    return tuple(spelling_of(sem.spec, t) for _, t in (*info.params, *info.outputs))
 PROBE_OVERLAPPING, PROBE_CONTAINING, PROBE_CONTAINING_ADDR = 0, 1, 2
 WIDE_LIMIT = 2**126  # constants stay well inside the machine's 128 bits
 _ARITH = {"+": "ADD", "-": "SUB", "*": "MUL", "&": "AND", "|": "OR", "==": "EQ", "!=": "NE", "<": "LT",
@@ -52,7 +74,7 @@ class Program:
     entries: tuple[int, ...]  # mask_pc, ensures_pc, effect_pc, nregs, mask0, mask_bits, is_event, status_kind
     param_kinds: tuple[int, ...]
     output_kinds: tuple[int, ...]
-    enums: tuple[dict, tuple[str, ...]]
+    enums: tuple[dict, tuple[str, ...], tuple]  # member codes, members by code, field_spellings
     success: tuple[Any, int]
 
 
@@ -154,7 +176,8 @@ class _Compiler:
         entries = (pcs[mask.at], pcs[ensures_at.at] if ensures_at else -1, pcs[effect_at.at] if effect_at else -1,
                    nregs, mask0, bits, self.info.decl.kind == "event", status_kind)
         return Program(code, tuple(self.consts), tuple(self.sets), tuple(sys.intern(n) for n in self.names),
-                       entries, param_kinds, output_kinds, (self.codes, self.members), (success, success_code))
+                       entries, param_kinds, output_kinds,
+                       (self.codes, self.members, field_spellings(self.sem, self.call)), (success, success_code))
 
     def _layout(self) -> tuple[tuple[int, ...], int, list[int]]:
         """The code with registers and labels as numbers, the register count, and the position of

@@ -669,6 +669,7 @@ typedef struct {
     /* objects (strong references) */
     PyObject *names, *tables, *vars, *journal, *state, *remember, *decide, *oks_dict, *fails_dict, *call, *success,
         *unset, *enum_codes, *enum_names, *structs, *errors;
+    PyObject *spellings; /* per loaded register: (flag names or None, lo, hi), or None; NULL: none spelt */
     PyObject *remember_args; /* (created, removed_append, journal) when `remember` is this module's, else NULL */
 } Step;
 
@@ -732,6 +733,95 @@ static inline int load(Run *x, int d, PyObject *o, int kind)
     set_reg(x, d, v);
     Py_INCREF(o);
     x->ob[d] = o;
+    return 1;
+}
+
+/* A "0x..." string: 1 and *out for at most 16 significant ASCII hex digits (the trace format's
+ * limit, trace.events.HEX_UINT) whose value fits an int64; 0 otherwise. */
+static int parse_hex(PyObject *o, long long *out)
+{
+    if (!PyUnicode_IS_ASCII(o))
+        return 0;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(o);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(o), i = 2;
+    if (n < 3 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X'))
+        return 0;
+    while (i < n - 1 && p[i] == '0')
+        i++;
+    if (n - i > 16)
+        return 0;
+    unsigned long long v = 0;
+    for (; i < n; i++) {
+        int c = p[i], h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (h < 0)
+            return 0;
+        v = v << 4 | (unsigned long long)h;
+    }
+    if (v > (unsigned long long)LLONG_MAX)
+        return 0;
+    *out = (long long)v;
+    return 1;
+}
+
+/* The value of flag name `o` in `names` (a dict), as fastpath.spelt_value reads it. */
+static int flag_value(PyObject *names, PyObject *o, long long *out)
+{
+    if (!PyUnicode_CheckExact(o))
+        return 0;
+    PyObject *v = PyDict_GetItemWithError(names, o);
+    if (v == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return as_i64(v, out);
+}
+
+/* A field of register d written as the trace format allows besides a JSON integer, by the rule of
+ * fastpath.spelt_value: a "0x..." string, one flag's name, or a list of the flags type's names;
+ * 1 and *out when its value lies in the field's [lo, hi], else 0 (the line goes to the general path). */
+static int unspell(Step *st, int d, PyObject *o, wide *out)
+{
+    if (st->spellings == NULL || d >= PyTuple_GET_SIZE(st->spellings))
+        return 0;
+    PyObject *sp = PyTuple_GET_ITEM(st->spellings, d);
+    if (!PyTuple_CheckExact(sp) || PyTuple_GET_SIZE(sp) != 3)
+        return 0;
+    PyObject *names = PyTuple_GET_ITEM(sp, 0);
+    long long lo, hi, n = 0, bit;
+    if (!as_i64(PyTuple_GET_ITEM(sp, 1), &lo) || !as_i64(PyTuple_GET_ITEM(sp, 2), &hi))
+        return 0;
+    int has_names = PyDict_CheckExact(names);
+    if (PyUnicode_CheckExact(o)) {
+        Py_ssize_t len = PyUnicode_GET_LENGTH(o);
+        int hex = len >= 2 && PyUnicode_READ_CHAR(o, 0) == '0'
+                  && (PyUnicode_READ_CHAR(o, 1) == 'x' || PyUnicode_READ_CHAR(o, 1) == 'X');
+        if (hex ? !parse_hex(o, &n) : !has_names || !flag_value(names, o, &n))
+            return 0;
+    } else if (PyList_CheckExact(o) && has_names) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) {
+            if (!flag_value(names, PyList_GET_ITEM(o, i), &bit))
+                return 0;
+            n |= bit;
+        }
+    } else
+        return 0;
+    if (n < lo || n > hi)
+        return 0;
+    *out = n;
+    return 1;
+}
+
+/* A parameter or output of the line into register d: a JSON value as `load` takes it, or an
+ * integer spelt otherwise (`unspell`), whose register then has no object (box makes the int). */
+static inline int load_field(Run *x, int d, PyObject *o, int kind)
+{
+    wide v;
+    if (kind != K_INT || PyLong_CheckExact(o))
+        return load(x, d, o, kind);
+    if (!unspell(x->st, d, o, &v))
+        return 0;
+    set_reg(x, d, v);
     return 1;
 }
 
@@ -1286,7 +1376,7 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
             return 0;
         for (int i = 0; i < st->nparams; i++) {
             PyObject *v = FIELD(a, st->param_offs[i]);
-            if (v == NULL || !load(x, i, v, st->param_kinds[i]))
+            if (v == NULL || !load_field(x, i, v, st->param_kinds[i]))
                 return 0;
         }
     }
@@ -1303,7 +1393,7 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
             return 0;
         for (int i = 0; i < st->noutputs; i++) {
             PyObject *v = FIELD(out, st->output_offs[i]);
-            if (v == NULL || v == st->unset || !load(x, st->nparams + i, v, st->output_kinds[i]))
+            if (v == NULL || v == st->unset || !load_field(x, st->nparams + i, v, st->output_kinds[i]))
                 return 0;
         }
     }
@@ -1564,7 +1654,8 @@ static int step_offsets(Step *st, PyObject *structs)
 /* Step(code, consts, sets, names, entries, param_kinds, output_kinds, structs, enums, success, binding)
  *   entries: (mask_pc, ensures_pc, effect_pc, nregs, mask0, mask_bits, is_event, status_kind)
  *   structs: (event struct, args struct or None, out struct or None)
- *   enums: (code of each member name, member name of each code); success: (value, code)
+ *   enums: (code of each member name, member name of each code[, spellings: per loaded register
+ *          (flag names -> value or None, lo, hi) or None, stepcode.field_spellings]); success: (value, code)
  *   binding: (tables, vars, journal, state, remember, decide, oks, fails, call, unset, errors) */
 static int step_init(Step *st, PyObject *args, PyObject *kwargs)
 {
@@ -1577,11 +1668,12 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
                           &entries, &pkinds, &okinds, &PyTuple_Type, &structs, &PyTuple_Type, &enums, &PyTuple_Type,
                           &success, &PyTuple_Type, &binding))
         return -1;
-    PyObject *enum_codes, *enum_names, *success_value, *success_code, *tables, *vars, *journal, *state, *py_remember,
+    PyObject *enum_codes, *enum_names, *spellings = NULL, *success_value, *success_code, *tables, *vars, *journal, *state, *py_remember,
         *decide, *oks, *fails, *call, *unset, *errors;
     if (!PyArg_ParseTuple(entries, "iiiiiipi;entries", &st->mask_pc, &st->ensures_pc, &st->effect_pc, &st->nregs,
                           &st->mask0, &st->mask_bits, &st->is_event, &st->status_kind)
-        || !PyArg_ParseTuple(enums, "O!O!;enums", &PyDict_Type, &enum_codes, &PyTuple_Type, &enum_names)
+        || !PyArg_ParseTuple(enums, "O!O!|O!;enums", &PyDict_Type, &enum_codes, &PyTuple_Type, &enum_names,
+                             &PyTuple_Type, &spellings)
         || !PyArg_ParseTuple(success, "OO;success", &success_value, &success_code)
         || !PyArg_ParseTuple(binding, "O!O!O!OOOO!O!O!OO;binding", &PyTuple_Type, &tables, &PyDict_Type, &vars,
                              &PyList_Type, &journal, &state, &py_remember, &decide, &PyDict_Type, &oks, &PyDict_Type,
@@ -1590,6 +1682,7 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
     st->names = Py_NewRef(names);
     st->enum_codes = Py_NewRef(enum_codes);
     st->enum_names = Py_NewRef(enum_names);
+    st->spellings = Py_XNewRef(spellings);
     st->success = Py_NewRef(success_value);
     st->tables = Py_NewRef(tables);
     st->vars = Py_NewRef(vars);
@@ -1687,7 +1780,7 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
 
 #define STEP_OBJECTS(X)                                                                                          \
     X(names) X(tables) X(vars) X(journal) X(state) X(remember) X(decide) X(oks_dict) X(fails_dict) X(call)      \
-    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors) X(remember_args)
+    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors) X(remember_args) X(spellings)
 
 static int step_traverse(Step *self, visitproc visit, void *arg)
 {

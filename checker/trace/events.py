@@ -55,7 +55,7 @@ EXPECT_OUTCOMES = ("success", "failure")
 # At most 16 significant hex digits, so a match never exceeds INT_MAX; the negative bound is
 # checked separately (rare).
 HEX_INT = re.compile(r"-?0[xX]0*[0-9a-fA-F]{1,16}").fullmatch
-_HEX_UINT = re.compile(r"0[xX]0*[0-9a-fA-F]{1,16}").fullmatch  # the fast path's non-negative case
+HEX_UINT = re.compile(r"0[xX]0*[0-9a-fA-F]{1,16}").fullmatch  # the fast path's non-negative case
 NUMERIC_START = frozenset("0123456789-")  # a string starting so is read as an integer
 
 
@@ -172,7 +172,7 @@ class BadLine(Exception):
 def _check_values(values: dict, where: str) -> None:
     """`args`/`out` values: integers, names, `0x` strings, booleans, flat lists of int/str."""
     numeric = NUMERIC_START
-    hex_int = _HEX_UINT
+    hex_int = HEX_UINT
     for v in values.values():
         t = type(v)
         if t is int or (t is str and (v[:1] not in numeric or hex_int(v))) or t is bool:
@@ -213,8 +213,13 @@ def _explain_values(values: dict, where: str) -> None:
         )
 
 
+def is_int_string(s: str) -> bool:
+    """Whether a string is a trace integer: "0x..." hex within -2**63 .. 2**64-1."""
+    return bool(HEX_INT(s)) and (s[0] != "-" or int(s, 16) >= INT_MIN)
+
+
 def _check_int_string(s: str, what: str, key: str | None) -> None:
-    if HEX_INT(s) and (s[0] != "-" or int(s, 16) >= INT_MIN):
+    if is_int_string(s):
         return
     if HEX_INT(s):
         raise BadLine("T0706", f"{what}: {excerpt(s)} is below -2**63", key)
