@@ -15,6 +15,12 @@ mean three things here:
 Then the same replay without the optional C module (a child process with REGCHECK_PURE_PYTHON=1),
 for the pure-Python figure; then the peak RSS of a replay of the small and the large trace, each in
 a fresh process (target: within 10%).
+
+Then the other legal workloads of bench/gen_mixes.py (register-heavy, cuPVA with tid/t0/t1,
+hex strings and flag names, 100,000 live registrations): for each, replay events/s and the ratio of
+replay to msgspec decoding of the same lines into Python objects (`msgspec.json.decode`, the
+decoding alone) and to orjson.loads, with the C module (target <= 3x msgspec) and without it
+(target <= 8x), and the peak RSS of the 100,000-live replay (target < 150 MiB).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from gen_trace import generate  # noqa: E402
+from gen_mixes import MIXES  # noqa: E402
 
 
 def parse_only(path: str) -> tuple[int, float]:
@@ -70,6 +77,13 @@ def _each_event_line(path: str, decode) -> tuple[int, float]:
     return n, time.process_time() - t
 
 
+def generic_msgspec_only(path: str) -> tuple[int, float]:
+    """msgspec decoding of every event line into Python objects, no checks: the baseline for lines
+    of any style (the fast path's structs take only some)."""
+    import msgspec
+    return _each_event_line(path, msgspec.json.Decoder().decode)
+
+
 def replay_only(path: str) -> tuple[int, float, str]:
     from checker.engines.replay import replay_trace
     t = time.process_time()
@@ -102,6 +116,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="smaller traces (for a fast look)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
     p.add_argument("--dir", help="where to keep the generated traces (default: a temporary directory)")
+    p.add_argument("--no-mixes", action="store_true", help="only the gen_trace mix, not the other workloads")
     a = p.parse_args()
     speed_n = 200_000 if a.quick else 1_000_000
     big_n = 1_000_000 if a.quick else 10_000_000
@@ -143,6 +158,38 @@ def main() -> None:
     growth = rss_big / rss_small - 1
     print(f"peak RSS, {speed_n:,} events: {rss_small / 1024:.1f} MiB; {big_n:,} events: {rss_big / 1024:.1f} MiB;"
           f" growth {growth * 100:+.1f}%   [target within 10%: {'met' if growth <= 0.10 else 'NOT met'}]")
+    if not a.no_mixes:
+        other_mixes(work, speed_n, a.repeat, small)
+
+
+def other_mixes(work: str, n: int, repeat: int, main_mix: str) -> None:
+    """Each workload: replay with and without the C module against msgspec and orjson decoding."""
+    print()
+    print(f"{'workload':15s} {'events':>9s} {'replay ev/s':>12s} {'÷msgspec':>9s} {'÷orjson':>8s}"
+          f" {'pure ev/s':>10s} {'pure÷msgspec':>13s}   targets: <= 3x, pure <= 8x")
+    paths = [("gen_trace mix", main_mix)]
+    for name, make in MIXES.items():
+        path = os.path.join(work, f"{name}-{n}.jsonl")
+        if not os.path.exists(path):
+            make(path, n)
+        paths.append((name, path))
+    for name, path in paths:
+        best: dict = {}
+        for _ in range(repeat):
+            for fn in (generic_msgspec_only, decode_only, replay_only):
+                run = fn(path)
+                if fn not in best or run[1] < best[fn][1]:
+                    best[fn] = run
+        (events, t_msgspec), (_, t_orjson) = best[generic_msgspec_only], best[decode_only]
+        _, t_replay, verdict = best[replay_only]
+        _, t_pure = pure_python_replay(path, repeat)
+        fast, pure = t_replay / t_msgspec, t_pure / t_msgspec
+        print(f"{name:15s} {events:9,d} {events / t_replay:12,.0f} {fast:8.2f}x {t_replay / t_orjson:7.2f}x"
+              f" {events / t_pure:10,.0f} {pure:12.2f}x   [{'met' if fast <= 3 else 'NOT met'},"
+              f" {'met' if pure <= 8 else 'NOT met'}]{'' if verdict == 'conforms' else '  verdict: ' + verdict}")
+    live = dict(paths)["live-100k"]
+    rss = peak_rss_kib(live) / 1024
+    print(f"peak RSS, replay of live-100k: {rss:.1f} MiB   [target < 150 MiB: {'met' if rss < 150 else 'NOT met'}]")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,157 @@
+"""The legal traces besides bench/gen_trace.py's mix that users bring, for bench/bench_replay.py.
+
+Each generator writes a conforming trace of about `events` events (issue 14's four workloads):
+- `register_heavy`: Ascend, registration churn on about 4,000 live allocations, most of them
+  registered (the C tables past their small-table size);
+- `cupva_timed`: cuPVA with `tid`, `t0` and `t1` on every event: Init-phase cudaMalloc + Register,
+  DeInit-phase Unregister + cudaFree, in rounds (every Register/Unregister has a thread-safety rule);
+- `hex_and_names`: gen_trace's Ascend mix written as recorders write it: `"0x..."` addresses and
+  sizes, flag-name lists;
+- `live_100k`: Ascend, 100,000 live registrations made first, then lookups and churn among them.
+
+    python bench/gen_mixes.py MIX OUT.jsonl --events 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+import orjson
+
+from gen_trace import generate as gen_trace_mix
+
+PAGE = 4096
+MAPPED, PINNED = 0x2, 0x10000000
+ACL_HEADER = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
+BASE = 0x7F00_0000_0000
+
+
+class _Writer:
+    def __init__(self, f, timed: bool = False):
+        self.w, self.n, self.t, self.timed = f.write, 0, 0, timed
+
+    def __call__(self, obj: dict) -> None:
+        if self.timed:
+            self.t += 1000
+            obj["tid"], obj["t0"], obj["t1"] = 1, self.t, self.t + 500
+        self.w(orjson.dumps(obj) + b"\n")
+        self.n += 1
+
+
+def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: int) -> int:
+    """`live` allocations, each registered once made; then churn: unregister one, register another,
+    look up MAPPED ones (a share `churn_lookups` of the steps), until `events`."""
+    rng = random.Random(seed)
+    with open(path, "wb") as f:
+        f.write(orjson.dumps(ACL_HEADER) + b"\n")
+        emit = _Writer(f, timed=True)
+        bases = [BASE + i * 4 * PAGE for i in range(live)]
+        flags: dict[int, int] = {}
+        idle: list[int] = []
+        for b in bases:
+            if emit.n >= events:
+                break
+            emit({"call": "malloc", "args": {"size": 2 * PAGE}, "out": {"ptr": b}})
+            flag = rng.choice([MAPPED, MAPPED, PINNED, MAPPED | PINNED])
+            emit({"call": "aclrtHostRegisterV2", "args": {"ptr": b, "size": 2 * PAGE, "flag": flag}, "ret": 0})
+            flags[b] = flag
+        registered = list(flags)
+        while emit.n < events:
+            r = rng.random()
+            if r < churn_lookups:
+                b = registered[rng.randrange(len(registered))]
+                if flags[b] & MAPPED:
+                    emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": b, "flag": 0}, "ret": 0,
+                          "out": {"pDevice": 0x10_0000_0000 + b}})
+                    continue
+            if idle and (r > 0.5 + churn_lookups / 2 or len(registered) < 2):
+                b = idle.pop(rng.randrange(len(idle)))
+                flag = rng.choice([MAPPED, PINNED, MAPPED | PINNED])
+                emit({"call": "aclrtHostRegisterV2", "args": {"ptr": b, "size": 2 * PAGE, "flag": flag}, "ret": 0})
+                flags[b] = flag
+                registered.append(b)
+            else:
+                i = rng.randrange(len(registered))
+                registered[i], registered[-1] = registered[-1], registered[i]
+                b = registered.pop()
+                del flags[b]
+                emit({"call": "aclrtHostUnregister", "args": {"ptr": b}, "ret": 0})
+                idle.append(b)
+        return emit.n
+
+
+def register_heavy(path: str, events: int, seed: int = 1) -> int:
+    return _acl_trace(path, events, live=4000, churn_lookups=0.1, seed=seed)
+
+
+def live_100k(path: str, events: int, seed: int = 1) -> int:
+    return _acl_trace(path, events, live=100_000, churn_lookups=0.6, seed=seed)
+
+
+def cupva_timed(path: str, events: int, per_round: int = 200, seed: int = 1) -> int:
+    rng = random.Random(seed)
+    with open(path, "wb") as f:
+        f.write(orjson.dumps({"regcheck": 1, "spec": "cupva", "env": {"driver_version": 2005}}) + b"\n")
+        emit = _Writer(f, timed=True)
+        next_dev = 0x7000_0000_0000
+        while emit.n < events:
+            emit({"call": "vm_state", "args": {"state": "Init"}})
+            ptrs = []
+            for _ in range(per_round):
+                size = PAGE * rng.randint(1, 64)
+                emit({"call": "cudaMalloc", "args": {"size": size}, "out": {"devPtr": next_dev}})
+                emit({"call": "cupva::mem::Register", "args": {"ptr": next_dev, "size": size, "externalAllocType": "CUDA"},
+                      "ret": "ok"})
+                ptrs.append(next_dev)
+                next_dev += size + PAGE
+            emit({"call": "vm_state", "args": {"state": "Operational"}})
+            emit({"call": "vm_state", "args": {"state": "DeInit"}})
+            for p in ptrs:
+                emit({"call": "cupva::mem::Unregister", "args": {"ptr": p}, "ret": "ok"})
+                emit({"call": "cudaFree", "args": {"devPtr": p}})
+        return emit.n
+
+
+_NAMES = {MAPPED: ["ACL_HOST_REG_MAPPED"], PINNED: ["ACL_HOST_REG_PINNED"],
+          MAPPED | PINNED: ["ACL_HOST_REG_MAPPED", "ACL_HOST_REG_PINNED"]}
+_HEX_FIELDS = ("ptr", "pHost", "hostPtr", "pDevice", "size")
+
+
+def hex_and_names(path: str, events: int, seed: int = 1) -> int:
+    """gen_trace's mix, then every address and size as a "0x..." string and every flag as names."""
+    plain = path + ".plain"
+    n = gen_trace_mix(plain, events, seed=seed)
+    with open(plain, "rb") as src, open(path, "wb") as f:
+        f.write(next(src))
+        for raw in src:
+            ev = orjson.loads(raw)
+            for part in ("args", "out"):
+                values = ev.get(part)
+                for k in _HEX_FIELDS:
+                    if values is not None and k in values:
+                        values[k] = hex(values[k])
+                if values is not None and "flag" in values and values["flag"] in _NAMES:
+                    values["flag"] = _NAMES[values["flag"]]
+            f.write(orjson.dumps(ev) + b"\n")
+    import os
+    os.remove(plain)
+    return n
+
+
+MIXES = {"register-heavy": register_heavy, "cupva-timed": cupva_timed, "hex-and-names": hex_and_names,
+         "live-100k": live_100k}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("mix", choices=sorted(MIXES))
+    p.add_argument("out")
+    p.add_argument("--events", type=int, default=1_000_000)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    print(f"wrote {MIXES[a.mix](a.out, a.events, seed=a.seed)} events to {a.out}")
+
+
+if __name__ == "__main__":
+    main()
