@@ -44,8 +44,9 @@ class _TableOps:
 
     The sorted keys are a plain list while the table is small (insertion there is a memmove of at
     most SMALL pointers, several times cheaper than a SortedList's bookkeeping at a few hundred
-    live entries) and a SortedList (O(log n)) once it grows past SMALL; it goes back to a list
-    below SMALL // 2.
+    live entries) and an O(log n) ordered index once it grows past SMALL (`big_index`: the C
+    module's SortedKeys, whose keys the C probes walk, or a SortedList in pure Python and for keys
+    SortedKeys cannot hold); it goes back to a list below SMALL // 2.
 
     These methods are the reference. `Table` is `PyTable` (them alone) or, when the C module
     `checker._native` is built, a subclass of its `TableCore` whose put, remove and the three
@@ -71,6 +72,18 @@ class _TableOps:
         # rolls a failed effect back with it, and the replayer learns which line made each entry.
         self.journal: list | None = None
 
+    @staticmethod
+    def big_index(keys: list) -> Any:
+        """The ordered index of a table grown past SMALL keys (the pure-Python one)."""
+        return SortedList(keys)
+
+    def _add_key(self, keys, key) -> None:
+        try:
+            keys.add(key)
+        except (OverflowError, TypeError):  # a key SortedKeys cannot hold: a SortedList holds any
+            self.keys = SortedList(keys)
+            self.keys.add(key)
+
     def put(self, key, record: dict) -> None:
         rows = self.rows
         old = rows.get(key)
@@ -84,9 +97,12 @@ class _TableOps:
                 if type(keys) is list:
                     insort(keys, key)
                     if len(keys) > self.small:
-                        self.keys = SortedList(keys)
+                        try:
+                            self.keys = self.big_index(keys)
+                        except (OverflowError, TypeError):
+                            self.keys = SortedList(keys)
                 else:
-                    keys.add(key)
+                    self._add_key(keys, key)
             else:
                 self._forget_size(old[field])
             size = record[field]
@@ -155,6 +171,8 @@ class _TableOps:
             i = bisect_left(keys, lo)
             j = bisect_left(keys, hi, i)
             return [(k, rows[k]) for k in keys[i:j]] if j > i else []
+        if type(keys) is not SortedList:  # the C module's SortedKeys
+            return [(k, rows[k]) for k in keys.irange(lo, hi)]
         # A SortedList: walk its sublists directly (its documented-stable `_lists`/`_maxes`
         # layout); positional indexing through the public API costs a tree lookup per element.
         maxes = keys._maxes
@@ -269,6 +287,8 @@ class _TableOps:
         if type(keys) is list:
             i = bisect_left(keys, lo)
             return keys[i:bisect_left(keys, hi, i)]
+        if type(keys) is not SortedList:
+            return keys.irange(lo, hi)
         return [k for k, _ in self._window(lo, hi)]
 
     def restore(self, key, old: dict | None) -> None:
@@ -318,7 +338,7 @@ class PyTable(_TableOps):
     __slots__ = _FIELDS
 
 
-NATIVE_INTERFACE = 2  # what checker/native/_native.c must say it implements
+NATIVE_INTERFACE = 3  # what checker/native/_native.c must say it implements
 
 
 def _native_module():
@@ -336,9 +356,10 @@ NATIVE = _native_module()  # also read by checker.engines.replay
 
 if NATIVE is not None:
     class Table(NATIVE.TableCore, _TableOps):
-        """A table whose hot operations run in C (checker/native/_native.c)."""
+        """A table whose hot operations run in C (checker/native/_native.c), its large index too."""
 
         __slots__ = ()
+        big_index = staticmethod(NATIVE.SortedKeys)
 else:
     Table = PyTable  # type: ignore[misc]
 

@@ -10,10 +10,10 @@
  * `TableCore` is the base of `checker.semantics.Table` when this module is built. It holds the
  * table's fields (the Python subclass reads and writes them as ordinary attributes) and
  * implements put, remove and the three whole-`exists` probes (any_overlapping, any_containing,
- * any_containing_addr) for the common case: the sorted keys are a plain list, and keys, sizes
- * and query bounds fit in 64 bits. Any other case (a SortedList index, a huge or non-int key, a
- * record without its size field, a put that would move the index to a SortedList, an unknown
- * largest size) is handed, before anything is changed, to the pure-Python method of the same
+ * any_containing_addr) for the common case: the sorted keys are a plain list (a small table) or
+ * this module's SortedKeys (a large one), and keys, sizes and query bounds fit in 64 bits. Any
+ * other case (a SortedList index, a huge or non-int key, a record without its size field, a put or
+ * remove that moves the index between a list and a SortedKeys, an unknown largest size) is handed, before anything is changed, to the pure-Python method of the same
  * name (`_slow_<name>`), which is the reference: the C code answers exactly what it would,
  * tests/test_table_index.py checks both against brute force, and the only code a failure can
  * reach is that Python method, which then raises what it raises.
@@ -29,7 +29,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 2
+#define NATIVE_INTERFACE 3
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -105,6 +105,390 @@ static Py_ssize_t bisect(PyObject *keys, wide x, Py_ssize_t lo, int right)
     return lo;
 }
 
+/* ---------------------------------------------------------------- SortedKeys
+ *
+ * The ordered key index of a large sized table (checker.model.state uses it past SMALL keys, where
+ * the pure-Python tables use a SortedList): the keys, exact ints within 64 bits, in chunks of at
+ * most CHUNK_MAX, each chunk holding the keys' values and their objects; with the largest key of
+ * each chunk for the bisection. Search is O(log n); insertion and deletion are O(log n) plus a
+ * move of at most CHUNK_MAX entries (and, on a split or an emptied chunk, of the chunk table). A
+ * key the index cannot hold (not an int, beyond 64 bits) makes `add` raise OverflowError; the
+ * Python table then takes a SortedList instead. `version` changes with every change, so that a
+ * walk that ran Python code in between can tell its place may be gone. */
+
+#define CHUNK_MAX 512
+
+typedef struct {
+    Py_ssize_t n;
+    long long k[CHUNK_MAX];
+    PyObject *o[CHUNK_MAX];
+} KeyChunk;
+
+typedef struct {
+    PyObject_HEAD
+    KeyChunk **chunks;
+    long long *maxes;
+    Py_ssize_t nchunks, cap, len;
+    unsigned long long version;
+} SortedKeys;
+
+static PyTypeObject SortedKeysType;
+
+/* The first chunk whose largest key is >= x (right: > x); nchunks when none is. */
+static Py_ssize_t sk_chunk(SortedKeys *sk, wide x, int right)
+{
+    Py_ssize_t lo = 0, hi = sk->nchunks;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (right ? (wide)sk->maxes[mid] <= x : (wide)sk->maxes[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static Py_ssize_t chunk_bisect(KeyChunk *c, wide x, int right)
+{
+    Py_ssize_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (right ? (wide)c->k[mid] <= x : (wide)c->k[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The place of the first key >= x: chunk *c, index *i (*c == nchunks at the end). */
+static void sk_seek(SortedKeys *sk, wide x, Py_ssize_t *c, Py_ssize_t *i)
+{
+    *c = sk_chunk(sk, x, 0);
+    *i = *c < sk->nchunks ? chunk_bisect(sk->chunks[*c], x, 0) : 0;
+}
+
+static int sk_grow_table(SortedKeys *sk)
+{
+    if (sk->nchunks < sk->cap)
+        return 0;
+    Py_ssize_t cap = sk->cap ? 2 * sk->cap : 4;
+    KeyChunk **chunks = PyMem_Realloc(sk->chunks, (size_t)cap * sizeof(KeyChunk *));
+    if (chunks == NULL)
+        return PyErr_NoMemory(), -1;
+    sk->chunks = chunks;
+    long long *maxes = PyMem_Realloc(sk->maxes, (size_t)cap * sizeof(long long));
+    if (maxes == NULL)
+        return PyErr_NoMemory(), -1;
+    sk->maxes = maxes;
+    sk->cap = cap;
+    return 0;
+}
+
+/* A new empty chunk at table position c. */
+static KeyChunk *sk_new_chunk(SortedKeys *sk, Py_ssize_t c)
+{
+    if (sk_grow_table(sk) < 0)
+        return NULL;
+    KeyChunk *chunk = PyMem_Malloc(sizeof(KeyChunk));
+    if (chunk == NULL)
+        return PyErr_NoMemory(), NULL;
+    chunk->n = 0;
+    memmove(sk->chunks + c + 1, sk->chunks + c, (size_t)(sk->nchunks - c) * sizeof(KeyChunk *));
+    memmove(sk->maxes + c + 1, sk->maxes + c, (size_t)(sk->nchunks - c) * sizeof(long long));
+    sk->chunks[c] = chunk;
+    sk->nchunks++;
+    return chunk;
+}
+
+/* Insert key `o` (value k) after any equal keys (insort's order). 0, or -1 with an exception. */
+static int sk_insert(SortedKeys *sk, PyObject *o, long long k)
+{
+    if (sk->nchunks == 0 && sk_new_chunk(sk, 0) == NULL)
+        return -1;
+    Py_ssize_t c = sk_chunk(sk, k, 1);
+    if (c == sk->nchunks)
+        c--;
+    KeyChunk *chunk = sk->chunks[c];
+    if (chunk->n == CHUNK_MAX) { /* split: the upper half moves to a new chunk after this one */
+        KeyChunk *upper = sk_new_chunk(sk, c + 1);
+        if (upper == NULL)
+            return -1;
+        Py_ssize_t half = CHUNK_MAX / 2;
+        upper->n = CHUNK_MAX - half;
+        memcpy(upper->k, chunk->k + half, (size_t)upper->n * sizeof(long long));
+        memcpy(upper->o, chunk->o + half, (size_t)upper->n * sizeof(PyObject *));
+        chunk->n = half;
+        sk->maxes[c] = chunk->k[half - 1];
+        sk->maxes[c + 1] = upper->k[upper->n - 1];
+        if ((wide)k >= (wide)upper->k[0])
+            chunk = upper, c++;
+    }
+    Py_ssize_t i = chunk_bisect(chunk, k, 1);
+    memmove(chunk->k + i + 1, chunk->k + i, (size_t)(chunk->n - i) * sizeof(long long));
+    memmove(chunk->o + i + 1, chunk->o + i, (size_t)(chunk->n - i) * sizeof(PyObject *));
+    chunk->k[i] = k;
+    chunk->o[i] = Py_NewRef(o);
+    chunk->n++;
+    sk->maxes[c] = chunk->k[chunk->n - 1];
+    sk->len++;
+    sk->version++;
+    return 0;
+}
+
+/* Chunk c + 1's keys appended to chunk c (the caller checked they fit), and chunk c + 1 freed. */
+static void sk_merge(SortedKeys *sk, Py_ssize_t c)
+{
+    KeyChunk *into = sk->chunks[c], *from = sk->chunks[c + 1];
+    memcpy(into->k + into->n, from->k, (size_t)from->n * sizeof(long long));
+    memcpy(into->o + into->n, from->o, (size_t)from->n * sizeof(PyObject *));
+    into->n += from->n;
+    sk->maxes[c] = sk->maxes[c + 1];
+    PyMem_Free(from);
+    memmove(sk->chunks + c + 1, sk->chunks + c + 2, (size_t)(sk->nchunks - c - 2) * sizeof(KeyChunk *));
+    memmove(sk->maxes + c + 1, sk->maxes + c + 2, (size_t)(sk->nchunks - c - 2) * sizeof(long long));
+    sk->nchunks--;
+}
+
+/* Remove the key at (c, i). A chunk left with under an eighth of CHUNK_MAX keys joins a neighbour
+ * when the two fit in half a chunk, so the chunks stay dense (memory follows the live keys, however
+ * many were ever inserted). */
+static void sk_delete_at(SortedKeys *sk, Py_ssize_t c, Py_ssize_t i)
+{
+    KeyChunk *chunk = sk->chunks[c];
+    PyObject *o = chunk->o[i];
+    memmove(chunk->k + i, chunk->k + i + 1, (size_t)(chunk->n - i - 1) * sizeof(long long));
+    memmove(chunk->o + i, chunk->o + i + 1, (size_t)(chunk->n - i - 1) * sizeof(PyObject *));
+    chunk->n--;
+    if (chunk->n == 0) {
+        PyMem_Free(chunk);
+        memmove(sk->chunks + c, sk->chunks + c + 1, (size_t)(sk->nchunks - c - 1) * sizeof(KeyChunk *));
+        memmove(sk->maxes + c, sk->maxes + c + 1, (size_t)(sk->nchunks - c - 1) * sizeof(long long));
+        sk->nchunks--;
+    } else {
+        sk->maxes[c] = chunk->k[chunk->n - 1];
+        if (chunk->n < CHUNK_MAX / 8) {
+            if (c + 1 < sk->nchunks && chunk->n + sk->chunks[c + 1]->n <= CHUNK_MAX / 2)
+                sk_merge(sk, c);
+            else if (c > 0 && chunk->n + sk->chunks[c - 1]->n <= CHUNK_MAX / 2)
+                sk_merge(sk, c - 1);
+        }
+    }
+    sk->len--;
+    sk->version++;
+    Py_DECREF(o); /* last: the index is consistent before anything can run */
+}
+
+/* Where key k is: 1 and (c, i), or 0 when absent. */
+static int sk_find(SortedKeys *sk, long long k, Py_ssize_t *c, Py_ssize_t *i)
+{
+    sk_seek(sk, k, c, i);
+    return *c < sk->nchunks && sk->chunks[*c]->k[*i] == k;
+}
+
+static void sk_clear_all(SortedKeys *sk)
+{
+    for (Py_ssize_t c = 0; c < sk->nchunks; c++) {
+        KeyChunk *chunk = sk->chunks[c];
+        for (Py_ssize_t i = 0; i < chunk->n; i++)
+            Py_DECREF(chunk->o[i]);
+        PyMem_Free(chunk);
+    }
+    sk->nchunks = sk->len = 0;
+    sk->version++;
+}
+
+/* A key argument as the index holds it: 1, 0 with OverflowError (not an int within 64 bits). */
+static int sk_key(PyObject *o, long long *k)
+{
+    if (as_i64(o, k))
+        return 1;
+    PyErr_Format(PyExc_OverflowError, "SortedKeys holds ints within 64 bits, not %R", o);
+    return 0;
+}
+
+static PyObject *sk_add(SortedKeys *sk, PyObject *o)
+{
+    long long k;
+    if (!sk_key(o, &k) || sk_insert(sk, o, k) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *sk_remove(SortedKeys *sk, PyObject *o)
+{
+    long long k;
+    Py_ssize_t c, i;
+    if (!as_i64(o, &k) || !sk_find(sk, k, &c, &i)) {
+        PyErr_Format(PyExc_ValueError, "%R not in SortedKeys", o);
+        return NULL;
+    }
+    sk_delete_at(sk, c, i);
+    Py_RETURN_NONE;
+}
+
+/* An irange bound: an int, clamped to what 64-bit keys can be compared with. */
+static int sk_bound(PyObject *o, wide *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "SortedKeys.irange bounds must be ints");
+        return 0;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return 0;
+    *out = overflow > 0 ? (wide)LLONG_MAX + 1 : overflow < 0 ? (wide)LLONG_MIN - 1 : (wide)v;
+    return 1;
+}
+
+/* irange(lo, hi): the keys k with lo <= k < hi, in order, as a list. */
+static PyObject *sk_irange(SortedKeys *sk, PyObject *const *args, Py_ssize_t nargs)
+{
+    wide lo, hi;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "irange expects 2 arguments");
+        return NULL;
+    }
+    if (!sk_bound(args[0], &lo) || !sk_bound(args[1], &hi))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t c, i;
+    sk_seek(sk, lo, &c, &i);
+    for (; c < sk->nchunks; c++, i = 0) {
+        KeyChunk *chunk = sk->chunks[c];
+        for (; i < chunk->n; i++) {
+            if ((wide)chunk->k[i] >= hi)
+                return out;
+            if (PyList_Append(out, chunk->o[i]) < 0)
+                return Py_DECREF(out), NULL;
+        }
+    }
+    return out;
+}
+
+static PyObject *sk_tolist(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *out = PyList_New(sk->len);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t c = 0; c < sk->nchunks; c++)
+        for (Py_ssize_t i = 0; i < sk->chunks[c]->n; i++)
+            PyList_SET_ITEM(out, at++, Py_NewRef(sk->chunks[c]->o[i]));
+    return out;
+}
+
+/* Fill from a sequence of keys (any order): sorted, then laid out in half-full chunks. */
+static int sk_fill(SortedKeys *sk, PyObject *iterable)
+{
+    PyObject *items = PySequence_List(iterable);
+    if (items == NULL || PyList_Sort(items) < 0)
+        return Py_XDECREF(items), -1;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    long long k;
+    for (Py_ssize_t at = 0; at < n; at++) {
+        PyObject *o = PyList_GET_ITEM(items, at);
+        if (!sk_key(o, &k))
+            return Py_DECREF(items), -1;
+        KeyChunk *chunk = sk->nchunks ? sk->chunks[sk->nchunks - 1] : NULL;
+        if ((chunk == NULL || chunk->n == CHUNK_MAX / 2) && (chunk = sk_new_chunk(sk, sk->nchunks)) == NULL)
+            return Py_DECREF(items), -1;
+        chunk->k[chunk->n] = k;
+        chunk->o[chunk->n++] = Py_NewRef(o);
+        sk->maxes[sk->nchunks - 1] = k;
+        sk->len++;
+    }
+    sk->version++;
+    Py_DECREF(items);
+    return 0;
+}
+
+static int sk_init(SortedKeys *sk, PyObject *args, PyObject *kwargs)
+{
+    PyObject *iterable = NULL;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "SortedKeys takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "|O:SortedKeys", &iterable))
+        return -1;
+    sk_clear_all(sk);
+    return iterable == NULL ? 0 : sk_fill(sk, iterable);
+}
+
+static PyObject *sk_copy(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *keys = sk_tolist(sk, NULL);
+    if (keys == NULL)
+        return NULL;
+    PyObject *copy = PyObject_CallOneArg((PyObject *)Py_TYPE(sk), keys);
+    Py_DECREF(keys);
+    return copy;
+}
+
+static PyObject *sk_reduce(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *keys = sk_tolist(sk, NULL);
+    return keys == NULL ? NULL : Py_BuildValue("(O(N))", (PyObject *)Py_TYPE(sk), keys);
+}
+
+static PyObject *sk_iter(SortedKeys *sk)
+{
+    PyObject *keys = sk_tolist(sk, NULL);
+    if (keys == NULL)
+        return NULL;
+    PyObject *it = PyObject_GetIter(keys);
+    Py_DECREF(keys);
+    return it;
+}
+
+static Py_ssize_t sk_length(SortedKeys *sk)
+{
+    return sk->len;
+}
+
+static int sk_contains(SortedKeys *sk, PyObject *o)
+{
+    long long k;
+    Py_ssize_t c, i;
+    return as_i64(o, &k) && sk_find(sk, k, &c, &i);
+}
+
+static void sk_dealloc(SortedKeys *sk)
+{
+    sk_clear_all(sk);
+    PyMem_Free(sk->chunks);
+    PyMem_Free(sk->maxes);
+    Py_TYPE(sk)->tp_free((PyObject *)sk);
+}
+
+static PyMethodDef sk_methods[] = {
+    {"add", (PyCFunction)sk_add, METH_O, "add(key): insert a key (an int within 64 bits, else OverflowError)"},
+    {"remove", (PyCFunction)sk_remove, METH_O, "remove(key): delete a key (ValueError when absent)"},
+    {"irange", (PyCFunction)(void (*)(void))sk_irange, METH_FASTCALL, "irange(lo, hi): the keys in [lo, hi), as a list"},
+    {"copy", (PyCFunction)sk_copy, METH_NOARGS, "copy(): an independent index of the same keys"},
+    {"__reduce__", (PyCFunction)sk_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PySequenceMethods sk_as_sequence = {.sq_length = (lenfunc)sk_length, .sq_contains = (objobjproc)sk_contains};
+
+static PyTypeObject SortedKeysType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._native.SortedKeys",
+    .tp_basicsize = sizeof(SortedKeys),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SortedKeys(keys=()): the ordered index of a large table's int keys (see checker.model.state).",
+    .tp_dealloc = (destructor)sk_dealloc,
+    .tp_as_sequence = &sk_as_sequence,
+    .tp_iter = (getiterfunc)sk_iter,
+    .tp_methods = sk_methods,
+    .tp_init = (initproc)sk_init,
+    .tp_new = PyType_GenericNew,
+};
+
 /* A probe's predicate on the (key, record) of a candidate: a Python callable (None: always true),
  * or C code of the step machine (`fn`, below). */
 typedef struct Pred {
@@ -144,36 +528,65 @@ static PyObject *slow(TableCore *self, PyObject *method, PyObject *const *args, 
 static PyObject slow_marker;
 #define SLOW (&slow_marker)
 
+/* One candidate of a window walk: its record, size and `TEST`, then the predicate. */
+#define WINDOW_CANDIDATE(WKEY, KVAL, TEST)                                                                       \
+    do {                                                                                                         \
+        long long k = (KVAL), size;                                                                              \
+        PyObject *record = PyDict_GetItemWithError(rows, (WKEY));                                                \
+        if (record == NULL) {                                                                                    \
+            PyErr_Clear();                                                                                       \
+            return SLOW;                                                                                         \
+        }                                                                                                        \
+        if (!record_size(record, field, &size))                                                                  \
+            return SLOW;                                                                                         \
+        if (TEST) {                                                                                              \
+            int h = holds(pred, (WKEY), record);                                                                 \
+            if (h < 0)                                                                                           \
+                return NULL;                                                                                     \
+            if (h)                                                                                               \
+                Py_RETURN_TRUE;                                                                                  \
+        }                                                                                                        \
+    } while (0)
+
 /* Walk the keys in [lo, hi) and ask `test` of each; the window bound k < hi is the caller's. The three
  * windows below are checker/model/state.py's overlap_window and containment_window, written in C.
- * The size is re-read each turn because a predicate runs Python code (the spec's predicates do
- * not change tables, but the loop must not read past the list if one did). */
+ * The keys are a list (a small table) or a SortedKeys (a large one). The list's size is re-read each
+ * turn, and a SortedKeys walk stops (the Python method answers) if the index changed, because a
+ * predicate runs Python code (the spec's predicates do not change tables, but a walk must never read
+ * a place that is gone if one did). */
 #define WINDOW_LOOP(LO, HI, TEST)                                                                                \
     do {                                                                                                         \
+        wide hi_ = (HI);                                                                                         \
+        if (Py_IS_TYPE(keys, &SortedKeysType)) {                                                                 \
+            SortedKeys *sk = (SortedKeys *)keys;                                                                 \
+            unsigned long long version = sk->version;                                                            \
+            Py_ssize_t c, i;                                                                                     \
+            sk_seek(sk, (LO), &c, &i);                                                                           \
+            for (; c < sk->nchunks; c++, i = 0) {                                                                \
+                for (; i < sk->chunks[c]->n; i++) {                                                              \
+                    if ((wide)sk->chunks[c]->k[i] >= hi_)                                                        \
+                        goto window_end;                                                                         \
+                    WINDOW_CANDIDATE(sk->chunks[c]->o[i], sk->chunks[c]->k[i], TEST);                            \
+                    if (sk->version != version)                                                                  \
+                        return SLOW;                                                                             \
+                }                                                                                                \
+            }                                                                                                    \
+            goto window_end;                                                                                     \
+        }                                                                                                        \
         Py_ssize_t i = bisect(keys, (LO), 0, 0), j;                                                              \
         if (i < 0)                                                                                               \
             return SLOW;                                                                                         \
-        j = bisect(keys, (HI), i, 0);                                                                            \
+        j = bisect(keys, hi_, i, 0);                                                                             \
         if (j < 0)                                                                                               \
             return SLOW;                                                                                         \
         for (; i < j && i < PyList_GET_SIZE(keys); i++) {                                                        \
             PyObject *wkey = PyList_GET_ITEM(keys, i);                                                           \
-            long long k, size;                                                                                   \
-            PyObject *record = PyDict_GetItemWithError(rows, wkey);                                              \
-            if (record == NULL) {                                                                                \
-                PyErr_Clear();                                                                                   \
+            long long kv;                                                                                        \
+            if (!as_i64(wkey, &kv))                                                                              \
                 return SLOW;                                                                                     \
-            }                                                                                                    \
-            if (!as_i64(wkey, &k) || !record_size(record, field, &size))                                         \
-                return SLOW;                                                                                     \
-            if (TEST) {                                                                                          \
-                int h = holds(pred, wkey, record);                                                               \
-                if (h < 0)                                                                                       \
-                    return NULL;                                                                                 \
-                if (h)                                                                                           \
-                    Py_RETURN_TRUE;                                                                              \
-            }                                                                                                    \
+            WINDOW_CANDIDATE(wkey, kv, TEST);                                                                    \
         }                                                                                                        \
+    window_end:;                                                                                                 \
     } while (0)
 
 /* The exact-key test that comes first in every probe (the usual case: the range asked about is
@@ -208,7 +621,7 @@ static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long 
             Py_RETURN_TRUE;                                                                                      \
     } while (0)
 
-/* The bodies of the probes, on a non-empty table's rows, sorted keys (a list) and size field;
+/* The bodies of the probes, on a non-empty table's rows, sorted keys (a list or a SortedKeys) and size field;
  * `kobj` is the int object of `base` (the key the exact-key test looks up). */
 typedef PyObject *(*probe_body)(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
                                 PyObject *kobj, long long base, long long end, Pred *pred);
@@ -255,7 +668,8 @@ static PyObject *probe_core(TableCore *self, int mode, PyObject *kobj, wide base
     PyObject *rows = self->rows, *keys = self->keys, *field = self->sized_by;
     if (rows != NULL && PyDict_CheckExact(rows) && PyDict_GET_SIZE(rows) == 0)
         Py_RETURN_FALSE; /* as the Python method: an empty table has nothing, whatever is asked */
-    if (rows == NULL || !PyDict_CheckExact(rows) || keys == NULL || !PyList_CheckExact(keys) || field == NULL
+    if (rows == NULL || !PyDict_CheckExact(rows) || keys == NULL
+        || !(PyList_CheckExact(keys) || Py_IS_TYPE(keys, &SortedKeysType)) || field == NULL
         || field == Py_None || !as_i64(self->largest, &largest))
         return SLOW;
     if (base < LLONG_MIN || base > LLONG_MAX || end < LLONG_MIN || end > LLONG_MAX)
@@ -411,7 +825,8 @@ static int bookkeeping_ready(TableCore *self)
 
 static int index_ready(TableCore *self)
 {
-    return self->keys != NULL && PyList_CheckExact(self->keys) && self->size_count != NULL
+    return self->keys != NULL && (PyList_CheckExact(self->keys) || Py_IS_TYPE(self->keys, &SortedKeysType))
+        && self->size_count != NULL
         && PyDict_CheckExact(self->size_count) && self->size_heap != NULL && PyList_CheckExact(self->size_heap)
         && self->largest != NULL && self->small != NULL;
 }
@@ -442,10 +857,13 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
             goto slow_path;
         }
         if (old == NULL) {
-            if (!as_i64(key, &k) || PyList_GET_SIZE(self->keys) + 1 > small)
-                goto slow_path; /* a huge key, or the index moves to a SortedList */
-            at = bisect(self->keys, k, 0, 1);
-            if (at < 0)
+            if (!as_i64(key, &k))
+                goto slow_path; /* a huge key */
+            if (!PyList_CheckExact(self->keys))
+                at = -2; /* a SortedKeys: inserted below */
+            else if (PyList_GET_SIZE(self->keys) + 1 > small)
+                goto slow_path; /* the index moves to a SortedKeys */
+            else if ((at = bisect(self->keys, k, 0, 1)) < 0)
                 goto slow_path;
         } else {
             if (!PyDict_CheckExact(old) || (old_size = PyDict_GetItemWithError(old, field)) == NULL
@@ -462,7 +880,8 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     int failed = journal_append(self, key, "put", old) < 0;
     if (!failed && field != Py_None) {
         if (old == NULL)
-            failed = PyList_Insert(self->keys, at, key) < 0;
+            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, PyLong_AsLongLong(key))
+                               : PyList_Insert(self->keys, at, key)) < 0;
         else
             failed = forget_size(self, old_size) < 0;
         failed = failed || note_size(self, size) < 0;
@@ -496,7 +915,7 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
         Py_RETURN_NONE;
     }
     PyObject *field = self->sized_by, *size = NULL;
-    Py_ssize_t at = -1;
+    Py_ssize_t at = -1, sk_at_chunk = 0, sk_at = 0;
     if (field != Py_None) {
         long long k, small;
         if (!index_ready(self) || !as_i64(key, &k) || !as_i64(self->small, &small) || !PyDict_CheckExact(old))
@@ -506,15 +925,27 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
             PyErr_Clear();
             goto slow_path;
         }
-        at = bisect(self->keys, k, 0, 0);
-        if (at < 0 || at >= PyList_GET_SIZE(self->keys))
-            goto slow_path;
+        if (Py_IS_TYPE(self->keys, &SortedKeysType)) {
+            SortedKeys *sk = (SortedKeys *)self->keys;
+            if (sk->len - 1 < small / 2 || !sk_find(sk, k, &sk_at_chunk, &sk_at))
+                goto slow_path; /* the index moves back to a list (or the key is not where it must be) */
+            at = -2;
+        } else {
+            at = bisect(self->keys, k, 0, 0);
+            if (at < 0 || at >= PyList_GET_SIZE(self->keys))
+                goto slow_path;
+        }
     }
     Py_INCREF(old);
     Py_XINCREF(size);
     int failed = PyDict_DelItem(self->rows, key) < 0 || journal_append(self, key, "remove", old) < 0;
-    if (!failed && field != Py_None)
-        failed = PyList_SetSlice(self->keys, at, at + 1, NULL) < 0 || forget_size(self, size) < 0;
+    if (!failed && field != Py_None) {
+        if (at == -2)
+            sk_delete_at((SortedKeys *)self->keys, sk_at_chunk, sk_at);
+        else
+            failed = PyList_SetSlice(self->keys, at, at + 1, NULL) < 0;
+        failed = failed || forget_size(self, size) < 0;
+    }
     Py_DECREF(old);
     Py_XDECREF(size);
     if (failed)
@@ -2042,7 +2473,8 @@ PyMODINIT_FUNC PyInit__native(void)
     s_slow_probe[PROBE_OVERLAPPING] = s_slow_overlapping;
     s_slow_probe[PROBE_CONTAINING] = s_slow_containing;
     s_slow_probe[PROBE_CONTAINING_ADDR] = s_slow_containing_addr;
-    if (PyType_Ready(&TableCoreType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&PredType) < 0)
+    if (PyType_Ready(&TableCoreType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&PredType) < 0
+        || PyType_Ready(&SortedKeysType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -2060,6 +2492,7 @@ PyMODINIT_FUNC PyInit__native(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "TableCore", (PyObject *)&TableCoreType) < 0
+        || PyModule_AddObjectRef(m, "SortedKeys", (PyObject *)&SortedKeysType) < 0
         || PyModule_AddObjectRef(m, "Step", (PyObject *)&StepType) < 0
         || PyModule_AddIntConstant(m, "MAX_REGS", MAX_REGS) < 0 || PyModule_AddIntConstant(m, "MAX_MASK_BITS", MAX_MASK_BITS) < 0
         || PyModule_AddIntConstant(m, "INTERFACE", NATIVE_INTERFACE) < 0) {
