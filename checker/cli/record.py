@@ -18,18 +18,22 @@ def register(sub) -> None:
         "record", usage="%(prog)s -o TRACE [--spec SPEC] [--env KEY=VALUE]... [options] -- PROGRAM [ARGS...]\n"
                         "       %(prog)s --build-only",
         help="run a program and record its host-memory registration calls as a trace",
-        description="Run PROGRAM with an LD_PRELOAD interposer that records the Ascend CANN host registration "
-                    "calls (aclrtHostRegisterV2, aclrtHostUnregister, aclrtHostGetDevicePointer, aclrtMallocHost, "
-                    "aclrtFreeHost) and the allocations they touch into TRACE (format v1, docs/trace-format.md); "
-                    "check it with `regcheck replay TRACE`. The interposer is built with the system C compiler "
-                    "on first use (docs/recording.md). Exit status: the program's; 2 for regcheck's own errors.")
+        description="Run PROGRAM with an LD_PRELOAD interposer that records the host registration calls of "
+                    "the spec's family (acl: Ascend CANN's aclrtHostRegisterV2 family; cuda: the CUDA runtime's "
+                    "cudaHostRegister family, cudaMalloc, cudaFree, cudaSetDeviceFlags; hip: HIP's hipHostRegister "
+                    "family, hipMalloc, hipFree) and the allocations and mappings they touch into TRACE (format v1, "
+                    "docs/trace-format.md); check it with `regcheck replay TRACE`. The interposer is built with "
+                    "the system C compiler on first use (docs/recording.md). Exit status: the program's; 2 for "
+                    "regcheck's own errors.")
     p.add_argument("-o", "--output", metavar="TRACE",
                    help="the trace file to write (created or truncated; required unless --build-only)")
     p.add_argument("--spec", default="acl",
-                   help="the spec named in the trace header (default: acl; cuPVA calls are not intercepted)")
+                   help="the spec named in the trace header: acl (default), cuda, hip, or a spec file declaring "
+                        "one of their call families (cuPVA calls are not intercepted)")
     p.add_argument("--env", action="append", default=[], type=_pair, metavar="KEY=VALUE",
                    help="a spec parameter for the trace header, e.g. --env os_kernel=5.10 --env product=AtlasA3 "
-                        "(repeatable; unset parameters take the spec's defaults)")
+                        "or --env cuda_runtime=12.4 (repeatable; unset parameters take the host's value where "
+                        "regcheck can read it, else the spec's default)")
     p.add_argument("--build-only", action="store_true",
                    help="build the interposer into the cache (e.g. at install time), print its path, run nothing")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]",

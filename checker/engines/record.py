@@ -10,10 +10,17 @@ The interposer is C, compiled on first use with the system compiler (`$CC`, else
 keyed by a hash of the source and of the compiler's identity, so an edited source or another
 compiler gets a new build. Without a compiler an earlier build of the same source is used.
 
+Three call families are recorded, one per trace: Ascend CANN (`acl`), the CUDA runtime (`cuda`)
+and HIP (`hip`). The family is the first of `RECORDED_CALLS` whose calls the spec all declares;
+the interposer learns it from `REGCHECK_FAMILY` and writes only that family's calls. For cuda and
+hip the header's runtime version is read from the runtime library the program links, when it can
+be found (`runtime_env`).
+
 Error codes (X08xx, environment; X0801-X0808 belong to checker.drivers.pinning and checker.drivers.executor):
   X0810  no C compiler found (and no earlier build of this interposer in the cache)
   X0811  the interposer failed to build (the message carries the compiler's output)
-  X0812  the spec cannot be recorded: it lacks calls the interposer writes (cuPVA: see the docs)
+  X0812  the spec cannot be recorded: it does not declare every call of any family the interposer
+         writes (acl, cuda, hip); cuPVA is not intercepted (see the docs)
   X0813  the build cache or the trace file cannot be written
   X0814  the program cannot be started
 """
@@ -27,6 +34,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
@@ -55,9 +63,33 @@ LIBS = ("-ldl",)
 BUILD_TIMEOUT_S = 300
 MAX_COMPILER_OUTPUT = 4000
 
-# The calls the interposer writes; a spec must declare all of them to check its traces.
-RECORDED_CALLS = ("malloc", "free", "aclrtMallocHost", "aclrtFreeHost", "aclrtHostRegisterV2",
-                  "aclrtHostGetDevicePointer", "aclrtHostUnregister")
+# The calls the interposer writes, per family (the value of REGCHECK_FAMILY); a spec must declare
+# all of one family's to have its traces recorded. In acl traces a registered mapping is written as
+# `malloc`/`free` (the acl spec has no mapping events), in cuda and hip ones as `mmap`/`munmap`.
+RECORDED_CALLS: dict[str, tuple[str, ...]] = {
+    "acl": ("malloc", "free", "aclrtMallocHost", "aclrtFreeHost", "aclrtHostRegisterV2",
+            "aclrtHostGetDevicePointer", "aclrtHostUnregister"),
+    "cuda": ("malloc", "free", "mmap", "munmap", "cudaHostRegister", "cudaHostUnregister",
+             "cudaHostGetDevicePointer", "cudaHostGetFlags", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",
+             "cudaMalloc", "cudaFree", "cudaSetDeviceFlags"),
+    "hip": ("malloc", "free", "mmap", "munmap", "hipHostRegister", "hipHostUnregister", "hipHostGetDevicePointer",
+            "hipHostMalloc", "hipHostFree", "hipMalloc", "hipFree"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeLibrary:
+    """Where a family's runtime version comes from: its parameter, library and version call."""
+    param: str  # the spec parameter it fills
+    soname: str  # the library's name, without a version suffix
+    function: str  # int F(int *version), answered without a device
+
+
+RUNTIME_LIBRARIES = {
+    "cuda": RuntimeLibrary("cuda_runtime", "libcudart.so", "cudaRuntimeGetVersion"),
+    "hip": RuntimeLibrary("hip_runtime", "libamdhip64.so", "hipRuntimeGetVersion"),
+}
+RUNTIME_QUERY_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,14 +253,126 @@ def host_env(spec_name: str, env: Mapping, release: str | None = None) -> dict:
     return found
 
 
-def check_recordable(spec_name: str) -> None:
-    """X0812 unless the spec declares every call the interposer writes."""
+def recorded_family(spec_name: str) -> str:
+    """The call family recorded for this spec: the first of RECORDED_CALLS whose calls it all
+    declares. X0812 when there is none (cuPVA's C++ API is not intercepted at all)."""
     spec = load_spec(spec_name)
-    missing = [c for c in RECORDED_CALLS if c not in spec.calls]
-    if missing:
-        raise RegcheckError([error(CODE_SPEC_NOT_RECORDABLE, f"cannot record for spec '{spec_name}': it does not "
-                                   f"declare {', '.join(missing)}; the interposer records the Ascend CANN host "
-                                   "registration calls only (cuPVA is not intercepted, see docs/recording.md)")])
+    missing = {family: [c for c in calls if c not in spec.calls] for family, calls in RECORDED_CALLS.items()}
+    for family, lacks in missing.items():
+        if not lacks:
+            return family
+    if "cupva::mem::Register" in spec.calls:
+        why = ("cuPVA is not intercepted: its C++ API reports errors by exceptions that a C interposer cannot "
+               "catch (see docs/recording.md)")
+    else:
+        family, lacks = min(missing.items(), key=lambda item: len(item[1]))
+        why = (f"the interposer records the acl, cuda or hip family, and a spec must declare all of a family's "
+               f"calls; the closest, {family}, lacks {', '.join(lacks)}")
+    raise RegcheckError([error(CODE_SPEC_NOT_RECORDABLE, f"cannot record for spec '{spec_name}': {why}")])
+
+
+# ---------------------------------------------------------------- the runtime version from the host
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeProbe:
+    found: dict  # the parameter and its value, e.g. {"cuda_runtime": "12.4"}; empty when unknown
+    unknown: dict  # the parameter and why it could not be read, e.g. {"cuda_runtime": "libcudart.so not found ..."}
+    library: str | None = None  # the library the version was read from
+
+
+def runtime_env(family: str, spec_name: str, env: Mapping, argv: Sequence[str], program: str,
+                environ: Mapping[str, str]) -> RuntimeProbe:
+    """The runtime version of a cuda or hip trace, read from the library the program will load,
+    unless `env` (the user) gives it or the spec has no such parameter. The library is the one
+    the program links, as `ldd` resolves it (or, for a wrapper such as `timeout 60 ./app`, one
+    that a later argument naming an executable file links), else the first of that name in
+    LD_LIBRARY_PATH. A program that loads it with dlopen, or is started by a shell command line,
+    shows neither; the version is then left to the spec's default, and the header says why."""
+    lib = RUNTIME_LIBRARIES.get(family)
+    if lib is None or lib.param in env or lib.param not in load_spec(spec_name).params:
+        return RuntimeProbe({}, {})
+    programs = [program] + [a for a in argv[1:] if "/" in a and os.path.isfile(a) and os.access(a, os.X_OK)]
+    path = next((found for p in programs if (found := _linked_library(p, lib.soname, environ))), None)
+    path = path or _library_on_path(lib.soname, environ)
+    if path is None:
+        return RuntimeProbe({}, {lib.param: f"{lib.soname} not found: the program does not link it (ldd) and "
+                                            "LD_LIBRARY_PATH does not hold it"})
+    version, why = _query_version(path, lib, environ)
+    if version is None:
+        return RuntimeProbe({}, {lib.param: f"{path}: {why}"}, path)
+    return RuntimeProbe({lib.param: version}, {}, path)
+
+
+def _unrecorded(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment for regcheck's own probes: no interposer, nothing of a recording."""
+    return {k: v for k, v in environ.items() if not k.startswith("REGCHECK_") and k != "LD_PRELOAD"}
+
+
+def _linked_library(program: str, soname: str, environ: Mapping[str, str]) -> str | None:
+    """The path the dynamic loader resolves `soname*` to for `program` (ldd), if it links it."""
+    ldd = shutil.which("ldd", path=environ.get("PATH", os.defpath))
+    if ldd is None:
+        return None
+    try:
+        done = subprocess.run([ldd, program], capture_output=True, env=_unrecorded(environ),
+                              timeout=RUNTIME_QUERY_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        name, arrow, rest = line.strip().partition(" => ")
+        if arrow and name.startswith(soname):
+            path = rest.rsplit(" (", 1)[0].strip()
+            if os.path.isabs(path) and os.path.isfile(path):
+                return path
+    return None
+
+
+def _library_on_path(soname: str, environ: Mapping[str, str]) -> str | None:
+    for directory in environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if not directory or not os.path.isdir(directory):
+            continue
+        names = sorted(n for n in os.listdir(directory) if n == soname or n.startswith(soname + "."))
+        if names:
+            return os.path.join(directory, names[0])
+    return None
+
+
+# Run in a separate interpreter: a vendor runtime's initialisers (threads, signal handlers, a crash
+# on a broken install) then cannot touch regcheck's own process.
+_VERSION_QUERY = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+version = ctypes.c_int(0)
+print(getattr(lib, sys.argv[2])(ctypes.byref(version)), version.value)
+"""
+
+
+def _query_version(path: str, lib: RuntimeLibrary, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """("major.minor", "") from the library's version call, or (None, why)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _VERSION_QUERY, path, lib.function], capture_output=True,
+                              env=_unrecorded(environ), timeout=RUNTIME_QUERY_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"{lib.function} gave no answer within {RUNTIME_QUERY_TIMEOUT_S} s"
+    except OSError as exc:
+        return None, f"cannot run {sys.executable}: {exc.strerror or exc}"
+    words = done.stdout.decode("ascii", "replace").split()
+    if done.returncode != 0 or len(words) != 2 or not all(w.lstrip("-").isdigit() for w in words):
+        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+        return None, f"cannot load it or call {lib.function}: {last}"
+    status, number = int(words[0]), int(words[1])
+    if status != 0 or number <= 0:
+        return None, f"{lib.function} returned status {status} (version {number})"
+    return _version_text(lib.param, number), ""
+
+
+def _version_text(param: str, number: int) -> str:
+    """A version number as the runtime encodes it, as "major.minor": CUDA 1000 * major + 10 * minor
+    (12040 is 12.4); HIP 10,000,000 * major + 100,000 * minor + patch (60241134 is 6.2)."""
+    if param == "hip_runtime":
+        return f"{number // 10_000_000}.{number // 100_000 % 100}"
+    return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def program_warnings(path: str) -> tuple[Diagnostic, ...]:
@@ -275,7 +419,7 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     env = dict(env or {})
     if not argv:
         raise RegcheckError([error(CODE_CANNOT_RUN, "no program to run: give it after `--`")])
-    check_recordable(spec)
+    family = recorded_family(spec)
     from_host = host_env(spec, env)
     env.update(from_host)
     resolve_config(load_spec(spec), env)
@@ -285,10 +429,18 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
         raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: no such program"
                                    + ("" if "/" in argv[0] else " on PATH"))])
     warnings = program_warnings(program)
+    runtime = runtime_env(family, spec, env, argv, program, environ)
+    if runtime.found:
+        env, from_host = {**env, **runtime.found}, {**from_host, **runtime.found}
+        resolve_config(load_spec(spec), env)
     output = os.path.abspath(os.fspath(output))
     meta = {"recorder": f"regcheck record {__version__}", "program": list(argv), "interposer": interposer.name}
     if from_host:
         meta["env_from_host"] = sorted(from_host)  # which env values this host supplied, not the user
+    if runtime.unknown:
+        meta["env_not_from_host"] = runtime.unknown  # what the host could not tell, and why
+    if runtime.library:
+        meta["runtime_library"] = runtime.library
     # The header only; the interposer appends the events. A device or FIFO is written in place, never
     # replaced, and held open while the program runs (so that a FIFO's reader does not see its end early).
     target = OutputFile(output, CODE_CANNOT_WRITE)
@@ -300,7 +452,7 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     if not target.special:
         target.commit()
     try:
-        done, recorded_pid = _run_recorded(argv, program, interposer, output, environ)
+        done, recorded_pid = _run_recorded(argv, program, interposer, output, family, environ)
     finally:
         target.commit()
     code = done.returncode
@@ -308,7 +460,7 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     return RecordResult(status, signal, output, _count_events(output), recorded_pid, str(interposer), warnings)
 
 
-def _run_recorded(argv, program: str, interposer: Path, output: str, environ: Mapping[str, str]):
+def _run_recorded(argv, program: str, interposer: Path, output: str, family: str, environ: Mapping[str, str]):
     """Run the program with the interposer preloaded; (the completed process, the recording pid)."""
     with tempfile.TemporaryDirectory(prefix="regcheck-record-") as scratch:
         claim = os.path.join(scratch, "owner")
@@ -317,6 +469,7 @@ def _run_recorded(argv, program: str, interposer: Path, output: str, environ: Ma
         child_env["LD_PRELOAD"] = str(interposer) + (f":{preload}" if preload else "")
         child_env["REGCHECK_TRACE"] = output
         child_env["REGCHECK_CLAIM"] = claim
+        child_env["REGCHECK_FAMILY"] = family
         try:
             done = subprocess.run(list(argv), executable=program, env=child_env, check=False)
         except OSError as exc:

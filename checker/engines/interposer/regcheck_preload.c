@@ -1,18 +1,30 @@
 /*
  * regcheck_preload.c: the LD_PRELOAD interposer behind `regcheck record`.
  *
- * It intercepts the Ascend CANN host-registration calls (aclrtHostRegisterV2, aclrtHostUnregister,
- * aclrtHostGetDevicePointer, aclrtMallocHost, aclrtFreeHost) and the host memory calls the spec's
- * rules need (the malloc family, free, mmap, munmap, mremap), forwards each call to the real
- * function found with dlsym(RTLD_NEXT), and appends trace format v1 events (docs/trace-format.md)
- * to the file named by REGCHECK_TRACE. `regcheck record` writes the header line first; this file
- * only appends events, one write(2) per line, so a crash never leaves half a line behind.
+ * It intercepts the host-registration calls of three runtimes and the host memory calls their
+ * specs' rules need (the malloc family, free, mmap, munmap, mremap), forwards each call to the
+ * real function found with dlsym(RTLD_NEXT), and appends trace format v1 events
+ * (docs/trace-format.md) to the file named by REGCHECK_TRACE:
+ *  - Ascend CANN (libascendcl.so): aclrtHostRegisterV2, aclrtHostUnregister,
+ *    aclrtHostGetDevicePointer, aclrtMallocHost, aclrtFreeHost;
+ *  - the CUDA runtime (libcudart.so): cudaHostRegister, cudaHostUnregister,
+ *    cudaHostGetDevicePointer, cudaHostGetFlags, cudaMallocHost, cudaHostAlloc, cudaFreeHost,
+ *    cudaMalloc, cudaFree, cudaSetDeviceFlags; and the driver API's cuMemHostRegister_v2 and
+ *    cuMemHostUnregister (libcuda.so), written as the runtime's register and unregister events;
+ *  - HIP (libamdhip64.so): hipHostRegister, hipHostUnregister, hipHostGetDevicePointer,
+ *    hipHostMalloc, hipHostFree, hipMalloc, hipFree.
+ * REGCHECK_FAMILY (acl, cuda or hip; acl when unset) says which family the trace's spec declares:
+ * only that family's calls are written, the others are forwarded unrecorded. `regcheck record`
+ * writes the header line first; this file only appends events, one write(2) per line, so a crash
+ * never leaves half a line behind.
  *
  * Trace size follows registration activity, not allocation activity: every live heap block and
- * mapping is kept in a compact in-memory table (address -> size), and a `malloc` event is written
- * for a block only when aclrtHostRegisterV2 first touches it, just before the registration event.
- * A `free` event is written only for blocks that had their `malloc` event. So the trace keeps the
- * format's promise (every registered block has its allocation event) without one line per malloc.
+ * mapping is kept in a compact in-memory table (address -> size), and an allocation event is
+ * written for a block only when a registration first touches it, just before the registration
+ * event (`malloc` for a heap block; for a mapping `mmap` in cuda and hip traces, `malloc` in acl
+ * ones, whose spec has no mapping events). A `free` or `munmap` event is written only for blocks
+ * that had their allocation event. So the trace keeps the format's promise (every registered
+ * block has its allocation event) without one line per malloc.
  *
  * Constraints that shape the code:
  *  - Nothing here may call malloc (we are malloc). The tables live in memory from the real mmap,
@@ -25,9 +37,10 @@
  *    program's, except when the signal interrupted our own bookkeeping (the thread-local `busy`):
  *    then its calls are forwarded unrecorded, which cannot deadlock on a table lock.
  *  - Event order must be the order the calls took effect where memory can be reused. One mutex
- *    (`wlock`) serialises writing; it is also held across the real free/munmap/aclrtFreeHost of a
- *    block whose allocation is in the trace, so the `free` line is written before any other
- *    thread can be handed the same address and write its `malloc` line. Registration calls
+ *    (`wlock`) serialises writing; it is also held across the real free, munmap and pinned-memory
+ *    release (aclrtFreeHost, cudaFreeHost, hipHostFree) of a block whose allocation is in the
+ *    trace, so its release line is written before any other thread can be handed the same
+ *    address and write its allocation line. Registration calls
  *    themselves run unlocked, so the program's own concurrency is not changed.
  *  - Lock order: wlock, then a table lock. Never the other way round.
  *  - One trace holds one address space. The first process to write an event claims the trace
@@ -87,12 +100,6 @@ static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static sig_fn (*real_signal)(int, sig_fn);
 static sig_fn (*real_sysv_signal)(int, sig_fn);
 
-static aclError (*real_register)(void *, uint64_t, uint32_t);
-static aclError (*real_unregister)(void *);
-static aclError (*real_get_dev)(void *, void **, uint32_t);
-static aclError (*real_malloc_host)(void **, size_t);
-static aclError (*real_free_host)(void *);
-
 /* ------------------------------------------------------------------ process state */
 
 enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
@@ -102,6 +109,10 @@ TLS int depth;                  /* > 0 inside a vendor call: forward without rec
 TLS uint32_t cached_tid;
 
 static int recording;           /* atomic: REGCHECK_TRACE is open and this process may record */
+/* The call family this trace records, from REGCHECK_FAMILY at start-up (acl when unset): only its
+   calls are written, and it decides how a mapping is written (below, "writing events"). */
+enum { FAM_ACL, FAM_CUDA, FAM_HIP };
+static int family = FAM_ACL;
 enum { CLAIM_UNDECIDED, CLAIM_OWNER, CLAIM_DENIED };
 static int claim = CLAIM_UNDECIDED; /* under wlock */
 enum { OFF_NO_TRACE, OFF_DENIED, OFF_FORKED, OFF_WRITE_FAILED };
@@ -319,7 +330,8 @@ struct table {
 #define TABLE_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
 static struct table heap[HEAP_SHARDS] = {[0 ... HEAP_SHARDS - 1] = TABLE_INIT};
 static struct table maps = TABLE_INIT;    /* mmap'd regions */
-static struct table hostmem = TABLE_INIT; /* aclrtMallocHost blocks (their events are always written) */
+static struct table hostmem = TABLE_INIT; /* pinned host memory: aclrtMallocHost, cudaMallocHost,
+                                             cudaHostAlloc, hipHostMalloc (their events are always written) */
 static int hostmem_live;                  /* atomic: entries in hostmem, so free() can skip the lookup */
 static int table_full_told;
 
@@ -533,17 +545,31 @@ static void ev_end(struct line *l, uint32_t who, int timed, uint64_t t0, uint64_
     put_s(l, "}\n");
 }
 
-/* `malloc` for a block first touched by a registration. The allocation happened earlier and its
-   time was not kept (keeping it would double the table), so the line has the allocating thread
-   but no timestamps; no rule compares an environment event's time. */
-static void emit_malloc(const struct entry *e) {
+/* The allocation event of a block first touched by a registration: `malloc` {size} -> {ptr} for
+   a heap block; for a mapping, `mmap` {length} -> {addr} where the spec has mapping events (cuda,
+   hip) and `malloc` where it has not (acl). The allocation happened earlier and its time was not
+   kept (keeping it would double the table), so the line has the allocating thread but no
+   timestamps; no rule compares an environment event's time. */
+static void emit_alloc(const struct entry *e, int mapping) {
+    int as_mmap = mapping && family != FAM_ACL;
     struct line l;
-    ev_begin(&l, "malloc");
-    ev_arg(&l, "size", e->size, 1);
-    put_s(&l, "},\"out\":{\"ptr\":");
+    ev_begin(&l, as_mmap ? "mmap" : "malloc");
+    ev_arg(&l, as_mmap ? "length" : "size", e->size, 1);
+    put_s(&l, as_mmap ? "},\"out\":{\"addr\":" : "},\"out\":{\"ptr\":");
     put_u(&l, e->addr);
     put_s(&l, "}");
     ev_end(&l, e->tid, 0, 0, 0);
+    emit(&l);
+}
+
+/* `munmap` {addr, length} of pages of a mapping whose `mmap` is in the trace (cuda, hip). */
+static void emit_munmap(uintptr_t a, uint64_t len, uint64_t t0, uint64_t t1) {
+    struct line l;
+    ev_begin(&l, "munmap");
+    ev_arg(&l, "addr", a, 1);
+    ev_arg(&l, "length", len, 0);
+    put_s(&l, "}");
+    ev_end(&l, tid(), 1, t0, t1);
     emit(&l);
 }
 
@@ -556,8 +582,25 @@ static void emit_free(uintptr_t p, uint64_t t0, uint64_t t1) {
     emit(&l);
 }
 
-/* Marks the block holding p as emitted and writes its `malloc` line, unless it already has one
-   (caller holds wlock). Memory from aclrtMallocHost has its own event and is looked up first. */
+/* The mapping holding p (caller holds maps.lock). One whose `mmap` is in the trace comes first:
+   in cuda and hip traces a mapping cut in its middle stays whole, as the spec models it, and a
+   new mapping placed in the hole lies inside it (see maps_cut). */
+static struct entry *maps_containing(uintptr_t p) {
+    struct entry *any = NULL;
+    for (size_t i = 0; i < maps.cap; i++) {
+        struct entry *s = &maps.slots[i];
+        if (s->addr && (s->addr == p || (s->addr < p && p - s->addr < s->size))) {
+            if (s->flags & EMITTED)
+                return s;
+            if (!any)
+                any = s;
+        }
+    }
+    return any;
+}
+
+/* Marks the block holding p as emitted and writes its allocation line, unless it already has one
+   (caller holds wlock). Pinned host memory (aclrtMallocHost, ...) has its own event and is looked up first. */
 static void emit_block_for(uintptr_t p) {
     struct entry copy;
     struct entry *e;
@@ -582,7 +625,7 @@ static void emit_block_for(uintptr_t p) {
     for (size_t i = 0; i < n; i++) {
         struct table *t = candidates[i];
         tab_lock(t);
-        e = i == 0 ? tab_find(t, p) : tab_containing(t, p);
+        e = i == 0 ? tab_find(t, p) : t == &maps ? maps_containing(p) : tab_containing(t, p);
         if (e && !(e->flags & EMITTED)) {
             e->flags |= EMITTED;
             copy = *e;
@@ -591,7 +634,7 @@ static void emit_block_for(uintptr_t p) {
         tab_unlock(t);
         if (e) {
             if (write_it)
-                emit_malloc(&copy);
+                emit_alloc(&copy, t == &maps);
             return;
         }
     }
@@ -637,7 +680,7 @@ static int heap_remove(void *p, struct entry *removed) {
     return 1;
 }
 
-/* free() of something that is not a heap block: if it is aclrtMallocHost memory, record the
+/* free() of something that is not a heap block: if it is pinned host memory, record the
    misuse (the spec reports it) before the C library most likely aborts. */
 static void note_foreign_free(void *p) {
     if (!__atomic_load_n(&hostmem_live, __ATOMIC_RELAXED))
@@ -813,24 +856,48 @@ static int maps_overlap_emitted(uintptr_t a, uintptr_t end) {
     return hit;
 }
 
+#define CUT_KEPT 2u /* during one maps_cut: a traced mapping cut inside, kept whole */
+
 /* Forgets [a, end) (caller holds maps.lock, and wlock if an emitted mapping may be cut; only a
    program racing a registration against an unmap of the same range can make us write without
-   it, and each line is still one write(2)): each
-   mapping it overlaps is freed as a whole (a `free` line if its `malloc` was written); the parts
-   outside the range stay mapped and are tracked again as new, untraced blocks. */
+   it, and each line is still one write(2)). What is written depends on the family:
+    - acl (no mapping events; a mapping's allocation is a `malloc`): each mapping the range
+      overlaps is freed as a whole (a `free` line if its `malloc` was written); the parts outside
+      the range stay mapped and are tracked again as new, untraced blocks.
+    - cuda, hip (`mmap`/`munmap` events): a traced mapping gets a `munmap` of exactly the pages
+      it loses, so the spec's rule on unmapping registered memory sees the true range. The spec
+      follows a mapping exactly when an unmap starts at its base, so a cut from the base drops
+      those pages and keeps the rest traced at its new base, as the spec's effect does; a cut
+      that starts inside leaves the entry whole, as the spec's record of it stays (the hole is
+      then host memory to both, docs/recording.md). Untraced mappings are handled as for acl. */
 static void maps_cut(uintptr_t a, uintptr_t end, uint64_t t0, uint64_t t1) {
+    int kept = 0;
     for (;;) {
         struct entry *s = NULL;
         for (size_t i = 0; i < maps.cap; i++) {
             struct entry *c = &maps.slots[i];
-            if (c->addr && c->addr < end && a < c->addr + c->size) {
+            if (c->addr && !(c->flags & CUT_KEPT) && c->addr < end && a < c->addr + c->size) {
                 s = c;
                 break;
             }
         }
         if (!s)
-            return;
+            break;
         struct entry gone = *s;
+        if ((gone.flags & EMITTED) && family != FAM_ACL) {
+            uintptr_t gone_end = gone.addr + gone.size, cut_end = end < gone_end ? end : gone_end;
+            if (a <= gone.addr) {
+                tab_del(&maps, s);
+                emit_munmap(gone.addr, cut_end - gone.addr, t0, t1);
+                if (cut_end < gone_end)
+                    tab_put(&maps, cut_end, gone_end - cut_end, gone.tid, EMITTED);
+            } else {
+                emit_munmap(a, cut_end - a, t0, t1);
+                s->flags |= CUT_KEPT;
+                kept = 1;
+            }
+            continue;
+        }
         tab_del(&maps, s);
         if (gone.addr < a)
             tab_put(&maps, gone.addr, a - gone.addr, gone.tid, 0);
@@ -839,6 +906,8 @@ static void maps_cut(uintptr_t a, uintptr_t end, uint64_t t0, uint64_t t1) {
         if (gone.flags & EMITTED)
             emit_free(gone.addr, t0, t1);
     }
+    for (size_t i = 0; kept && i < maps.cap; i++)
+        maps.slots[i].flags &= ~CUT_KEPT;
 }
 
 /* A mapping covers whole pages, so its block is the length rounded up to the page size. */
@@ -951,155 +1020,134 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
 
 /* ------------------------------------------------------------------ the vendor calls */
 
+/* What a wrapper returns when the real function cannot be found, by family: ACL's internal error,
+   cudaErrorUnknown, hipErrorUnknown. */
+static const int missing_code[] = {[FAM_ACL] = ACL_ERROR_RT_INTERNAL_ERROR, [FAM_CUDA] = 999, [FAM_HIP] = 999};
+
 /* The real vendor function, looked up at the first call (the library may be loaded late). */
 static void *vendor(void **slot, const char *name) {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!f) {
         f = dlsym(RTLD_NEXT, name);
-        if (!f)
-            say("the real vendor function is missing (dlsym RTLD_NEXT failed); returning 507000", 0, NULL);
+        if (!f) {
+            struct line l = {0};
+            put_s(&l, "the real vendor function ");
+            put_s(&l, name);
+            put_s(&l, " is missing (dlsym RTLD_NEXT failed); the call fails");
+            say(l.buf, 0, NULL);
+        }
         __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
     return f;
 }
 
-/* Whether to record this vendor call (not one the vendor library makes itself). */
-static int record_call(void) {
-    if (depth > 0)
+#define VENDOR(slot, name) ((__typeof__(slot))vendor((void **)&(slot), (name)))
+
+/* Whether to record this call of family `fam`: the program's own call (not one the vendor library
+   makes itself) of the family this trace records, in a process that records. On 1 the caller is
+   inside the call (depth > 0) until record_end. */
+static int record_call(int fam) {
+    if (depth > 0 || fam != family)
         return 0;
-    if (__atomic_load_n(&recording, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&recording, __ATOMIC_RELAXED)) {
+        depth++;
         return 1;
+    }
     tell_off();
     return 0;
 }
 
-#define VENDOR(slot, name) ((__typeof__(slot))vendor((void **)&(slot), (name)))
-
-EXPORT aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag) {
-    aclError (*real)(void *, uint64_t, uint32_t) = VENDOR(real_register, "aclrtHostRegisterV2");
-    if (!real)
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (!record_call())
-        return real(ptr, size, flag);
-    depth++;
+/* Writes a recorded call's line and leaves the call. */
+static void record_end(struct line *l) {
     wlock_take();
-    emit_block_for((uintptr_t)ptr);
-    wlock_drop();
-    uint64_t t0 = now_ns();
-    aclError ret = real(ptr, size, flag);
-    uint64_t t1 = now_ns();
-    struct line l;
-    ev_begin(&l, "aclrtHostRegisterV2");
-    ev_arg(&l, "ptr", (uintptr_t)ptr, 1);
-    ev_arg(&l, "size", size, 0);
-    ev_arg(&l, "flag", flag, 0);
-    ev_ret(&l, ret);
-    ev_end(&l, tid(), 1, t0, t1);
-    wlock_take();
-    emit(&l);
+    emit(l);
     wlock_drop();
     depth--;
+}
+
+/* A registration's first touch of a block writes the block's allocation event first. */
+static void before_register(const void *p) {
+    wlock_take();
+    emit_block_for((uintptr_t)p);
+    wlock_drop();
+}
+
+/* The end of a line: `ret`, the one output when the call succeeded, the thread and the times. */
+static void end_line(struct line *l, int ret, const char *out, const void *outp, int out_is_u32, uint64_t t0,
+                     uint64_t t1) {
+    ev_ret(l, ret);
+    if (ret == 0 && out && outp)
+        ev_out(l, out, out_is_u32 ? *(const uint32_t *)outp : (uintptr_t)*(void *const *)outp);
+    ev_end(l, tid(), 1, t0, t1);
+}
+
+typedef int (*ptr_fn)(void *);
+
+/* A call whose one argument is a pointer (unregistering, freeing device memory). */
+static int record_ptr_call(ptr_fn real, void *p, const char *call, const char *arg) {
+    uint64_t t0 = now_ns();
+    int ret = real(p);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, call);
+    ev_arg(&l, arg, (uintptr_t)p, 1);
+    end_line(&l, ret, NULL, NULL, 0, t0, t1);
+    record_end(&l);
     return ret;
 }
 
-EXPORT aclError aclrtHostUnregister(void *ptr) {
-    aclError (*real)(void *) = VENDOR(real_unregister, "aclrtHostUnregister");
-    if (!real)
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (!record_call())
-        return real(ptr);
-    depth++;
+typedef int (*register_fn)(void *, size_t, unsigned int);
+
+/* A registration: (ptr, size, flags) under the family's parameter names. */
+static int record_register(register_fn real, void *p, size_t size, unsigned int flags, const char *call,
+                           const char *pname, const char *sname, const char *fname) {
+    before_register(p);
     uint64_t t0 = now_ns();
-    aclError ret = real(ptr);
+    int ret = real(p, size, flags);
     uint64_t t1 = now_ns();
     struct line l;
-    ev_begin(&l, "aclrtHostUnregister");
-    ev_arg(&l, "ptr", (uintptr_t)ptr, 1);
-    ev_ret(&l, ret);
-    ev_end(&l, tid(), 1, t0, t1);
-    wlock_take();
-    emit(&l);
-    wlock_drop();
-    depth--;
+    ev_begin(&l, call);
+    ev_arg(&l, pname, (uintptr_t)p, 1);
+    ev_arg(&l, sname, size, 0);
+    ev_arg(&l, fname, flags, 0);
+    end_line(&l, ret, NULL, NULL, 0, t0, t1);
+    record_end(&l);
     return ret;
 }
 
-EXPORT aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag) {
-    aclError (*real)(void *, void **, uint32_t) = VENDOR(real_get_dev, "aclrtHostGetDevicePointer");
-    if (!real)
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (!record_call())
-        return real(pHost, pDevice, flag);
-    depth++;
-    uint64_t t0 = now_ns();
-    aclError ret = real(pHost, pDevice, flag);
-    uint64_t t1 = now_ns();
-    struct line l;
-    ev_begin(&l, "aclrtHostGetDevicePointer");
-    ev_arg(&l, "pHost", (uintptr_t)pHost, 1);
-    ev_arg(&l, "flag", flag, 0);
-    ev_ret(&l, ret);
-    if (ret == 0 && pDevice)
-        ev_out(&l, "pDevice", (uintptr_t)*pDevice);
-    ev_end(&l, tid(), 1, t0, t1);
+/* The end of an allocating call (its line is begun, its arguments written): pinned host memory
+   joins the hostmem table, under wlock and before the line, so that a free() of it is seen. */
+static void record_alloc_end(struct line *l, int ret, void **out, const char *outname, size_t size, int pinned,
+                             uint64_t t0, uint64_t t1) {
+    uintptr_t p = ret == 0 && out ? (uintptr_t)*out : 0;
+    end_line(l, ret, outname, out, 0, t0, t1);
     wlock_take();
-    emit(&l);
-    wlock_drop();
-    depth--;
-    return ret;
-}
-
-EXPORT aclError aclrtMallocHost(void **hostPtr, size_t size) {
-    aclError (*real)(void **, size_t) = VENDOR(real_malloc_host, "aclrtMallocHost");
-    if (!real)
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (!record_call())
-        return real(hostPtr, size);
-    depth++;
-    uint64_t t0 = now_ns();
-    aclError ret = real(hostPtr, size);
-    uint64_t t1 = now_ns();
-    uintptr_t p = ret == 0 && hostPtr ? (uintptr_t)*hostPtr : 0;
-    struct line l;
-    ev_begin(&l, "aclrtMallocHost");
-    ev_arg(&l, "size", size, 1);
-    ev_ret(&l, ret);
-    if (ret == 0 && hostPtr)
-        ev_out(&l, "hostPtr", p);
-    ev_end(&l, tid(), 1, t0, t1);
-    wlock_take();
-    if (p) {
+    if (p && pinned) {
         tab_lock(&hostmem);
         if (!tab_find(&hostmem, p))
             __atomic_add_fetch(&hostmem_live, 1, __ATOMIC_RELAXED);
         tab_put(&hostmem, p, size, tid(), EMITTED);
         tab_unlock(&hostmem);
     }
-    emit(&l);
+    emit(l);
     wlock_drop();
     depth--;
-    return ret;
 }
 
-EXPORT aclError aclrtFreeHost(void *hostPtr) {
-    aclError (*real)(void *) = VENDOR(real_free_host, "aclrtFreeHost");
-    if (!real)
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (!record_call())
-        return real(hostPtr);
-    depth++;
-    /* wlock across the real call: the line must precede any reuse of the memory (see the top). */
+/* The release of pinned host memory (aclrtFreeHost, cudaFreeHost, hipHostFree). wlock is held
+   across the real call: the line must precede any reuse of the memory (see the top). */
+static int record_pinned_free(ptr_fn real, void *p, const char *call, const char *arg) {
     wlock_take();
     /* Only wlock is held here (re-entrant, tables consistent), so a signal handler that runs
        during the vendor call may be recorded: it is not in the interposer's bookkeeping. */
     busy_leave();
     uint64_t t0 = now_ns();
-    aclError ret = real(hostPtr);
+    int ret = real(p);
     uint64_t t1 = now_ns();
     busy_enter();
-    if (ret == 0 && hostPtr) {
+    if (ret == 0 && p) {
         tab_lock(&hostmem);
-        struct entry *e = tab_find(&hostmem, (uintptr_t)hostPtr);
+        struct entry *e = tab_find(&hostmem, (uintptr_t)p);
         if (e) {
             tab_del(&hostmem, e);
             __atomic_sub_fetch(&hostmem_live, 1, __ATOMIC_RELAXED);
@@ -1107,14 +1155,358 @@ EXPORT aclError aclrtFreeHost(void *hostPtr) {
         tab_unlock(&hostmem);
     }
     struct line l;
-    ev_begin(&l, "aclrtFreeHost");
-    ev_arg(&l, "hostPtr", (uintptr_t)hostPtr, 1);
-    ev_ret(&l, ret);
-    ev_end(&l, tid(), 1, t0, t1);
+    ev_begin(&l, call);
+    ev_arg(&l, arg, (uintptr_t)p, 1);
+    end_line(&l, ret, NULL, NULL, 0, t0, t1);
     emit(&l);
     wlock_drop();
     depth--;
     return ret;
+}
+
+/* ---- Ascend CANN (libascendcl.so) */
+
+static aclError (*real_register)(void *, uint64_t, uint32_t);
+static aclError (*real_unregister)(void *);
+static aclError (*real_get_dev)(void *, void **, uint32_t);
+static aclError (*real_malloc_host)(void **, size_t);
+static aclError (*real_free_host)(void *);
+
+EXPORT aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag) {
+    aclError (*real)(void *, uint64_t, uint32_t) = VENDOR(real_register, "aclrtHostRegisterV2");
+    if (!real)
+        return missing_code[FAM_ACL];
+    if (!record_call(FAM_ACL))
+        return real(ptr, size, flag);
+    return record_register((register_fn)real, ptr, size, flag, "aclrtHostRegisterV2", "ptr", "size", "flag");
+}
+
+EXPORT aclError aclrtHostUnregister(void *ptr) {
+    aclError (*real)(void *) = VENDOR(real_unregister, "aclrtHostUnregister");
+    if (!real)
+        return missing_code[FAM_ACL];
+    if (!record_call(FAM_ACL))
+        return real(ptr);
+    return record_ptr_call(real, ptr, "aclrtHostUnregister", "ptr");
+}
+
+EXPORT aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag) {
+    aclError (*real)(void *, void **, uint32_t) = VENDOR(real_get_dev, "aclrtHostGetDevicePointer");
+    if (!real)
+        return missing_code[FAM_ACL];
+    if (!record_call(FAM_ACL))
+        return real(pHost, pDevice, flag);
+    uint64_t t0 = now_ns();
+    aclError ret = real(pHost, pDevice, flag);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "aclrtHostGetDevicePointer");
+    ev_arg(&l, "pHost", (uintptr_t)pHost, 1);
+    ev_arg(&l, "flag", flag, 0);
+    end_line(&l, ret, "pDevice", pDevice, 0, t0, t1);
+    record_end(&l);
+    return ret;
+}
+
+EXPORT aclError aclrtMallocHost(void **hostPtr, size_t size) {
+    aclError (*real)(void **, size_t) = VENDOR(real_malloc_host, "aclrtMallocHost");
+    if (!real)
+        return missing_code[FAM_ACL];
+    if (!record_call(FAM_ACL))
+        return real(hostPtr, size);
+    uint64_t t0 = now_ns();
+    aclError ret = real(hostPtr, size);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "aclrtMallocHost");
+    ev_arg(&l, "size", size, 1);
+    record_alloc_end(&l, ret, hostPtr, "hostPtr", size, 1, t0, t1);
+    return ret;
+}
+
+EXPORT aclError aclrtFreeHost(void *hostPtr) {
+    aclError (*real)(void *) = VENDOR(real_free_host, "aclrtFreeHost");
+    if (!real)
+        return missing_code[FAM_ACL];
+    if (!record_call(FAM_ACL))
+        return real(hostPtr);
+    return record_pinned_free(real, hostPtr, "aclrtFreeHost", "hostPtr");
+}
+
+/* ---- CUDA runtime (libcudart.so), and the driver API's registration pair (libcuda.so) */
+
+/* cudaError_t and CUresult are C enums, ints on every ABI this builds for. The driver API calls
+   are written as the runtime events they back: cuMemHostRegister_v2 (what cuda.h's
+   cuMemHostRegister names) as cudaHostRegister, its CU_MEMHOSTREGISTER_* flags having the values
+   of the cudaHostRegister* ones, and cuMemHostUnregister as cudaHostUnregister; the CUresult codes
+   the cuda spec names (1, 2, 712, 713, 800, 801) are the cudaError_t codes of the same meaning.
+   The runtime reaches the driver through pointers it looks up itself, not through these symbols,
+   so a cudaHostRegister is never written twice. */
+typedef int cudaError_t;
+static cudaError_t (*real_cuda_register)(void *, size_t, unsigned int);
+static cudaError_t (*real_cuda_unregister)(void *);
+static cudaError_t (*real_cuda_get_dev)(void **, void *, unsigned int);
+static cudaError_t (*real_cuda_get_flags)(unsigned int *, void *);
+static cudaError_t (*real_cuda_malloc_host)(void **, size_t);
+static cudaError_t (*real_cuda_host_alloc)(void **, size_t, unsigned int);
+static cudaError_t (*real_cuda_free_host)(void *);
+static cudaError_t (*real_cuda_malloc)(void **, size_t);
+static cudaError_t (*real_cuda_free)(void *);
+static cudaError_t (*real_cuda_set_device_flags)(unsigned int);
+static int (*real_cu_register)(void *, size_t, unsigned int);
+static int (*real_cu_unregister)(void *);
+
+EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    cudaError_t (*real)(void *, size_t, unsigned int) = VENDOR(real_cuda_register, "cudaHostRegister");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(ptr, size, flags);
+    return record_register(real, ptr, size, flags, "cudaHostRegister", "ptr", "size", "flags");
+}
+
+EXPORT int cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+    int (*real)(void *, size_t, unsigned int) = VENDOR(real_cu_register, "cuMemHostRegister_v2");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(p, bytesize, Flags);
+    return record_register(real, p, bytesize, Flags, "cudaHostRegister", "ptr", "size", "flags");
+}
+
+EXPORT cudaError_t cudaHostUnregister(void *ptr) {
+    cudaError_t (*real)(void *) = VENDOR(real_cuda_unregister, "cudaHostUnregister");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(ptr);
+    return record_ptr_call(real, ptr, "cudaHostUnregister", "ptr");
+}
+
+EXPORT int cuMemHostUnregister(void *p) {
+    int (*real)(void *) = VENDOR(real_cu_unregister, "cuMemHostUnregister");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(p);
+    return record_ptr_call(real, p, "cudaHostUnregister", "ptr");
+}
+
+EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+    cudaError_t (*real)(void **, void *, unsigned int) = VENDOR(real_cuda_get_dev, "cudaHostGetDevicePointer");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(pDevice, pHost, flags);
+    uint64_t t0 = now_ns();
+    cudaError_t ret = real(pDevice, pHost, flags);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "cudaHostGetDevicePointer");
+    ev_arg(&l, "pHost", (uintptr_t)pHost, 1);
+    ev_arg(&l, "flags", flags, 0);
+    end_line(&l, ret, "pDevice", pDevice, 0, t0, t1);
+    record_end(&l);
+    return ret;
+}
+
+EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
+    cudaError_t (*real)(unsigned int *, void *) = VENDOR(real_cuda_get_flags, "cudaHostGetFlags");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(pFlags, pHost);
+    uint64_t t0 = now_ns();
+    cudaError_t ret = real(pFlags, pHost);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "cudaHostGetFlags");
+    ev_arg(&l, "pHost", (uintptr_t)pHost, 1);
+    end_line(&l, ret, "pFlags", pFlags, 1, t0, t1);
+    record_end(&l);
+    return ret;
+}
+
+EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size) {
+    cudaError_t (*real)(void **, size_t) = VENDOR(real_cuda_malloc_host, "cudaMallocHost");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(ptr, size);
+    uint64_t t0 = now_ns();
+    cudaError_t ret = real(ptr, size);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "cudaMallocHost");
+    ev_arg(&l, "size", size, 1);
+    record_alloc_end(&l, ret, ptr, "ptr", size, 1, t0, t1);
+    return ret;
+}
+
+EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+    cudaError_t (*real)(void **, size_t, unsigned int) = VENDOR(real_cuda_host_alloc, "cudaHostAlloc");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(pHost, size, flags);
+    uint64_t t0 = now_ns();
+    cudaError_t ret = real(pHost, size, flags);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "cudaHostAlloc");
+    ev_arg(&l, "size", size, 1);
+    ev_arg(&l, "flags", flags, 0);
+    record_alloc_end(&l, ret, pHost, "pHost", size, 1, t0, t1);
+    return ret;
+}
+
+EXPORT cudaError_t cudaFreeHost(void *ptr) {
+    cudaError_t (*real)(void *) = VENDOR(real_cuda_free_host, "cudaFreeHost");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(ptr);
+    return record_pinned_free(real, ptr, "cudaFreeHost", "ptr");
+}
+
+EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size) {
+    cudaError_t (*real)(void **, size_t) = VENDOR(real_cuda_malloc, "cudaMalloc");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(devPtr, size);
+    uint64_t t0 = now_ns();
+    cudaError_t ret = real(devPtr, size);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "cudaMalloc");
+    ev_arg(&l, "size", size, 1);
+    record_alloc_end(&l, ret, devPtr, "devPtr", size, 0, t0, t1);
+    return ret;
+}
+
+EXPORT cudaError_t cudaFree(void *devPtr) {
+    cudaError_t (*real)(void *) = VENDOR(real_cuda_free, "cudaFree");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(devPtr);
+    return record_ptr_call(real, devPtr, "cudaFree", "devPtr");
+}
+
+EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+    cudaError_t (*real)(unsigned int) = VENDOR(real_cuda_set_device_flags, "cudaSetDeviceFlags");
+    if (!real)
+        return missing_code[FAM_CUDA];
+    if (!record_call(FAM_CUDA))
+        return real(flags);
+    uint64_t t0 = now_ns();
+    cudaError_t ret = real(flags);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "cudaSetDeviceFlags");
+    ev_arg(&l, "flags", flags, 1);
+    end_line(&l, ret, NULL, NULL, 0, t0, t1);
+    record_end(&l);
+    return ret;
+}
+
+/* ---- HIP (libamdhip64.so) */
+
+typedef int hipError_t;
+static hipError_t (*real_hip_register)(void *, size_t, unsigned int);
+static hipError_t (*real_hip_unregister)(void *);
+static hipError_t (*real_hip_get_dev)(void **, void *, unsigned int);
+static hipError_t (*real_hip_host_malloc)(void **, size_t, unsigned int);
+static hipError_t (*real_hip_host_free)(void *);
+static hipError_t (*real_hip_malloc)(void **, size_t);
+static hipError_t (*real_hip_free)(void *);
+
+EXPORT hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes, unsigned int flags) {
+    hipError_t (*real)(void *, size_t, unsigned int) = VENDOR(real_hip_register, "hipHostRegister");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(hostPtr, sizeBytes, flags);
+    return record_register(real, hostPtr, sizeBytes, flags, "hipHostRegister", "hostPtr", "sizeBytes", "flags");
+}
+
+EXPORT hipError_t hipHostUnregister(void *hostPtr) {
+    hipError_t (*real)(void *) = VENDOR(real_hip_unregister, "hipHostUnregister");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(hostPtr);
+    return record_ptr_call(real, hostPtr, "hipHostUnregister", "hostPtr");
+}
+
+EXPORT hipError_t hipHostGetDevicePointer(void **devPtr, void *hstPtr, unsigned int flags) {
+    hipError_t (*real)(void **, void *, unsigned int) = VENDOR(real_hip_get_dev, "hipHostGetDevicePointer");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(devPtr, hstPtr, flags);
+    uint64_t t0 = now_ns();
+    hipError_t ret = real(devPtr, hstPtr, flags);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "hipHostGetDevicePointer");
+    ev_arg(&l, "hstPtr", (uintptr_t)hstPtr, 1);
+    ev_arg(&l, "flags", flags, 0);
+    end_line(&l, ret, "devPtr", devPtr, 0, t0, t1);
+    record_end(&l);
+    return ret;
+}
+
+EXPORT hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
+    hipError_t (*real)(void **, size_t, unsigned int) = VENDOR(real_hip_host_malloc, "hipHostMalloc");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(ptr, size, flags);
+    uint64_t t0 = now_ns();
+    hipError_t ret = real(ptr, size, flags);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "hipHostMalloc");
+    ev_arg(&l, "size", size, 1);
+    ev_arg(&l, "flags", flags, 0);
+    record_alloc_end(&l, ret, ptr, "ptr", size, 1, t0, t1);
+    return ret;
+}
+
+EXPORT hipError_t hipHostFree(void *ptr) {
+    hipError_t (*real)(void *) = VENDOR(real_hip_host_free, "hipHostFree");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(ptr);
+    return record_pinned_free(real, ptr, "hipHostFree", "ptr");
+}
+
+EXPORT hipError_t hipMalloc(void **ptr, size_t size) {
+    hipError_t (*real)(void **, size_t) = VENDOR(real_hip_malloc, "hipMalloc");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(ptr, size);
+    uint64_t t0 = now_ns();
+    hipError_t ret = real(ptr, size);
+    uint64_t t1 = now_ns();
+    struct line l;
+    ev_begin(&l, "hipMalloc");
+    ev_arg(&l, "size", size, 1);
+    record_alloc_end(&l, ret, ptr, "ptr", size, 0, t0, t1);
+    return ret;
+}
+
+EXPORT hipError_t hipFree(void *ptr) {
+    hipError_t (*real)(void *) = VENDOR(real_hip_free, "hipFree");
+    if (!real)
+        return missing_code[FAM_HIP];
+    if (!record_call(FAM_HIP))
+        return real(ptr);
+    return record_ptr_call(real, ptr, "hipFree", "ptr");
 }
 
 /* ------------------------------------------------------------------ signal handlers */
@@ -1337,6 +1729,19 @@ __attribute__((constructor)) static void regcheck_start(void) {
     const char *path = getenv("REGCHECK_TRACE");
     if (!path || !*path)
         return;
+    const char *fam = getenv("REGCHECK_FAMILY");
+    if (fam && *fam) {
+        if (!strcmp(fam, "acl")) {
+            family = FAM_ACL;
+        } else if (!strcmp(fam, "cuda")) {
+            family = FAM_CUDA;
+        } else if (!strcmp(fam, "hip")) {
+            family = FAM_HIP;
+        } else {
+            say("REGCHECK_FAMILY names no call family the interposer knows (acl, cuda, hip); not recording", 0, NULL);
+            return;
+        }
+    }
     const char *claim_env = getenv("REGCHECK_CLAIM");
     if (claim_env && strlen(claim_env) < sizeof claim_path)
         strcpy(claim_path, claim_env);
