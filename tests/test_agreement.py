@@ -367,7 +367,7 @@ def check_masks(c: Compiled, sem: Semantics, rng: random.Random) -> None:
             for k, rec in table.rows.items():
                 r.state.tables[name].put(k, rec)
         r.state.vars.update(st.vars)
-        fp = fast_path(sem, r.state, r._remember)
+        fp = fast_path(sem, r.state, r._remember, r.recent)
         if fp is None:
             return
         call = rng.choice(sorted(spec.calls))
@@ -514,7 +514,7 @@ def test_coverage_of_the_generator():
         sem = Semantics(c.spec, {})
         if NATIVE is not None:
             r = Replayer(sem, "t.jsonl")
-            fp = fast_path(sem, r.state, r._remember)
+            fp = fast_path(sem, r.state, r._remember, r.recent)
             seen["machine"] += fp is not None and any(isinstance(s, NATIVE.Step) for s in fp.steps.values())
         rng = random.Random(seed)
         for _ in range(20):

@@ -62,8 +62,8 @@ def test_corpus_traces_replay_the_same_both_ways(path, mode):
 
 def counting_steps(counter: dict):
     """A stand-in for replay.fast_path whose steps count the events they handle."""
-    def make(sem, state, remember):
-        decode, steps = fast_path(sem, state, remember)
+    def make(sem, state, remember, recent=None):
+        decode, steps = fast_path(sem, state, remember, recent)
 
         def wrap(step):
             def counted(o, line):
@@ -109,13 +109,47 @@ def test_findings_midway_are_the_same_both_ways(tmp_path, mode):
     assert assert_same(text, max_findings=2, mode=mode)[3] is True  # truncated the same way
 
 
-def test_cupva_calls_with_a_thread_safety_rule_have_no_fast_step():
+def test_calls_with_a_thread_safety_rule_have_a_fast_step_given_the_windows():
     from checker.model.semantics import Semantics
     sem = Semantics(load_spec("cupva"), {})
     _, steps = fast_path(sem, sem.initial_state(), lambda line, call: None)
     calls = {getattr(struct, "__struct_config__").tag for struct in steps}
-    assert "cupva::mem::Register" not in calls and "cupva::mem::Unregister" not in calls
+    assert "cupva::mem::Register" not in calls and "cupva::mem::Unregister" not in calls  # no windows: no step
     assert "cudaMalloc" in calls and "vm_state" in calls
+    _, steps = fast_path(sem, sem.initial_state(), lambda line, call: None, {})
+    calls = {getattr(struct, "__struct_config__").tag for struct in steps}
+    assert "cupva::mem::Register" in calls and "cupva::mem::Unregister" in calls
+
+
+CUPVA = b'{"regcheck":1,"spec":"cupva","env":{"driver_version":2005}}\n'
+
+
+def cupva_line(call: str, args: dict, tid, t0: int, t1: int, ret="ok") -> bytes:
+    ev = {"call": call, "args": args, "tid": tid, "t0": t0, "t1": t1}
+    if ret is not None:
+        ev["ret"] = ret
+    return json.dumps(ev).encode() + b"\n"
+
+
+@pytest.mark.parametrize("mode", LOOPS)
+def test_thread_safety_on_the_fast_path(mode, monkeypatch):
+    """Register/Unregister lines are fast while no other thread's call overlaps them; an overlap
+    goes to the general path, which reports PVA-REG-THREAD-SAFETY; the window sees every line."""
+    malloc = lambda p, t: cupva_line("cudaMalloc", {"size": 4096}, 1, t, t + 1, None).replace(
+        b'"args"', b'"out": {"devPtr": %d}, "args"' % p)
+    reg = lambda p, tid, t0, t1: cupva_line("cupva::mem::Register", {"ptr": p, "size": 4096, "externalAllocType": "CUDA"},
+                                            tid, t0, t1)
+    text = (CUPVA + cupva_line("vm_state", {"state": "Init"}, 1, 0, 1, None) + malloc(1 << 20, 2) + malloc(2 << 20, 4)
+            + malloc(3 << 20, 6) + malloc(4 << 20, 8)
+            + reg(1 << 20, 1, 10, 20)     # fast
+            + reg(2 << 20, 1, 15, 25)     # same thread: fast
+            + reg(3 << 20, 2, 30, 40)     # another thread, after: fast
+            + reg(4 << 20, 1, 35, 45))    # overlaps thread 2's call at line 9: the general path's finding
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
+    result = assert_same(text, mode=mode)
+    assert [f["rule"] for f in result[1]["findings"]] == ["PVA-REG-THREAD-SAFETY"]
+    assert counter == {True: 8, False: 1}
 
 
 def test_the_verdict_cache_is_bounded():

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..fast.fastpath import DECODE_ERRORS, fast_path
+from ..fast.fastpath import DECODE_ERRORS, THREAD_WINDOW, fast_path
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
@@ -42,7 +42,6 @@ from .runs import semantics_for as compiled_semantics
 
 _ABSENT = object()
 _NO_FINDINGS: list = []  # shared by every event without findings: callers must not append to it
-THREAD_WINDOW = 64  # calls per non-thread-safe function kept for the overlap check
 REMOVED_WINDOW = 4096  # removed entries remembered for "the free that came before" notes
 
 
@@ -600,7 +599,7 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
                    on_events: Callable[[int], None] | None) -> ReplayReport:
     """`replay_events` over raw lines: each decoded line first goes to its call's fast step; a line
     the step does not handle (it changed nothing then) is checked and fed as an event."""
-    fast = fast_path(r.sem, r.state, r._remember)
+    fast = fast_path(r.sem, r.state, r._remember, r.recent)
     if fast is None:
         return _replay_iter(r, stream, max_findings, on_events)
     decode, steps = fast

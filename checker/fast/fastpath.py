@@ -28,8 +28,10 @@ for a call the machine cannot run, and for every call with `MACHINE_STEPS` False
 
 It is conservative: a line the decoder does not take, and a line its step returns False for (having
 changed nothing), goes to the general path, which checks and explains it from the same state. A
-step returns False when the call has a thread-safety rule (the replayer keeps a window of calls for
-it; such calls have no step), the fields do not fit together (outputs missing on success, t1
+call with a thread-safety rule has a step when the replayer hands over its windows of recent calls
+(`recent`): the step checks the line's tid/t0/t1 against the window as the general path does and
+adds the line to it once the line is handled (such calls have Python steps only, not the machine).
+A step returns False when the line overlaps a call from another thread, the fields do not fit together (outputs missing on success, t1
 before t0), any clause test fails to evaluate, a rule is broken, the documents are silent, or the
 recorded result is not allowed. tests/test_fastpath.py replays random and corpus traces both ways
 and compares reports and states.
@@ -38,6 +40,7 @@ and compares reports and states.
 from __future__ import annotations
 
 import weakref
+from collections import deque
 from typing import Annotated, Any, Callable, Literal, NamedTuple, Union
 
 import msgspec
@@ -54,6 +57,7 @@ from . import stepcode
 
 Step = Callable[[Any, int], bool]  # step(decoded line, line number) -> handled
 VERDICT_CACHE_LIMIT = 4096  # (mask, status) pairs remembered per call; memory must not grow with a trace
+THREAD_WINDOW = 64  # calls per non-thread-safe function kept for the overlap check (the replayer's too)
 # What `FastPath.decode` raises for a line not in the fast path's shape. Older msgspec releases
 # (0.18) let invalid UTF-8 in a tag through as a UnicodeDecodeError, a ValueError. msgspec recurses
 # while skipping deeply nested values: such a line goes to the general path, which reports it (T0701).
@@ -70,7 +74,7 @@ class FastPath(NamedTuple):
 
 class _Compiled(NamedTuple):
     decode: Callable[[bytes], Any]
-    makers: dict[type, tuple[str, Callable]]  # event struct -> (call, make)
+    makers: dict[type, tuple[str, Callable]]  # event struct -> (call, make); make(st, remember, OKS, OKF, decide, W)
     machines: dict[type, tuple[stepcode.Program, tuple]]  # event struct -> (program, (event, args, out) structs)
 
 
@@ -81,12 +85,16 @@ MACHINE_STEPS = True
 _compiled: "weakref.WeakKeyDictionary[Semantics, _Compiled | None]" = weakref.WeakKeyDictionary()
 
 
-def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None]) -> FastPath | None:
+def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
+              recent: dict[str, deque] | None = None) -> FastPath | None:
     """The decoder and the step functions of the calls that have one, bound to a replay's state;
     None when no call has a fast path.
 
     `remember(line, call)` is called after a success effect that changed a table or variable (the
-    changes are in `st.journal`), as the replayer does on its general path."""
+    changes are in `st.journal`), as the replayer does on its general path. `recent` is the
+    replayer's windows of recent calls of non-thread-safe functions (call -> deque of (tid, t0, t1,
+    line), THREAD_WINDOW long), which the general path reads and fills too; without it such calls
+    have no step."""
     if sem in _compiled:
         compiled = _compiled[sem]
     else:
@@ -98,6 +106,11 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None]) -
     machine = MACHINE_STEPS and NATIVE is not None and all(isinstance(t, NATIVE.TableCore) for t in tables)
     for struct, (call, make) in compiled.makers.items():
         decide = _decider(sem, call)
+        window = None
+        if sem.calls[call].thread_rule is not None:
+            if recent is None:
+                continue
+            window = recent.setdefault(call, deque(maxlen=THREAD_WINDOW))
         if machine and struct in compiled.machines:
             program, structs = compiled.machines[struct]
             binding = (tables, st.vars, st.journal, st, remember, decide, {}, {}, call, UNSET, (EvalError, KeyError))
@@ -105,7 +118,7 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None]) -
                                         program.param_kinds, program.output_kinds, structs, program.enums,
                                         program.success, binding)
         else:
-            steps[struct] = make(st, remember, {}, {}, decide)
+            steps[struct] = make(st, remember, {}, {}, decide, window)
     return FastPath(compiled.decode, steps)
 
 
@@ -164,7 +177,7 @@ def _compile(sem: Semantics) -> _Compiled | None:
         if code is not None:
             lines += code
             names[structs[0]] = (call, f"make{i}")
-            program = _program(sem, call)
+            program = _program(sem, call) if sem.calls[call].thread_rule is None else None
             if program is not None:
                 machines[structs[0]] = (program, structs)
     if not names:
@@ -287,14 +300,13 @@ class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_field
     union, which requires the "call" field, even when only one call has a fast step."""
 
 
-def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str] | None:
-    """`def name(st, remember, OKS, OKF, decide)` returning the step of `call`: it takes the line
-    decoded into the call's event struct. None when the call has no fast path (a thread-safety rule).
-    OKS caches the verdicts of successes by mask, OKF those of failures by (mask, status)."""
+def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]:
+    """`def name(st, remember, OKS, OKF, decide, W)` returning the step of `call`: it takes the line
+    decoded into the call's event struct. OKS caches the verdicts of successes by mask, OKF those of
+    failures by (mask, status); W is the window of recent calls of a non-thread-safe call (else None)."""
     cc = sem.calls[call]
     info = cc.info
-    if cc.thread_rule is not None:
-        return None
+    threads = cc.thread_rule is not None
     params = [n for n, _ in info.params]
     outputs = [n for n, _ in info.outputs]
     success = em.literal(sem.success)
@@ -326,6 +338,13 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
         body.append(f"{i2}if ({present}) and status == {success}: return False")
     body += [f"{i1}t0 = o.t0", f"{i1}t1 = o.t1", f"{i1}if t0 is U or t1 is U:", f"{i2}if t0 is not t1: return False",
              f"{i1}elif t0 > t1: return False"]
+    if threads:
+        # The general path's check (Replayer._thread_clash): a call of another thread whose interval
+        # meets this one's is a finding, for the general path to explain. `seen` is this line's
+        # entry, added to the window once the line is handled.
+        body += [f"{i1}tid = o.tid", f"{i1}seen = None", f"{i1}if t0 is not U and tid is not U:",
+                 f"{i2}for wt, w0, w1, _ in W:", f"{i2}    if wt != tid and w0 <= t1 and t0 <= w1: return False",
+                 f"{i2}seen = (tid, t0, t1, line)"]
 
     # -- the clauses: the call's mask, then its outcome set for this status
     tables = bound_tables(sem.spec)
@@ -341,8 +360,13 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     # -- a failure: allowed or not; a success: allowed, its promises on outputs, then the effect
     # (rolled back if it cannot be evaluated)
     # (a verdict cached as False is decided again: such a line leaves for the general path anyway)
-    body += [f"{i1}if status != {success}:", f"{i2}return OKF.get((m, status)) or decide(OKF, (m, status), m, status)",
-             f"{i1}if OKS.get(m) is not True and not decide(OKS, m, m, status): return False", f"{i1}J.clear()"]
+    if threads:
+        body += [f"{i1}if status != {success}:", f"{i2}ok = OKF.get((m, status)) or decide(OKF, (m, status), m, status)",
+                 f"{i2}if ok and seen is not None: W.append(seen)", f"{i2}return ok"]
+    else:
+        body += [f"{i1}if status != {success}:",
+                 f"{i2}return OKF.get((m, status)) or decide(OKF, (m, status), m, status)"]
+    body += [f"{i1}if OKS.get(m) is not True and not decide(OKS, m, m, status): return False", f"{i1}J.clear()"]
     with_outputs = CodeScope(frozenset(params) | frozenset(outputs), tables)
     ensures = info.clauses(S.Ensures)
     if ensures:
@@ -356,9 +380,11 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
             body += em.stmts(c.body, i2, with_outputs)
         body += [f"{i1}except (EvalError, KeyError):", f"{i2}st.rollback()", f"{i2}return False",
                  f"{i1}if J: remember(line, {call!r})"]
+    if threads:
+        body.append(f"{i1}if seen is not None: W.append(seen)")
     body.append(f"{i1}return True")
     binds = [f"    {tb}, {tr} = T[{t!r}], T[{t!r}].rows" for t, (tb, tr) in tables.items()]
-    return [f"def {name}(st, remember, OKS, OKF, decide):",
+    return [f"def {name}(st, remember, OKS, OKF, decide, W):",
             f"    SP = {spellings!r}",
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
             "    def step(o, line):", *body, "    return step", ""]
