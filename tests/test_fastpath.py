@@ -284,6 +284,19 @@ def test_outputs_at_the_edge(name, out, fast, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", LOOPS)
+@pytest.mark.parametrize("out, fast", [({"hostPtr": "ABC"}, False), ({"hostPtr": "0x1000"}, True),
+                                       ({"hostPtr": 4096}, True), ({}, True)], ids=["bad", "hex", "int", "none"])
+def test_a_failures_outputs_must_read_too(out, fast, mode, monkeypatch):
+    """A failed call's outputs are not used, but one that is no integer is an input error, as on the
+    general path: the steps read spelt outputs of a failure too."""
+    line = json.dumps({"call": "aclrtMallocHost", "args": {"size": 4096}, "ret": 207001, "out": out}).encode() + b"\n"
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
+    assert_same(ACL + line, mode=mode)
+    assert counter.get(True, 0) == fast
+
+
+@pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("line", [
     b'{"args":{"size":4096},"out":{"ptr":131072}}\n',  # no call
     b'{"call":"malloc","call":"free","args":{"size":4096},"out":{"ptr":131072}}\n',  # the last call counts

@@ -30,7 +30,7 @@ It is conservative: a line the decoder does not take, and a line its step return
 changed nothing), goes to the general path, which checks and explains it from the same state. A
 call with a thread-safety rule has a step when the replayer hands over its windows of recent calls
 (`recent`): the step checks the line's tid/t0/t1 against the window as the general path does and
-adds the line to it once the line is handled (such calls have Python steps only, not the machine).
+adds the line to it once the line is handled (the machine's steps do the same, in C).
 A step returns False when the line overlaps a call from another thread, the fields do not fit together (outputs missing on success, t1
 before t0), any clause test fails to evaluate, a rule is broken, the documents are silent, or the
 recorded result is not allowed. tests/test_fastpath.py replays random and corpus traces both ways
@@ -113,7 +113,8 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
             window = recent.setdefault(call, deque(maxlen=THREAD_WINDOW))
         if machine and struct in compiled.machines:
             program, structs = compiled.machines[struct]
-            binding = (tables, st.vars, st.journal, st, remember, decide, {}, {}, call, UNSET, (EvalError, KeyError))
+            binding = (tables, st.vars, st.journal, st, remember, decide, {}, {}, call, UNSET, (EvalError, KeyError),
+                       window)
             steps[struct] = NATIVE.Step(program.code, program.consts, program.sets, program.names, program.entries,
                                         program.param_kinds, program.output_kinds, structs, program.enums,
                                         program.success, binding)
@@ -177,7 +178,7 @@ def _compile(sem: Semantics) -> _Compiled | None:
         if code is not None:
             lines += code
             names[structs[0]] = (call, f"make{i}")
-            program = _program(sem, call) if sem.calls[call].thread_rule is None else None
+            program = _program(sem, call)
             if program is not None:
                 machines[structs[0]] = (program, structs)
     if not names:

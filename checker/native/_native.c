@@ -1091,7 +1091,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     int nregs, mask_pc, ensures_pc, effect_pc, nparams, noutputs, status_kind, is_event, mask0, mask_bits;
     int *param_kinds, *output_kinds;
-    Py_ssize_t *param_offs, *output_offs, off_args, off_ret, off_out, off_t0, off_t1;
+    Py_ssize_t *param_offs, *output_offs, off_args, off_ret, off_out, off_t0, off_t1, off_tid;
     PyTypeObject *event_type, *args_type, *out_type;
     wide success_code;
     unsigned char *oks; /* 1: the success verdict of this mask is "no finding" */
@@ -1101,6 +1101,7 @@ typedef struct {
     PyObject *names, *tables, *vars, *journal, *state, *remember, *decide, *oks_dict, *fails_dict, *call, *success,
         *unset, *enum_codes, *enum_names, *structs, *errors;
     PyObject *spellings; /* per loaded register: (flag names or None, lo, hi), or None; NULL: none spelt */
+    PyObject *window; /* a non-thread-safe call's recent calls, a deque of (tid, t0, t1, line); else NULL */
     PyObject *remember_args; /* (created, removed_append, journal) when `remember` is this module's, else NULL */
 } Step;
 
@@ -1827,6 +1828,16 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
             if (v == NULL || v == st->unset || !load_field(x, st->nparams + i, v, st->output_kinds[i]))
                 return 0;
         }
+    } else if (st->noutputs) { /* a failure's outputs are not used, but a spelt one must read (as the Python step) */
+        PyObject *out = FIELD(o, st->off_out);
+        wide unused;
+        if (out != NULL && out != st->unset && Py_TYPE(out) == st->out_type)
+            for (int i = 0; i < st->noutputs; i++) {
+                PyObject *v = FIELD(out, st->output_offs[i]);
+                if (v != NULL && v != st->unset && st->output_kinds[i] == K_INT && !PyLong_CheckExact(v)
+                    && !unspell(st, st->nparams + i, v, &unused))
+                    return 0;
+            }
     }
     PyObject *t0 = FIELD(o, st->off_t0), *t1 = FIELD(o, st->off_t1);
     if (t0 == NULL || t1 == NULL)
@@ -1879,6 +1890,40 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
     return 1;
 }
 
+/* A non-thread-safe call's check, as Replayer._thread_clash and the Python step do it: 1 when a call
+ * of another thread in the window overlaps this line's [t0, t1] (the general path reports it), 0
+ * when none does, -1 on error. *seen: this line's window entry (a new reference), to be added once
+ * the line is handled; NULL when the line has no tid or times (the line's own checks judge those). */
+static int thread_clash(Step *st, PyObject *o, Py_ssize_t lineno, PyObject **seen)
+{
+    *seen = NULL;
+    if (Py_TYPE(o) != st->event_type)
+        return 0;
+    PyObject *t0 = FIELD(o, st->off_t0), *t1 = FIELD(o, st->off_t1), *tid = FIELD(o, st->off_tid);
+    long long a, b, w0, w1;
+    if (t0 == NULL || t1 == NULL || tid == NULL || t0 == st->unset || tid == st->unset || !as_i64(t0, &a)
+        || !as_i64(t1, &b))
+        return 0;
+    PyObject *it = PyObject_GetIter(st->window), *item;
+    if (it == NULL)
+        return -1;
+    int clash = 0;
+    while (!clash && (item = PyIter_Next(it)) != NULL) {
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 4 && as_i64(PyTuple_GET_ITEM(item, 1), &w0)
+            && as_i64(PyTuple_GET_ITEM(item, 2), &w1) && w0 <= b && a <= w1) {
+            clash = PyObject_RichCompareBool(PyTuple_GET_ITEM(item, 0), tid, Py_NE);
+        }
+        Py_DECREF(item);
+    }
+    Py_DECREF(it);
+    if (clash || PyErr_Occurred())
+        return clash < 0 || PyErr_Occurred() ? -1 : 1;
+    PyObject *line = PyLong_FromSsize_t(lineno);
+    *seen = line == NULL ? NULL : PyTuple_Pack(4, tid, t0, t1, line);
+    Py_XDECREF(line);
+    return *seen == NULL ? -1 : 0;
+}
+
 static int step_run_mode(Step *st, PyObject *o, Py_ssize_t lineno, int mask_only, int *mask)
 {
     wide r[MAX_REGS];
@@ -1888,7 +1933,17 @@ static int step_run_mode(Step *st, PyObject *o, Py_ssize_t lineno, int mask_only
     memcpy(r + st->nparams + st->noutputs, st->consts, sizeof(wide) * (size_t)st->nconsts);
     Run x = {st, r, ob, NULL, NULL, st->mask0, 0, {{0}}, 0, mask_only};
     Py_INCREF(st); /* the step's code and caches must outlive a run that calls Python code */
-    int got = step_body(&x, o, lineno);
+    PyObject *seen = NULL;
+    int got = st->window != NULL && !mask_only ? thread_clash(st, o, lineno, &seen) : 0;
+    got = got != 0 ? (got > 0 ? 0 : -1) : step_body(&x, o, lineno);
+    if (got == 1 && seen != NULL) { /* handled: the window has this line now */
+        PyObject *name = PyUnicode_InternFromString("append");
+        PyObject *r = name == NULL ? NULL : PyObject_CallMethodOneArg(st->window, name, seen);
+        Py_XDECREF(name);
+        got = r == NULL ? -1 : 1;
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(seen);
     *mask = x.mask;
     forget_seen(&x);
     for (int i = 0; i < st->nregs; i++)
@@ -2062,7 +2117,8 @@ static int step_offsets(Step *st, PyObject *structs)
     st->off_out = member_offset(st->event_type, "out");
     st->off_t0 = member_offset(st->event_type, "t0");
     st->off_t1 = member_offset(st->event_type, "t1");
-    if (st->off_args < 0 || st->off_ret < 0 || st->off_out < 0 || st->off_t0 < 0 || st->off_t1 < 0)
+    st->off_tid = member_offset(st->event_type, "tid");
+    if (st->off_args < 0 || st->off_ret < 0 || st->off_out < 0 || st->off_t0 < 0 || st->off_t1 < 0 || st->off_tid < 0)
         return fail_construct("the event struct's fields are not plain members");
     st->param_offs = PyMem_Calloc((size_t)st->nparams + 1, sizeof(Py_ssize_t));
     st->output_offs = PyMem_Calloc((size_t)st->noutputs + 1, sizeof(Py_ssize_t));
@@ -2087,7 +2143,7 @@ static int step_offsets(Step *st, PyObject *structs)
  *   structs: (event struct, args struct or None, out struct or None)
  *   enums: (code of each member name, member name of each code[, spellings: per loaded register
  *          (flag names -> value or None, lo, hi) or None, stepcode.field_spellings]); success: (value, code)
- *   binding: (tables, vars, journal, state, remember, decide, oks, fails, call, unset, errors) */
+ *   binding: (tables, vars, journal, state, remember, decide, oks, fails, call, unset, errors[, window]) */
 static int step_init(Step *st, PyObject *args, PyObject *kwargs)
 {
     PyObject *code, *consts, *sets, *names, *entries, *pkinds, *okinds, *structs, *enums, *success, *binding;
@@ -2100,20 +2156,21 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
                           &success, &PyTuple_Type, &binding))
         return -1;
     PyObject *enum_codes, *enum_names, *spellings = NULL, *success_value, *success_code, *tables, *vars, *journal, *state, *py_remember,
-        *decide, *oks, *fails, *call, *unset, *errors;
+        *decide, *oks, *fails, *call, *unset, *errors, *window = NULL;
     if (!PyArg_ParseTuple(entries, "iiiiiipi;entries", &st->mask_pc, &st->ensures_pc, &st->effect_pc, &st->nregs,
                           &st->mask0, &st->mask_bits, &st->is_event, &st->status_kind)
         || !PyArg_ParseTuple(enums, "O!O!|O!;enums", &PyDict_Type, &enum_codes, &PyTuple_Type, &enum_names,
                              &PyTuple_Type, &spellings)
         || !PyArg_ParseTuple(success, "OO;success", &success_value, &success_code)
-        || !PyArg_ParseTuple(binding, "O!O!O!OOOO!O!O!OO;binding", &PyTuple_Type, &tables, &PyDict_Type, &vars,
+        || !PyArg_ParseTuple(binding, "O!O!O!OOOO!O!O!OO|O;binding", &PyTuple_Type, &tables, &PyDict_Type, &vars,
                              &PyList_Type, &journal, &state, &py_remember, &decide, &PyDict_Type, &oks, &PyDict_Type,
-                             &fails, &PyUnicode_Type, &call, &unset, &errors))
+                             &fails, &PyUnicode_Type, &call, &unset, &errors, &window))
         return -1;
     st->names = Py_NewRef(names);
     st->enum_codes = Py_NewRef(enum_codes);
     st->enum_names = Py_NewRef(enum_names);
     st->spellings = Py_XNewRef(spellings);
+    st->window = window == Py_None ? NULL : Py_XNewRef(window);
     st->success = Py_NewRef(success_value);
     st->tables = Py_NewRef(tables);
     st->vars = Py_NewRef(vars);
@@ -2211,7 +2268,7 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
 
 #define STEP_OBJECTS(X)                                                                                          \
     X(names) X(tables) X(vars) X(journal) X(state) X(remember) X(decide) X(oks_dict) X(fails_dict) X(call)      \
-    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors) X(remember_args) X(spellings)
+    X(success) X(unset) X(enum_codes) X(enum_names) X(structs) X(errors) X(remember_args) X(spellings) X(window)
 
 static int step_traverse(Step *self, visitproc visit, void *arg)
 {
