@@ -202,3 +202,17 @@ def test_spec_file_option_in_parallel(corpus, tmp_path):
     sarif = json.loads(replay("--format", "sarif", "-j", "2", *args)[1])
     rules = sarif["runs"][0]["tool"]["driver"]["rules"]
     assert rules[0]["properties"]["definedAt"].startswith("specs/acl.spec:")  # as the user named it
+
+
+def test_workers_inherit_each_configurations_compiled_fast_path(tmp_path, monkeypatch):
+    """Before forking, each distinct (spec, configuration) of the corpus is compiled once."""
+    compiled = []
+    monkeypatch.setattr(parallel, "precompile", lambda sem: compiled.append((sem.spec.name, dict(sem.config))))
+    traces = []
+    for i, kernel in enumerate(["5.10", "6.6", "6.6"]):
+        path = tmp_path / f"t{i}.jsonl"
+        path.write_text(json.dumps({"regcheck": 1, "spec": "acl", "env": {"os_kernel": kernel}}) + "\n")
+        traces.append(str(path))
+    (tmp_path / "bad.jsonl").write_text("not a header\n")
+    parallel._preload([str(tmp_path / "bad.jsonl"), *traces], None)
+    assert [(name, config["os_kernel"]) for name, config in compiled] == [("acl", (5, 10)), ("acl", (6, 6))]

@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Sequence
 from ..language.diagnostics import Diagnostic, RegcheckError, error
 from ..language.load import load_spec
 from ..language.files import STDIN
+from ..fast.fastpath import precompile
 from ..trace.reader import header_spec_ref, read_trace
 from .replay import ReplayReport, replay_events, semantics_for, spec_notes
 
@@ -128,7 +129,8 @@ def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int
     # Absolute paths all the same, so a start method that does not keep the working directory works.
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     spec_arg = _absolute_spec(spec_name)
-    _preload(paths[0], spec_arg)
+    if context is not None:
+        _preload(paths, spec_arg)
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
         futures = {pool.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p): i for i, p in enumerate(paths)}
         for fut in as_completed(futures):
@@ -197,15 +199,28 @@ def _stalled(paths: Sequence[str], results: Sequence[TraceOutcome | None], why: 
                                          f"not replayed: {shown}")])
 
 
-def _preload(path: str, spec_name: str | None) -> None:
-    """Parse the spec of the first trace before forking, so that the workers inherit it instead of
-    each parsing it again (specs are cached per process). Errors are left to the replay itself."""
-    try:
-        header, events = read_trace(path)
-        getattr(events, "close", lambda: None)()
-        load_spec(spec_name or header_spec_ref(header, path))
-    except RegcheckError:
-        pass
+PRELOAD_MAX_CONFIGS = 16  # distinct (spec, configuration) pairs compiled before forking, at most
+
+
+def _preload(paths: Sequence[str], spec_name: str | None) -> None:
+    """Compile the semantics and fast path of each (spec, configuration) the traces' headers name
+    (up to PRELOAD_MAX_CONFIGS) before forking, so that every worker inherits them instead of each
+    compiling them again (both are cached per process). Reading a header is one short read; errors
+    are left to the replay itself."""
+    seen: set = set()
+    for path in paths:
+        try:
+            header, events = read_trace(path)
+            getattr(events, "close", lambda: None)()
+            key = (spec_name or header_spec_ref(header, path), repr(sorted(header.env.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            precompile(semantics_for(header, spec_name, path))
+        except RegcheckError:
+            continue
+        if len(seen) >= PRELOAD_MAX_CONFIGS:
+            break
 
 
 def _absolute_spec(spec_name: str | None) -> str | None:

@@ -85,6 +85,13 @@ MACHINE_STEPS = True
 _compiled: "weakref.WeakKeyDictionary[Semantics, _Compiled | None]" = weakref.WeakKeyDictionary()
 
 
+def precompile(sem: Semantics) -> None:
+    """Compile the fast path of `sem` now (it is cached per Semantics), e.g. before forking workers
+    that then inherit it instead of each compiling it."""
+    if sem not in _compiled:
+        _compiled[sem] = _compile(sem)
+
+
 def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
               recent: dict[str, deque] | None = None) -> FastPath | None:
     """The decoder and the step functions of the calls that have one, bound to a replay's state;
@@ -95,10 +102,8 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
     replayer's windows of recent calls of non-thread-safe functions (call -> deque of (tid, t0, t1,
     line), THREAD_WINDOW long), which the general path reads and fills too; without it such calls
     have no step."""
-    if sem in _compiled:
-        compiled = _compiled[sem]
-    else:
-        compiled = _compiled[sem] = _compile(sem)
+    precompile(sem)
+    compiled = _compiled[sem]
     if compiled is None:
         return None
     steps: dict[type, Step] = {_NoCall: _never}
