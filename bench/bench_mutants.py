@@ -4,9 +4,11 @@ For each bundled spec: the time to generate the suite, the time to run it agains
 driver (every test; the baseline), and per mutant of tests/mutants/ whether the suite kills it (and
 with which test: the run stops at the first failing test) or, if it survives the suite, whether a
 bounded fuzzing run with a fixed seed does. Then the same suites against mutants derived from the
-specs themselves (checker.testgen.specdriver: one change to the spec each, answered by a SpecDriver):
-how many were derived, how many are equivalent for the suite (same outcome sets on every test), killed
-and survived (each survivor listed), the kill rate over the non-equivalent ones, and the time taken.
+specs themselves (checker.testgen.specdriver: one change to the spec each, answered by a SpecDriver
+that shows the change wherever it can): how many were derived, how many are equivalent for the suite
+(same outcome sets on every test), how many refine it (allow fewer outcomes, none the spec forbids:
+a driver behaving so conforms, each listed with the reason), killed and survived (each survivor
+listed), the kill rate over the rest, and the time taken.
 Prints figures and ratios only.
 
     python bench/bench_mutants.py            # from the repository root
@@ -25,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.mutants
 from checker.testgen.conform import run_suite  # noqa: E402
 from checker.drivers.executor import ReferenceDriver  # noqa: E402
 from checker.language.load import load_spec  # noqa: E402
-from checker.testgen.specdriver import EQUIVALENT, KILLED, SURVIVED, score_mutant, spec_mutants  # noqa: E402
+from checker.testgen.specdriver import EQUIVALENT, KILLED, REFINES, SURVIVED, score_mutant, spec_mutants  # noqa: E402
 from tests.mutants import FUZZ_BUDGET, MUTANTS, bundled_suite, kill  # noqa: E402
 
 QUICK_LIMIT = 40  # spec mutants per spec under --quick
@@ -49,21 +51,25 @@ def spec_mutation_score(spec: str, limit: int | None) -> None:
     derived = time.perf_counter() - t0
     scores = [score_mutant(m, checked, suite.tests) for m in mutants]
     seconds = time.perf_counter() - t0
-    counts = {v: sum(s.verdict == v for s in scores) for v in (KILLED, EQUIVALENT, SURVIVED)}
+    counts = {v: sum(s.verdict == v for s in scores) for v in (KILLED, EQUIVALENT, REFINES, SURVIVED)}
     scored = counts[KILLED] + counts[SURVIVED]
     rate = f"{counts[KILLED] / scored:.1%}" if scored else "n/a"
     print(f"{spec:<6} spec mutants: {len(mutants)} derived{' (--quick)' if limit else ''} "
           f"({rejected} more did not check), {counts[EQUIVALENT]} equivalent for the suite, "
+          f"{counts[REFINES]} refining it (they allow nothing the spec forbids), "
           f"{counts[KILLED]} killed, {counts[SURVIVED]} survived: kill rate {counts[KILLED]}/{scored} = {rate}; "
           f"{seconds:.1f} s ({derived:.1f} s to derive and check them)")
     for s in scores:
         if s.verdict == SURVIVED:
             print(f"  survived: {s.description} ({s.detail})")
+    for s in scores:
+        if s.verdict == REFINES:
+            print(f"  refines (not a bug a suite can show): {s.description}: {s.detail}")
 
 
 def hand_written_mutants() -> None:
     reference: dict[str, float] = {}
-    for spec in ("acl", "cupva"):
+    for spec in dict.fromkeys(spec for spec, _ in MUTANTS):  # every spec with hand-written mutants
         t0 = time.perf_counter()
         suite = bundled_suite(spec)
         generated = time.perf_counter() - t0

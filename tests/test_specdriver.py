@@ -102,3 +102,41 @@ def test_a_mutant_no_test_can_tell_apart_is_equivalent():
         pytest.skip("the suite frees memory now: this mutant is no longer equivalent for it")
     mutant = acl_mutant("ENV-FREE-EFFECT: delete statement 2 (delete)")
     assert score_mutant(mutant, checked, tests).verdict == EQUIVALENT
+
+
+def test_the_new_operators_wrong_key_weakened_condition_and_dropped_promise():
+    candidates = [d for d, _ in candidate_mutations(load_spec("acl").ast)]
+    assert any("ACL-REG-EFFECT: statement on regs[...] applied to the key + 0x1000" in d for d in candidates)
+    assert any("reduced to its left operand" in d for d in candidates)
+    assert any(d.endswith("drop ensures ACL-GETDEV-STABLE") for d in candidates)
+
+
+def test_a_registration_filed_under_the_wrong_key_is_killed():
+    mutant = acl_mutant("ACL-REG-EFFECT: statement on regs[...] applied to the key + 0x1000")
+    assert score_mutant(mutant, load_spec("acl"), acl_suite().tests).verdict == KILLED
+
+
+def test_a_mutant_driver_shows_its_difference_where_it_can():
+    """Given the original as contrast, the mutant's driver answers with an outcome the original
+    forbids where there is one (here: a getdev check that forgets its pHost != 0 guard answers a
+    null pointer with a code the original does not allow), where the plain one need not."""
+    from checker.engines.runs import semantics_for
+    mutant = acl_mutant("ACL-GETDEV-UNMAPPED: and 2 reduced to its right operand")
+    plain, telling = SpecDriver(mutant.spec), SpecDriver(mutant.spec, contrast=load_spec("acl"))
+    for d in (plain, telling):
+        d.start("acl", CONFIG)
+    args = {"pHost": 0, "flag": 0}
+    sem = semantics_for(load_spec("acl"), CONFIG)
+    allowed = sem.allowed(sem.initial_state(), "aclrtHostGetDevicePointer", args)
+    assert allowed.allows_status(plain.call("aclrtHostGetDevicePointer", args).ret, sem.success)
+    assert not allowed.allows_status(telling.call("aclrtHostGetDevicePointer", args).ret, sem.success)
+    assert telling.call("aclrtFreeHost", {"hostPtr": 0}).ret == 100000  # no difference there: as the spec
+
+
+def test_a_mutant_that_only_narrows_what_is_allowed_refines_the_spec():
+    """A documented code replaced by one the spec allows as an environmental failure anyway: every
+    driver that behaves so conforms, so no suite can kill it; it is reported as refining, not as a survivor."""
+    from checker.testgen.specdriver import REFINES
+    mutant = acl_mutant("ACL-REG-NULL: codes -> ACL_ERROR_RT_FEATURE_NOT_SUPPORT")
+    score = score_mutant(mutant, load_spec("acl"), acl_suite().tests)
+    assert score.verdict == REFINES and "environmental failure" in score.detail

@@ -4,12 +4,17 @@ the generated conformance suite without hand-written mutants.
 `SpecDriver(spec)` implements the driver protocol (`checker.drivers.protocol`) by asking a spec, not an
 implementation: it keeps the spec's model state, answers each call with one outcome the spec allows
 (success when success is allowed, else the first allowed error, else the first environmental failure)
-and hands out addresses from a simulated address space for the spec's allocators. Its memory is not
+and hands out addresses from a simulated address space for the spec's allocators. Given a `contrast`
+spec (the original of a mutant), it shows its difference: where it allows an outcome the contrast
+does not, it answers with that one (a buggy driver whose bug shows wherever the bug can act). Its memory is not
 real, so nothing is page-locked: run it with `check_locks=False`.
 
 `spec_mutants(checked)` derives buggy specs from a spec's syntax tree, one small change each (drop a
-`fails` clause, negate a `fails` or `requires` condition, swap a comparison operator, delete a
-statement of an effect, replace an error code by another of the spec's codes). Every mutant is printed
+`fails` clause, negate a `fails` or `requires` condition, reduce an `and`/`or` in one to one of its
+operands, swap a comparison operator, delete a
+statement of an effect, apply a statement of an effect to the wrong key (one page up), replace an
+error code by another of the spec's codes, drop an `ensures` promise, so that the driver may answer
+with another output). Every mutant is printed
 and checked again; one that no longer checks is left out. The SpecDriver of a mutant is a buggy driver
 whose bug is known exactly, so the share of mutants a suite kills measures the suite.
 
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..drivers.protocol import CODE_BAD_CALL, Allocation, Incident, Result
-from ..engines.replay import Replayer
+from ..engines.replay import Replayer, status_names
 from ..engines.runs import a_status, semantics_for
 from ..language import syntax as S
 from ..language.analysis import memory_shape
@@ -50,11 +55,14 @@ GUARD = PAGE  # a free page between blocks, so neighbouring allocations never to
 class SpecDriver:
     """A driver whose behaviour is a spec's (given as text or checked): one allowed outcome per call."""
 
-    def __init__(self, spec: str | CheckedSpec, path: str = "<spec driver>"):
+    def __init__(self, spec: str | CheckedSpec, path: str = "<spec driver>", contrast: CheckedSpec | None = None):
         self.spec = spec if isinstance(spec, CheckedSpec) else check_source(SourceFile.of(path, spec))
         self.shape = memory_shape(self.spec)
+        self.contrast = contrast
         self.sem = None
         self.state: State | None = None
+        self.contrast_sem = None
+        self.contrast_state: State | None = None
         self.last_incident: Incident | None = None
         self.incidents: list[Incident] = []
         self._blocks: dict[int, Allocation] = {}
@@ -67,6 +75,9 @@ class SpecDriver:
         consulted: this driver's behaviour is the spec it was built from."""
         self.sem = semantics_for(self.spec, dict(env))
         self.state = self.sem.initial_state()
+        if self.contrast is not None:
+            self.contrast_sem = semantics_for(self.contrast, dict(env))
+            self.contrast_state = self.contrast_sem.initial_state()
         self._blocks, self._next = {}, HOST_BASE
         self.last_incident, self.incidents = None, []
 
@@ -78,12 +89,51 @@ class SpecDriver:
             raise RegcheckError([error(CODE_BAD_CALL,
                                        f"the spec driver has no call '{name}' for spec {self.spec.name}")])
         allowed = self.sem.allowed(self.state, name, args)
-        if info.decl.kind == "event" or allowed.success or allowed.open:
+        if info.decl.kind == "event":
+            return self._succeed(name, args)
+        if self.contrast_sem is not None:
+            telling = self._telling_answer(name, args, allowed)
+            if telling is not None:
+                return telling
+        if allowed.success or allowed.open:
             return self._succeed(name, args)
         return Result(self._failure_status(allowed))
 
+    def _telling_answer(self, name: str, args: Mapping[str, Any], allowed: Allowed) -> Result | None:
+        """An answer this spec allows and the contrast does not, if there is one: success, else a
+        failure status (each code of a finite error set, a few of an `any` one)."""
+        theirs = self.contrast_sem.allowed(self.contrast_state, name, args)
+        if theirs.open:
+            return None
+        if (allowed.success or allowed.open) and not theirs.success:
+            return self._succeed(name, args)
+        success = self.sem.success
+        # An open outcome (an obligation this spec thinks broken, a silent case) allows any status.
+        failures = [list(status_names(self.spec).values())] if allowed.open else []
+        failures += [self._statuses_of(outcome) for outcome in (*allowed.errors, *allowed.env_errors)]
+        for statuses in failures:
+            for status in statuses:
+                if status != success and not theirs.allows_status(status, success):
+                    return Result(status)
+        return None
+
+    def _statuses_of(self, outcome) -> list:
+        """Statuses an allowed failure permits: its codes; for `any [except ...]`, the spec's named
+        statuses it does not exclude (the ones a contrast most often forbids), then a_status's."""
+        if outcome.codes is not None:
+            return sorted(outcome.codes, key=str)
+        excluded = set(getattr(outcome, "excluded", ()) or ())
+        candidates = [v for v in status_names(self.spec).values() if v not in excluded and v != self.sem.success]
+
+        def every(found: list):  # a_status's choice among its candidates: here, all of them
+            candidates.extend(found)
+            return found[0]
+        a_status(self.spec, outcome, every)
+        return candidates
+
     def close(self) -> None:
         self.sem, self.state = None, None
+        self.contrast_sem, self.contrast_state = None, None
         self._blocks = {}
 
     # -- what the executor may ask of a driver
@@ -109,6 +159,8 @@ class SpecDriver:
     def _succeed(self, name: str, args: Mapping[str, Any]) -> Result:
         outs = self._outputs(name, args)
         self.sem.apply(self.state, name, args, outs)  # an effect undefined here leaves the state as it was
+        if self.contrast_sem is not None:  # the contrast follows the same answers
+            self.contrast_sem.apply(self.contrast_state, name, args, outs)
         for param in self.shape.releases.get(name, ()):
             self._blocks.pop(args.get(param), None)
         return Result(self.sem.success, outs)
@@ -194,7 +246,8 @@ def spec_mutants(checked: CheckedSpec, limit: int | None = None) -> tuple[list[S
 def candidate_mutations(tree: S.SpecFile) -> Iterator[tuple[str, S.SpecFile]]:
     """Every single-change variant of the tree, grouped by operator."""
     codes = _spec_codes(tree)
-    for operator in (_drop_fails, _negate_conditions, _swap_comparisons, _delete_statements, _replace_codes):
+    for operator in (_drop_fails, _negate_conditions, _drop_operands, _swap_comparisons, _delete_statements,
+                     _wrong_keys, _replace_codes, _drop_ensures):
         for i, decl in enumerate(tree.decls):
             if not isinstance(decl, S.CallDecl):
                 continue
@@ -216,6 +269,26 @@ def _negate_conditions(clause, codes) -> Iterator[tuple[str, Any]]:
     if isinstance(clause, (S.Fails, S.Requires)):
         kind = "fails" if isinstance(clause, S.Fails) else "requires"
         yield f"negate {kind} {clause.rule}", dataclasses.replace(clause, cond=S.Unary("not", clause.cond))
+
+
+def _drop_operands(clause, codes) -> Iterator[tuple[str, Any]]:
+    """A condition weakened or strengthened: each `and`/`or` in it replaced by one of its operands
+    (a check that forgets half of what it should test)."""
+    if not isinstance(clause, (S.Fails, S.Requires)):
+        return
+    junction = lambda x: isinstance(x, S.Binary) and x.op in ("and", "or")  # noqa: E731
+    count = sum(1 for x in S.subexpressions(clause.cond) if junction(x))
+    for n in range(count):
+        for side in ("left", "right"):
+            found: list[str] = []
+
+            def keep(node, side=side, found=found):
+                found.append(node.op)
+                return getattr(node, side)
+
+            cond = _rewrite_nth(clause.cond, junction, keep, n)
+            yield (f"{clause.rule}: {found[0]} {n + 1} reduced to its {side} operand",
+                   dataclasses.replace(clause, cond=cond))
 
 
 def _swap_comparisons(clause, codes) -> Iterator[tuple[str, Any]]:
@@ -240,6 +313,30 @@ def _delete_statements(clause, codes) -> Iterator[tuple[str, Any]]:
     for n, st in enumerate(S.statements(clause.body)):
         yield f"{clause.rule}: delete statement {n + 1} ({type(st).__name__.lower()})", \
             dataclasses.replace(clause, body=_delete_nth_statement(clause.body, [n]))
+
+
+_KEYED = (S.Insert, S.Update, S.Delete)
+
+
+def _wrong_keys(clause, codes) -> Iterator[tuple[str, Any]]:
+    """Each table write or deletion of an effect applied to the entry one page above its key (a
+    driver that files a registration, or removes one, under the wrong address)."""
+    if not isinstance(clause, S.Effect):
+        return
+    keyed = [st for st in S.statements(clause.body) if isinstance(st, _KEYED)]
+    for n, target in enumerate(keyed):
+        def shift(st):
+            return dataclasses.replace(st, key=S.Binary("+", st.key, S.IntLit(PAGE)))
+        body = _rewrite_nth(clause.body, lambda x: isinstance(x, _KEYED), shift, n)
+        yield (f"{clause.rule}: statement on {target.table}[...] applied to the key + {PAGE:#x}",
+               dataclasses.replace(clause, body=body))
+
+
+def _drop_ensures(clause, codes) -> Iterator[tuple[str, Any]]:
+    """A promise about the outputs dropped: the spec driver then answers with the first output it
+    tries (a fresh address), not the one the promise names (a stale or changed output)."""
+    if isinstance(clause, S.Ensures):
+        yield f"drop ensures {clause.rule}", None
 
 
 def _replace_codes(clause, codes) -> Iterator[tuple[str, Any]]:
@@ -311,19 +408,20 @@ def _delete_nth_statement(body: tuple, counter: list[int]) -> tuple:
 # ---------------------------------------------------------------- scoring
 
 
-KILLED, EQUIVALENT, SURVIVED = "killed", "equivalent", "survived"
+KILLED, EQUIVALENT, REFINES, SURVIVED = "killed", "equivalent", "refines", "survived"
 
 
 @dataclass(frozen=True, slots=True)
 class MutantScore:
     description: str
-    verdict: str  # killed | equivalent | survived
+    verdict: str  # killed | equivalent | refines | survived
     detail: str  # the first failing test and its rule, or where the outcome sets differ
 
 
 def score_mutant(mutant: SpecMutant, original: CheckedSpec, tests: Sequence[ConformanceTest]) -> MutantScore:
     """Run the suite against the mutant's SpecDriver (stopping at the first failure)."""
-    report = run_suite(tests, lambda: SpecDriver(mutant.spec), check_locks=False, stop_on_failure=True)
+    report = run_suite(tests, lambda: SpecDriver(mutant.spec, contrast=original), check_locks=False,
+                       stop_on_failure=True)
     failed = [r for r in report.results if r.status == FAIL]
     if failed:
         first = failed[0]
@@ -333,15 +431,22 @@ def score_mutant(mutant: SpecMutant, original: CheckedSpec, tests: Sequence[Conf
     difference = first_difference(original, mutant.spec, tests)
     if difference is None:
         return MutantScore(mutant.description, EQUIVALENT, "same outcome sets on every test")
+    if first_difference(original, mutant.spec, tests, wider_only=True) is None:
+        return MutantScore(mutant.description, REFINES,
+                           f"allows fewer outcomes (first at {difference}) and none the spec forbids, on every "
+                           "test: a driver that behaves so conforms (e.g. a documented code replaced by one the "
+                           "spec allows as an environmental failure)")
     inconclusive = report.count(INCONCLUSIVE)
     if inconclusive:  # its wrong answers pass for environmental failures: the suite cannot call them bugs
         difference += f"; {inconclusive} test(s) inconclusive"
     return MutantScore(mutant.description, SURVIVED, "differs at " + difference)
 
 
-def first_difference(original: CheckedSpec, mutant: CheckedSpec, tests: Sequence[ConformanceTest]) -> str | None:
+def first_difference(original: CheckedSpec, mutant: CheckedSpec, tests: Sequence[ConformanceTest],
+                     wider_only: bool = False) -> str | None:
     """Where the two specs first allow different outcome sets along a test's events (both models
-    following the test's recorded results), or None when they never do on these tests."""
+    following the test's recorded results), or None when they never do on these tests. With
+    `wider_only`, only where the mutant allows an outcome the original does not."""
     for test in tests:
         env = dict(test.env)
         sem_a, sem_b = semantics_for(original, env), semantics_for(mutant, env)
@@ -353,12 +458,29 @@ def first_difference(original: CheckedSpec, mutant: CheckedSpec, tests: Sequence
                 a, b = sem_a.allowed(st_a, ev.call, args), sem_b.allowed(st_b, ev.call, args)
             except RegcheckError:
                 return f"{test.name} event {i} {ev.call}: the mutant cannot evaluate it"
-            if _outcome_set(a) != _outcome_set(b):
+            if (not _within(b, a, sem_a.success)) if wider_only else _outcome_set(a) != _outcome_set(b):
                 return f"{test.name} event {i} {ev.call}"
             if status is None or status == sem_a.success:
                 sem_a.apply(st_a, ev.call, args, outs)
                 sem_b.apply(st_b, ev.call, args, outs)
     return None
+
+
+def _within(mine: Allowed, theirs: Allowed, success) -> bool:
+    """Whether every status `mine` allows, `theirs` allows too."""
+    if theirs.open:
+        return True
+    if mine.open or (mine.success and not theirs.success):
+        return False
+    return _failures_within(_statuses((*mine.errors, *mine.env_errors)), _statuses((*theirs.errors, *theirs.env_errors)),
+                            success)
+
+
+def _failures_within(mine: tuple, theirs: tuple, success) -> bool:
+    (kind_a, a), (kind_b, b) = mine, theirs
+    if kind_a == "some":
+        return a - {success} <= b if kind_b == "some" else not (a & b)
+    return kind_b == "all but" and b <= a  # every status but a few: only within another such set
 
 
 def _outcome_set(allowed: Allowed) -> tuple:
