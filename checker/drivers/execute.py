@@ -11,7 +11,8 @@ for each event, and compares:
   refused      an address argument relocates to no memory the trace allocated: the call is not made
                (or the driver refused it itself); informational
   pinning      after the event, the pages the kernel reports locked (/proc/self/smaps) differ from
-               the pages the spec's `pinned` declarations predict
+               the pages the spec's `pinned` declarations predict (not checked for a spec that
+               has none: it predicts nothing)
 
 Two model states are kept: one follows the recorded results (for the replay findings), the other the
 driver's results (to judge the driver and to predict its page locks), so one divergence does not
@@ -103,6 +104,12 @@ class Relocator:
         start = self.relocate(base)
         return None if start is None else (start, start + (end - base))
 
+    def maps_onto(self, driver_page: int) -> bool:
+        """Whether a recorded allocation (not at null: null relocates to null) lies on this page of
+        the driver's memory, so that the model can say whether the page should be locked."""
+        return any(base != 0 and moved < driver_page + PAGE_SIZE and driver_page < moved + max(size, 1)
+                   for base, (size, moved, _) in self._by_base.items())
+
 
 # ---------------------------------------------------------------- the run
 
@@ -120,7 +127,13 @@ class Execution:
         self.shape = memory_shape(sem.spec)
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
-        self.check_locks = callable(getattr(driver, "kernel_locked_pages", None))
+        # A spec without `pinned` declarations predicts no page locks, so there is nothing to compare
+        # (cupva locks nothing; for cuda and hip whether pages are locked is not modelled, docs/cuda-hip.md).
+        self.check_locks = bool(sem.spec.pinned) and callable(getattr(driver, "kernel_locked_pages", None))
+        # Where each pinned entry's range lay in the driver's memory when it was first predicted
+        # (None: stale). An entry whose memory was released under it (the caller's bug: freed while
+        # registered) predicts nothing until it goes, even when the recording reuses its addresses.
+        self.pinned_at: dict[tuple[str, Any], tuple[int, int] | None] = {}
 
     def step(self, ev) -> list[Finding]:
         rep = self.replayer
@@ -200,17 +213,22 @@ class Execution:
     def _compare_locks(self, ev) -> list[Finding]:
         predicted: dict[int, str] = {}
         owns = getattr(self.driver, "owns", None)
-        for rule, _, (lo, hi) in self.sem.pinned_ranges(self.driver_state):
+        now: dict[tuple[str, Any], tuple[int, int] | None] = {}
+        for rule, key, (lo, hi) in self.sem.pinned_ranges(self.driver_state):
             moved = self.relocator.relocate_range(lo, hi)
-            if moved is not None:
-                for page in _pages(*moved):
-                    # Only mapped memory can be locked: a page the driver no longer holds (freed
-                    # while registered, the caller's error) is no prediction.
-                    if owns is None or owns(max(page, moved[0]), 1):
-                        predicted.setdefault(page, rule)
+            first = self.pinned_at.get((rule, key), moved)
+            if moved is None or first != moved or (owns is not None and not owns(moved[0], max(moved[1] - moved[0], 1))):
+                now[(rule, key)] = None  # its memory went (or moved): stale from here on
+                continue
+            now[(rule, key)] = moved
+            for page in _pages(*moved):
+                predicted.setdefault(page, rule)
+        self.pinned_at = now
         kernel = self.driver.kernel_locked_pages()  # type: ignore[attr-defined]
         missing = sorted(set(predicted) - kernel)
-        extra = sorted(kernel - set(predicted))
+        # Pages of memory no recorded allocation maps onto (the recording's allocator returned
+        # null, which the replay reports) are no prediction either way.
+        extra = sorted(p for p in kernel - set(predicted) if self.relocator.maps_onto(p))
         found = []
         if missing:
             found.append(self.replayer.finding(

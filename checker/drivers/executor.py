@@ -1,17 +1,20 @@
 """Drivers for the executor: the `Driver` interface and the reference driver that runs for real.
 
 A `Driver` carries out a trace's calls against an implementation of one spec: `start(spec, env)`,
-then `call(name, args) -> Result` once per event, then `close()`. `ReferenceDriver` implements both
-bundled specs (`acl`, `cupva`) with real memory from `checker.drivers.pinning.PinnedArena`: host memory it
-hands out is its own memfd-backed mapping, PINNED registrations `mlock` their pages (counted per
-page), MAPPED registrations get a second real mapping of the same pages as their device address.
-There is no accelerator here, so cuPVA's CUDA pointers come from a simulated device address space.
+then `call(name, args) -> Result` once per event, then `close()`. `ReferenceDriver` implements the four
+bundled specs (`acl`, `cupva`, `cuda`, `hip`) with real memory from `checker.drivers.pinning.PinnedArena`:
+host memory it hands out is its own memfd-backed mapping, PINNED registrations (every CUDA and HIP
+registration, and their pinned allocators' blocks) `mlock` their pages (counted per page), MAPPED
+ones get a second real mapping of the same pages as their device address. There is no accelerator
+here, so device allocations (cuPVA's CUDA pointers, cudaMalloc, hipMalloc) come from a simulated
+device address space.
 
 The reference driver is an independent implementation of the documented behaviour: it keeps its own
 tables and never asks `checker.model.semantics` what a call should return (testing it against the spec
 would otherwise be circular). Where the spec allows several outcomes it returns what the open-source
-CANN runtime returns in its software-table mode (`shared/api-rules.md` 1.3-1.8) or, for cuPVA, what
-the Register/Unregister pages' Throws lists say; docs/drivers.md tabulates every choice.
+CANN runtime returns in its software-table mode (`shared/api-rules.md` 1.3-1.8), for cuPVA what
+the Register/Unregister pages' Throws lists say, and for CUDA and HIP what the catalogue
+(`shared/cuda-hip-rules.md`) records the runtimes doing; docs/drivers.md tabulates every choice.
 
 A trace is untrusted input. Every address argument the driver would act on (lock, map, free) must
 lie inside memory it created; anything else is refused without touching memory: the call returns a
@@ -40,7 +43,9 @@ from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
 from ..model.values import resolve_config
 from .acl import AclDriver
+from .cuda import CudaDriver
 from .cupva import PvaDriver
+from .hip import HipDriver
 from .pinning import DEFAULT_MAX_LOCKED_BYTES, LockCalls, PinnedArena, install_signal_cleanup
 from .protocol import (CODE_BAD_CALL, CODE_SPEC_NOT_IMPLEMENTED, Allocation, CallArgs, Driver, Incident, IncidentKind,
                        Result)
@@ -65,7 +70,7 @@ class ReferenceDriver:
         self._lock_calls = lock_calls
         self._signal_cleanup = signal_cleanup
         self._arena: PinnedArena | None = None
-        self._impl: AclDriver | PvaDriver | None = None
+        self._impl: AclDriver | PvaDriver | CudaDriver | HipDriver | None = None
         self.spec_name: str | None = None
         self.config: dict[str, Any] = {}
         self.incidents: list[Incident] = []
@@ -146,8 +151,8 @@ class ReferenceDriver:
         return self._require_impl().allocation_of(address, size) is not None
 
     def expected_locked_pages(self) -> frozenset[int]:
-        """The pages the driver's own tables say must be locked: aclrtMallocHost blocks and live
-        PINNED registrations."""
+        """The pages the driver's own tables say must be locked: pinned-allocator blocks (aclrtMallocHost,
+        cudaMallocHost, cudaHostAlloc, hipHostMalloc) and live PINNED (CUDA, HIP: every) registrations."""
         return self._require_impl().expected_locked_pages()
 
     def arena_locked_pages(self) -> frozenset[int]:
@@ -164,7 +169,7 @@ class ReferenceDriver:
         self.incidents.append(incident)
         self.last_incident = incident
 
-    def _require_impl(self) -> "AclDriver | PvaDriver":
+    def _require_impl(self) -> "AclDriver | PvaDriver | CudaDriver | HipDriver":
         if self._impl is None:
             raise RuntimeError("the reference driver is not started")
         return self._impl
@@ -175,7 +180,7 @@ class ReferenceDriver:
         return self._arena
 
 
-_IMPLEMENTATIONS: dict[str, type] = {"acl": AclDriver, "cupva": PvaDriver}
+_IMPLEMENTATIONS: dict[str, type] = {"acl": AclDriver, "cupva": PvaDriver, "cuda": CudaDriver, "hip": HipDriver}
 
 
 # ---------------------------------------------------------------- choosing a driver

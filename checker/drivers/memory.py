@@ -76,6 +76,18 @@ class HostMemory:
         del self.blocks[base]
         self.arena.free(base)
 
+    def trim_front(self, base: int, length: int) -> int:
+        """Release the block's first `length` bytes (whole pages, fewer than the block has): the rest
+        stays at its addresses as a block starting at the returned `base + length`."""
+        block = self.blocks.pop(base)
+        try:
+            end = self.arena.trim_front(base, length)
+        except Exception:  # PinningError or a bad length: the block is as it was
+            self.blocks[base] = block
+            raise
+        self.blocks[end] = _Block(block.size - length, block.kind, block.locked)
+        return end
+
     def block_at(self, base: int, kind: str) -> _Block | None:
         block = self.blocks.get(base)
         return block if block is not None and block.kind == kind else None

@@ -30,7 +30,7 @@ import errno as errno_codes
 import mmap
 import os
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import FrameType
 from typing import Any, Callable, Iterator
@@ -138,6 +138,42 @@ def _libc_calls() -> LockCalls:
 _LIBC: LockCalls | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _MemoryCalls:
+    """The two calls trim_front needs that Python's mmap module lacks; each returns 0 or an errno."""
+
+    protect_none: Callable[[int, int], int]  # replace pages by an inaccessible anonymous reservation
+    punch_hole: Callable[[int, int, int], int]  # (fd, offset, length): free a memfd range's memory
+
+
+_MAP_FIXED = 0x10  # Linux, every architecture
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x1, 0x2
+_MM: _MemoryCalls | None = None
+
+
+def _libc_mm() -> _MemoryCalls:
+    global _MM
+    if _MM is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long)
+        libc.fallocate.restype = ctypes.c_int
+        failed = ctypes.c_void_p(-1).value
+
+        def protect_none(address: int, length: int) -> int:
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED
+            got = libc.mmap(address, length, 0, flags, -1, 0)
+            return ctypes.get_errno() or errno_codes.EINVAL if got == failed or got != address else 0
+
+        def punch_hole(fd: int, offset: int, length: int) -> int:
+            mode = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
+            return 0 if libc.fallocate(fd, mode, offset, length) == 0 else ctypes.get_errno()
+
+        _MM = _MemoryCalls(protect_none, punch_hole)
+    return _MM
+
+
 def libc_calls() -> LockCalls:
     """The real `mlock`/`munlock`, loaded once."""
     global _LIBC
@@ -200,6 +236,12 @@ class _Mapping:
     region: Region
     view: mmap.mmap = field(compare=False, repr=False)
     fd: int = -1  # the memfd, kept by buffers so that aliases can map it later
+    offset: int = 0  # the memfd offset of region.map_address (not 0 for a buffer after trim_front)
+    view_start: int = -1  # the address of view's first byte (before region.map_address after trim_front)
+
+    def index(self, address: int) -> int:
+        """The position of `address` in `view`."""
+        return address - (self.view_start if self.view_start >= 0 else self.region.map_address)
 
 
 # --- the arena ------------------------------------------------------------------------------------
@@ -274,17 +316,18 @@ class PinnedArena:
             raise NotOwned(address, size, "is not inside a buffer (aliases of aliases are not made)")
         first = _page_floor(address)
         length = _page_ceil(address + size) - first
-        fd = self._mappings[host.map_address].fd
+        owner = self._mappings[host.map_address]
+        offset = owner.offset + first - host.map_address
         try:
             view = mmap.mmap(
-                fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=first - host.map_address
+                owner.fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=offset
             )
         except OSError as exc:
             raise MappingFailed(exc.errno or 0, f"mmap of an alias of {_show(address, size)} failed: {exc}") from exc
         base = _address_of(view)
         device = base + (address - first)
         region = Region(RegionKind.ALIAS, device, size, base, length, host.address)
-        self._mappings[base] = _Mapping(region, view)
+        self._mappings[base] = _Mapping(region, view, offset=offset)
         return device
 
     def unalias(self, device_address: int) -> None:
@@ -292,6 +335,42 @@ class PinnedArena:
         self._require_open()
         region = self._region_at(device_address, RegionKind.ALIAS)
         self._release(self._mappings[region.map_address])
+
+    def trim_front(self, address: int, length: int) -> int:
+        """Give back the first `length` bytes (a positive multiple of the page size, less than the
+        buffer's size) of the buffer that `allocate` returned as `address`; returns the buffer's new
+        address, `address + length`, where its remaining bytes stay (a munmap of a mapping's prefix).
+
+        The arena's locks on those pages are dropped and their memory is returned to the kernel (the
+        memfd's hole is punched). A Python mmap cannot shrink, so the addresses stay reserved,
+        inaccessible (PROT_NONE), until the buffer is freed; the kernel cannot reuse them meanwhile.
+        Raises NotOwned when an alias still maps one of the pages, MappingFailed when the kernel
+        refuses; the arena is then as before the call.
+        """
+        self._require_open()
+        buffer = self._region_at(address, RegionKind.BUFFER)
+        if not isinstance(length, int) or length <= 0 or length % PAGE_SIZE or length >= buffer.size:
+            raise ValueError(f"length must be a positive multiple of the page size below {buffer.size}, not {length!r}")
+        mapping = self._mappings[buffer.map_address]
+        lo, hi = mapping.offset, mapping.offset + length  # the memfd range given back
+        for m in self._mappings.values():
+            r = m.region
+            if r.kind is RegionKind.ALIAS and r.buffer == address and m.offset < hi and lo < m.offset + r.map_length:
+                raise NotOwned(address, length, f"is still mapped by the alias at {r.address:#x}")
+        err = _libc_mm().protect_none(address, length)
+        if err:
+            raise MappingFailed(err, f"releasing {_show(address, length)} failed: {_strerror(err)}")
+        self._counts.drop(address, address + length)  # those pages are gone, and their locks with them
+        _libc_mm().punch_hole(mapping.fd, lo, length)  # best effort: only the memory's return depends on it
+        end = address + length
+        region = Region(RegionKind.BUFFER, end, buffer.size - length, end, buffer.map_length - length, end)
+        del self._mappings[buffer.map_address]
+        view_start = mapping.view_start if mapping.view_start >= 0 else buffer.map_address
+        self._mappings[end] = _Mapping(region, mapping.view, mapping.fd, hi, view_start)
+        for key, m in list(self._mappings.items()):
+            if m.region.kind is RegionKind.ALIAS and m.region.buffer == address:
+                self._mappings[key] = _Mapping(replace(m.region, buffer=end), m.view, m.fd, m.offset, m.view_start)
+        return end
 
     # -- ownership
 
@@ -439,7 +518,8 @@ class PinnedArena:
     def _slice(self, address: int, n: int) -> tuple[_Mapping, int]:
         _require_size(n)
         region = self._owner(address, n)
-        return self._mappings[region.map_address], address - region.map_address
+        mapping = self._mappings[region.map_address]
+        return mapping, mapping.index(address)
 
     def _apply(
         self, runs: list[tuple[int, int]], do: Callable[[int, int], int], undo: Callable[[int, int], int], name: str
