@@ -124,6 +124,122 @@ def _reads(spec: CheckedSpec, e: S.Expr) -> set[str]:
     return {b.name for b in spec.reads(e, defs=True)}
 
 
+# ---------------------------------------------------------------- what a state's fields can decide
+
+
+FULL = "full"  # a field whose whole value may decide an outcome
+
+
+def field_classes(spec: CheckedSpec) -> dict[tuple[str, str], object]:
+    """(table, field) -> how much of the field's value a condition, effect, invariant or `pinned`
+    declaration can see: `None` when none reads it, a bit mask when every read of a flags field
+    only tests those bits (`M in r.flags`, `r.flags & M`) or compares it with 0, `FULL` otherwise.
+    What an `ensures` reads is left out: it constrains the outputs a driver returns, never the
+    outcome a test expects (the generator picks outputs that keep it in each state).
+
+    Two states whose entries agree on these classes allow the same outcomes to every call sequence,
+    so the generator's search keeps one of them (`StateKey`); only the entry classes written in
+    boundary-case labels, and the outputs recorded, can tell them apart."""
+    out: dict[tuple[str, str], object] = {(t, f): None for t, info in spec.tables.items() for f, _ in info.fields}
+    for parent in _nodes_outside_ensures(spec.ast):
+        for child in _children(parent):
+            key = _entry_field(spec, child)
+            if key is None:
+                continue
+            seen = _bits_seen(spec, parent, child) if spec.tables[key[0]].field_type(key[1]).kind == "flags" else FULL
+            old = out[key]
+            out[key] = FULL if FULL in (old, seen) else (old or 0) | seen
+    for t, info in spec.tables.items():
+        if info.sized_by is not None:
+            out[(t, info.sized_by)] = FULL  # the extent of an entry places the search's addresses
+    return out
+
+
+def _nodes_outside_ensures(tree):
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, S.Ensures):
+            continue
+        yield x
+        stack.extend(c for c in _children(x) if hasattr(c, "__dataclass_fields__"))
+
+
+def _children(node) -> list:
+    out = []
+    for name in getattr(node, "__dataclass_fields__", ()):
+        if name == "span":
+            continue
+        child = getattr(node, name)
+        for c in (child if isinstance(child, tuple) else (child,)):
+            if isinstance(c, tuple):  # (name, expr) pairs of an insert
+                out.extend(c)
+            else:
+                out.append(c)
+    return out
+
+
+def _entry_field(spec: CheckedSpec, e) -> tuple[str, str] | None:
+    if not isinstance(e, S.Field) or e.name == "key":
+        return None
+    t = spec.types.get(id(e.obj))
+    if t is None or t.kind != "entry":
+        return None
+    return (t.name, spec.tables[t.name].sized_by if e.name == "range" else e.name)
+
+
+def _bits_seen(spec: CheckedSpec, parent, field: S.Field):
+    """The bits of a flags field a read sees: the tested bits of `M in f` and `f & M`, 0 for `f == 0`
+    and `f != 0` (zero-ness is always part of the class), `FULL` for any other use."""
+    if isinstance(parent, S.Binary):
+        other = parent.left if parent.right is field else parent.right
+        value = _constant(spec, other)
+        if value is not None:
+            if parent.op == "in" and parent.right is field or parent.op == "&":
+                return value
+            if parent.op in ("==", "!=") and value == 0:
+                return 0
+    return FULL
+
+
+def _constant(spec: CheckedSpec, e) -> int | None:
+    if isinstance(e, S.IntLit):
+        return e.value
+    if isinstance(e, S.Name):
+        b = spec.binding(e)
+        if b.kind == "flag":
+            return spec.flag_member[b.name][1]
+        if b.kind == "const" and type(spec.consts[b.name][1]) is int:
+            return spec.consts[b.name][1]
+        return None
+    if isinstance(e, S.Binary) and e.op == "|":
+        a, b = _constant(spec, e.left), _constant(spec, e.right)
+        return None if a is None or b is None else a | b
+    return None
+
+
+class StateKey:
+    """What a state can decide, as a hashable value: its snapshot with each field reduced to its
+    class (`field_classes`): unread fields left out, flags fields cut to the bits read."""
+
+    def __init__(self, spec: CheckedSpec):
+        classes = field_classes(spec)
+        self.plan = {t: tuple((f, classes[(t, f)]) for f, _ in info.fields if classes[(t, f)] is not None)
+                     for t, info in spec.tables.items()}
+        self.exact = all(c is FULL for c in classes.values())
+
+    def __call__(self, st) -> tuple:
+        if self.exact:
+            return st.snapshot()
+        tables = []
+        for name, tbl in sorted(st.tables.items()):
+            plan = self.plan[name]
+            rows = sorted((k, tuple(rec[f] if c is FULL else (rec[f] & c, rec[f] == 0) for f, c in plan))
+                          for k, rec in tbl.rows.items())
+            tables.append((name, tuple(rows)))
+        return tuple(sorted(st.vars.items())), tuple(tables)
+
+
 # ---------------------------------------------------------------- the coverage report
 
 

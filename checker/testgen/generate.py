@@ -16,7 +16,15 @@ How a test is found, per configuration of the spec's parameters (each product, k
      every flag combination, every enum member). In each state every API call is tried with a pool
      derived from that state; a candidate is kept when its outcome is determinate (no `undefined`
      obligation broken, no `unspecified` clause holding, at most one `fails` clause holding) and it
-     covers a coverage item no earlier (shorter) test covers.
+     covers a coverage item no earlier (shorter) test covers. States are deduplicated by what they
+     can decide (`coverage.StateKey`): a field no condition, effect, invariant or `pinned`
+     declaration reads is left out, and a flags field whose reads only test some bits is cut to
+     those bits, so a registration made Portable and one made Portable|IoMemory are searched once
+     when no rule looks at those bits. Such states allow the same outcomes to every call sequence;
+     what is lost is only boundary labels that name the other entry's flags (and the outputs an
+     `ensures` alone constrains, which the pool picks per state). For cuda and hip this cuts the
+     states searched from 8,794 and 43,816 to 1,136 and 508 (3.5 and 13 minutes to seconds),
+     with the same outcome branches and transitions covered.
   2. Transitions (exact). Deduplicating by state forgets history (register, query, unregister ends
      where the allocation left off), so for each API call W whose effect writes what a branch of a
      later call C reads (`transition_pairs`), W succeeds from a state of the search, optionally one
@@ -62,7 +70,7 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent
 from .configs import config_label, configurations, show_json
-from .coverage import (CallFacts, coverage_report, facts_of, outcome_branches, transition_pairs,
+from .coverage import (CallFacts, StateKey, coverage_report, facts_of, outcome_branches, transition_pairs,
                        transition_report)
 from .model import (ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, TRANSITION, U64, ConformanceTest,
                     Expectation, GenerateOptions, Node, Suite, expectation_of)
@@ -101,6 +109,10 @@ class _Generator:
         self.together: dict[str, tuple] = {}  # rule -> the smallest case where it holds with others
         self.pinned_tables = frozenset(p.table for p in spec.pinned)
         self.pairs = transition_pairs(self.facts)
+        self.state_key = StateKey(spec)  # states equal under it are searched once
+        # call -> the names of its address arguments and outputs (what `_shares` compares)
+        self.address_names = {n: tuple(p for p, t in info.params + info.outputs if is_addr(t))
+                              for n, info in spec.calls.items()}
         # writer call -> later call -> (rule, branch) -> the transition label, for the pairs to look for
         self.wanted_after: dict[str, dict[str, dict[tuple[str, str], str]]] = {}
         for pair in self.pairs:
@@ -128,7 +140,7 @@ class _Generator:
         sem = semantics_for(self.spec, env)
         ctx = _Ctx(sem, env, config_label(env))
         frontier = [Node(sem.initial_state(), (), ())]
-        seen = {frontier[0].state.snapshot()}
+        seen = {self.state_key(frontier[0].state)}
         shallow: list[Node] = []  # states a transition search starts from (room left for two more calls)
         for depth in range(self.options.depth + 1):
             self.stats["states"] += len(frontier)
@@ -141,7 +153,7 @@ class _Generator:
             nxt = []
             for node in frontier:
                 for child in self._successors(ctx, node):
-                    snap = child.state.snapshot()
+                    snap = self.state_key(child.state)
                     if snap not in seen:
                         seen.add(snap)
                         nxt.append(child)
@@ -206,38 +218,39 @@ class _Generator:
         if key in probed:
             return
         probed.add(key)
+        wrote = self._addresses(writer)
         for call, wanted in self.wanted_after[writer.call].items():
             if all((rule, label) in self.covered for (rule, _), label in wanted.items()):
                 continue
             for args in self.pool.candidates(node, call, False):
-                if not self._related(writer, call, args):
+                if not _shares(wrote, self._used(call, args, {})):
                     continue
                 self.stats["candidates"] += 1
                 self._consider(ctx, node, call, args, "enumeration", transitions_only=True)
 
     def _addresses(self, step: Step) -> frozenset[int]:
-        info = self.spec.calls[step.call]
-        types = dict(info.params) | dict(info.outputs)
-        values = {**step.inputs, **step.outputs}
-        return frozenset(v for n, v in values.items() if is_addr(types.get(n)) and type(v) is int and v != 0)
+        return self._used(step.call, step.inputs, step.outputs)
+
+    def _used(self, call: str, inputs: Mapping, outputs: Mapping) -> frozenset[int]:
+        """The non-null addresses a call names (an output where it has one of that name)."""
+        out = []
+        for n in self.address_names[call]:
+            v = outputs[n] if n in outputs else inputs.get(n)
+            if type(v) is int and v != 0:
+                out.append(v)
+        return frozenset(out)
 
     def _after_key(self, node: Node, writer: Step) -> tuple:
-        return node.state.snapshot(), writer.call, self._addresses(writer)
-
-    def _related(self, writer: Step, call: str, args: Mapping) -> bool:
-        """The later call looks at what the writer wrote: they share an address, or one of them names
-        none (a write of global state, or a call that reads only global state)."""
-        wrote = self._addresses(writer)
-        used = self._addresses(Step(call, dict(args), {}, None))
-        return not wrote or not used or not wrote.isdisjoint(used)
+        return self.state_key(node.state), writer.call, self._addresses(writer)
 
     def _transition_items(self, node: Node, call: str, args: Mapping, outcomes: Sequence[tuple[str, str]]) -> set:
         """(rule, transition label) for each outcome branch shown after an earlier, related success
         whose effect writes state the branch reads."""
         items = set()
+        used = self._used(call, args, {})
         for w in node.steps:
             wanted = self.wanted_after.get(w.call, {}).get(call)
-            if wanted and self._related(w, call, args):
+            if wanted and _shares(self._addresses(w), used):
                 items |= {(rule, wanted[(rule, branch)]) for rule, branch in outcomes if (rule, branch) in wanted}
         return items
 
@@ -282,6 +295,11 @@ class _Generator:
             outputs = self.pool.outputs(ctx.sem, node, call, args)
             if outputs is None:
                 return False  # success is allowed but no outputs keep the call's promises
+        if transitions_only:
+            # Kept only for a new transition: decide that before the costly boundary labels.
+            shown = self._transition_items(node, call, args, self._outcomes(call, al)[2])
+            if shown <= self.covered:
+                return False
         items = self._items(ctx, node, call, args, al, outputs)
         new = items - self.covered
         if not new or transitions_only and not any(label.startswith(TRANSITION) for _, label in new):
@@ -293,9 +311,9 @@ class _Generator:
         self.kept.append(_Kept(test, items, len(self.kept)))
         return True
 
-    def _items(self, ctx: _Ctx, node: Node, call: str, args: Mapping, al: Allowed, outputs: Mapping) -> frozenset:
+    def _outcomes(self, call: str, al: Allowed) -> tuple[str, frozenset, list[tuple[str, str]]]:
+        """The rule deciding the outcome, what that rule reads, and each (rule, branch) the call shows."""
         facts = self.facts[call]
-        cfg = ctx.label
         if al.errors:
             main, branch = al.errors[0].rule, "fails"
             reads = facts.reads.get(main, frozenset())
@@ -306,6 +324,12 @@ class _Generator:
         outcomes = ([(main, branch)] + [(r, "allowed") for r in holding]
                     + [(r, "excluded") for r in facts.conditional_may - holding]
                     + [(r, "broken, outcome determinate") for r in al.broken])
+        return main, reads, outcomes
+
+    def _items(self, ctx: _Ctx, node: Node, call: str, args: Mapping, al: Allowed, outputs: Mapping) -> frozenset:
+        facts = self.facts[call]
+        cfg = ctx.label
+        main, reads, outcomes = self._outcomes(call, al)
         items = {(r, f"{b} [{cfg}]") for r, b in outcomes}
         if node.steps:
             items |= self._transition_items(node, call, args, outcomes)
@@ -588,6 +612,13 @@ class _Generator:
             out.append(ConformanceTest(f"{t.rule}-{n}", t.rule, t.spec, t.env, t.events, t.expectations, t.covers,
                                        t.method, t.description))
         return out
+
+
+def _shares(wrote: frozenset[int], used: frozenset[int]) -> bool:
+    """A later call using the addresses `used` looks at what an earlier one using `wrote` wrote: they
+    share an address, or one of them names none (a write of global state, or a call that reads only
+    global state)."""
+    return not wrote or not used or not wrote.isdisjoint(used)
 
 
 def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(), spec: CheckedSpec | None = None,
