@@ -596,7 +596,7 @@ def test_the_hip_driver_conforms_to_the_spec(data, runtime, observed):
     run_conformance(data, "hip", {"hip_runtime": runtime, "observed": observed}, HIP_CALLS)
 
 
-# --- the generated conformance suites (at depth 2, as tests/mutants generates them) -----------------
+# --- the generated conformance suites (as tests/mutants generates them) --------------------------------
 
 REFUSAL = {"cuda": ("cudaHostRegister", {repr(C_UNKNOWN)}), "hip": ("hipHostRegister", {repr(H_OOM), repr(H_INVALID)})}
 

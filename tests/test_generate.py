@@ -214,15 +214,16 @@ def test_failure_tests_probe_the_state_they_leave():
 
 # Rules of cuda and hip no configuration lets a test show (the rest must be covered):
 UNREACHABLE = {
-    # `cuda_runtime < 4.1`: the configurations take 4.1 and 4.1.1 for that comparison, never a version below
-    "cuda": {"CUDA-REG-OVERLAP-4-0", "CUDA-REG-ALIGN-4-0"},
+    "cuda": set(),  # `cuda_runtime < 4.1` is shown since the configurations take 4.0 for a `<` comparison
     # breaking it makes HIP-UNREG-INTERIOR (unspecified) hold, so the outcome is never determinate
     # observed and hip_runtime < 5.6: the configurations vary one parameter at a time, never both
     "hip": {"HIP-UNREG-BASE", "HIP-OBS-UNREG-NOT-REGISTERED-OLD"},
 }
 # What the suites covered when their search was last changed; fewer is a regression. Outcome branches
 # are counted per configuration ("RULE: fails [cfg]" items); transitions as in suite.json.
-COVERAGE_FLOOR = {"cuda": {"branches": 262, "transitions": 57}, "hip": {"branches": 159, "transitions": 38}}
+# (Transitions counted 57 and 38 before a call with a null address stopped counting as one that
+# reads what an earlier call wrote at a real address: a query of null shows nothing about it.)
+COVERAGE_FLOOR = {"cuda": {"branches": 262, "transitions": 43}, "hip": {"branches": 159, "transitions": 27}}
 # Candidate calls judged: 0.85 and 0.53 million now, 12.5 and 59.5 million (3.5 and 13 minutes) before
 # states that allow the same outcomes were searched once (`StateKey`). Raise it, saying why, when the
 # argument pool grows on purpose.

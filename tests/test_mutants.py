@@ -15,9 +15,7 @@ from tests.mutants import MUTANTS, kill
 pytestmark = pytest.mark.usefixtures("real_pinning")  # conftest.py: skips where pinning is not permitted
 
 # Mutants whose bug lies deeper than any generated prefix: only the fuzzer can reach them.
-FUZZ_ONLY = {"tests.mutants.acl:RegistrationTableOfThree",
-             # the suite's (unregister, query) transition test queries a null pointer, not the base
-             "tests.mutants.hip:HipStaleDevicePointerAfterUnregister"}
+FUZZ_ONLY = {"tests.mutants.acl:RegistrationTableOfThree"}
 
 _results: dict[str, str | None] = {}
 

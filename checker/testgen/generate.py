@@ -110,7 +110,7 @@ class _Generator:
         self.pinned_tables = frozenset(p.table for p in spec.pinned)
         self.pairs = transition_pairs(self.facts)
         self.state_key = StateKey(spec)  # states equal under it are searched once
-        # call -> the names of its address arguments and outputs (what `_shares` compares)
+        # call -> the names of its address arguments and outputs (what `_related` compares)
         self.address_names = {n: tuple(p for p, t in info.params + info.outputs if is_addr(t))
                               for n, info in spec.calls.items()}
         # writer call -> later call -> (rule, branch) -> the transition label, for the pairs to look for
@@ -223,7 +223,7 @@ class _Generator:
             if all((rule, label) in self.covered for (rule, _), label in wanted.items()):
                 continue
             for args in self.pool.candidates(node, call, False):
-                if not _shares(wrote, self._used(call, args, {})):
+                if not self._related(writer.call, wrote, call, self._used(call, args, {})):
                     continue
                 self.stats["candidates"] += 1
                 self._consider(ctx, node, call, args, "enumeration", transitions_only=True)
@@ -240,6 +240,13 @@ class _Generator:
                 out.append(v)
         return frozenset(out)
 
+    def _related(self, writer: str, wrote: frozenset[int], call: str, used: frozenset[int]) -> bool:
+        """A later call using the addresses `used` looks at what an earlier `writer` using `wrote`
+        wrote: they share an address, or one of the calls has no address at all (a write of global
+        state, or a call that reads only global state). A null address is an address: a query of
+        null after an unregistration shows nothing about what the unregistration changed."""
+        return not self.address_names[writer] or not self.address_names[call] or not wrote.isdisjoint(used)
+
     def _after_key(self, node: Node, writer: Step) -> tuple:
         return self.state_key(node.state), writer.call, self._addresses(writer)
 
@@ -250,7 +257,7 @@ class _Generator:
         used = self._used(call, args, {})
         for w in node.steps:
             wanted = self.wanted_after.get(w.call, {}).get(call)
-            if wanted and _shares(self._addresses(w), used):
+            if wanted and self._related(w.call, self._addresses(w), call, used):
                 items |= {(rule, wanted[(rule, branch)]) for rule, branch in outcomes if (rule, branch) in wanted}
         return items
 
@@ -614,11 +621,6 @@ class _Generator:
         return out
 
 
-def _shares(wrote: frozenset[int], used: frozenset[int]) -> bool:
-    """A later call using the addresses `used` looks at what an earlier one using `wrote` wrote: they
-    share an address, or one of them names none (a write of global state, or a call that reads only
-    global state)."""
-    return not wrote or not used or not wrote.isdisjoint(used)
 
 
 def generate_suite(spec_name: str, options: GenerateOptions = GenerateOptions(), spec: CheckedSpec | None = None,

@@ -19,20 +19,12 @@ MUTANTS: tuple[tuple[str, str], ...] = tuple(
 _SUITES: dict = {}
 
 
-# Prefix depth for specs whose suite at the default depth takes minutes to generate (cuda about 6,
-# hip about 13 on a loaded 2-core machine, December 2026): at depth 2 (seconds) their suites kill
-# the same mutants as at depth 3.
-_DEPTHS = {"cuda": 2, "hip": 2}
-
-
 def bundled_suite(spec: str):
     """The generated conformance suite of a bundled spec, computed once per test session."""
     if spec not in _SUITES:
         from checker.testgen.generate import generate_suite
-        from checker.testgen.model import GenerateOptions
 
-        depth = _DEPTHS.get(spec)
-        _SUITES[spec] = generate_suite(spec) if depth is None else generate_suite(spec, GenerateOptions(depth=depth))
+        _SUITES[spec] = generate_suite(spec)
     return _SUITES[spec]
 
 
