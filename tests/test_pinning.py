@@ -382,3 +382,50 @@ def test_ignored_signals_stay_ignored():
 def test_pinning_permitted_reports_a_reason():
     ok, why = pinning_permitted()
     assert isinstance(ok, bool) and why
+
+
+# --- reading the kernel's lock state only when it can have changed ----------------------------------
+
+
+def test_the_kernels_lock_state_is_read_again_after_every_arena_change(real_pinning, monkeypatch):
+    """Two arenas in turn lock the same number of pages at other addresses, so VmLck alone would
+    not tell the readings apart: every lock, unlock and unmapping of an arena counts as a change."""
+    from checker.drivers import pinning
+    readings = []
+    real = pinning._smaps_vmas
+    monkeypatch.setattr(pinning, "_smaps_vmas", lambda: readings.append(1) or real())
+    with PinnedArena() as a:
+        base = a.allocate(4 * P)
+        a.lock(base, 2 * P)
+        assert a.kernel_locked_pages() == pages(base, 0, 2)
+        assert a.kernel_locked_pages() == pages(base, 0, 2)  # nothing changed: the same reading
+        assert len(readings) == 1
+    with PinnedArena() as b:
+        other = b.allocate(8 * P)
+        b.lock(other + 4 * P, 2 * P)  # as many bytes as before, elsewhere
+        assert b.kernel_locked_pages() == pages(other, 4, 2)
+    assert len(readings) == 2
+
+
+def test_locks_taken_outside_the_arena_are_seen_through_vmlck(real_pinning):
+    """A driver that calls mlock itself moves VmLck, so the next reading is fresh."""
+    import mmap
+    with PinnedArena() as a:
+        base = a.allocate(P)
+        assert a.kernel_locked_pages() == set()
+        stray = mmap.mmap(-1, P)
+        address = ctypes_address(stray)
+        calls = libc_calls()
+        assert calls.mlock(address, P) == 0
+        try:
+            from checker.drivers.pinning import kernel_locked_vmas
+            assert any(lo <= address < hi for lo, hi in kernel_locked_vmas())
+        finally:
+            calls.munlock(address, P)
+            stray.close()
+        assert base  # the arena itself was untouched
+
+
+def ctypes_address(m) -> int:
+    import ctypes
+    return ctypes.addressof(ctypes.c_char.from_buffer(m))

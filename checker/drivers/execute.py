@@ -37,7 +37,7 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import header_spec_ref, read_trace
 from .executor import ReferenceDriver
-from .pinning import PAGE_SIZE
+from .pinning import PAGE_SIZE, forget_locked_reading
 from .protocol import Driver, Result
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
@@ -274,12 +274,18 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             run = Execution(sem, driver, path)
             findings: list[Finding] = []
             truncated = False
-            for ev in events:
+            stream = iter(events)
+            ev = next(stream, None)
+            while ev is not None:
+                following = next(stream, None)
+                if following is None:  # the last event: a fresh reading of the kernel's locks
+                    forget_locked_reading()
                 found = run.step(ev)
                 findings.extend(found)
                 if max_findings is not None and sum(f.kind not in INFORMATIONAL for f in findings) >= max_findings:
                     truncated = True
                     break
+                ev = following
             return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated,
                                    spec_notes(header, spec_name, path), spec_ref)
         finally:

@@ -278,6 +278,7 @@ class PinnedArena:
 
     def allocate(self, size: int) -> int:
         """A new zero-filled buffer of `size` bytes; returns its page-aligned address."""
+        _memory_changed()
         self._require_open()
         _require_size(size)
         length = _page_ceil(size)
@@ -297,6 +298,7 @@ class PinnedArena:
 
         Locks the arena holds on those pages are dropped first, so nothing stays locked.
         """
+        _memory_changed()
         self._require_open()
         buffer = self._region_at(address, RegionKind.BUFFER)
         for mapping in [m for m in self._mappings.values() if m.region.buffer == buffer.address]:
@@ -309,6 +311,7 @@ class PinnedArena:
 
         Returns the address in the new mapping that corresponds to `address`.
         """
+        _memory_changed()
         self._require_open()
         _require_size(size)
         host = self._owner(address, size)
@@ -332,6 +335,7 @@ class PinnedArena:
 
     def unalias(self, device_address: int) -> None:
         """Unmap the alias that `alias` returned as `device_address`, dropping the arena's locks on it."""
+        _memory_changed()
         self._require_open()
         region = self._region_at(device_address, RegionKind.ALIAS)
         self._release(self._mappings[region.map_address])
@@ -347,6 +351,7 @@ class PinnedArena:
         Raises NotOwned when an alias still maps one of the pages, MappingFailed when the kernel
         refuses; the arena is then as before the call.
         """
+        _memory_changed()
         self._require_open()
         buffer = self._region_at(address, RegionKind.BUFFER)
         if not isinstance(length, int) or length <= 0 or length % PAGE_SIZE or length >= buffer.size:
@@ -390,6 +395,7 @@ class PinnedArena:
         Raises PinningFailed (leaving every count and kernel lock as it was) when the cap would be
         exceeded or the kernel refuses.
         """
+        _memory_changed()
         self._require_open()
         _require_size(size)
         self._owner(address, size)
@@ -407,6 +413,7 @@ class PinnedArena:
 
     def unlock(self, address: int, size: int) -> None:
         """Count one lock less on each page of the range; `munlock` the pages whose count reaches 0."""
+        _memory_changed()
         self._require_open()
         _require_size(size)
         self._owner(address, size)
@@ -429,11 +436,12 @@ class PinnedArena:
 
     # -- what the kernel says
 
-    def kernel_locked_pages(self) -> frozenset[int]:
-        """Pages of the arena's mappings that the kernel marks locked (VmFlags `lo` in smaps)."""
+    def kernel_locked_pages(self, fresh: bool = False) -> frozenset[int]:
+        """Pages of the arena's mappings that the kernel marks locked (VmFlags `lo` in smaps; a
+        reading is reused while VmLck has not moved, see kernel_locked_vmas)."""
         pages: set[int] = set()
         spans = [(m.region.map_address, m.region.map_address + m.region.map_length) for m in self._mappings.values()]
-        for start, end in _kernel_locked_vmas():
+        for start, end in kernel_locked_vmas(fresh):
             for lo, hi in spans:
                 pages.update(range(max(start, lo), min(end, hi), PAGE_SIZE))
         return frozenset(pages)
@@ -464,6 +472,7 @@ class PinnedArena:
         Never raises: it also runs from signal handlers and atexit, where an error would replace the
         real reason the process is stopping.
         """
+        _memory_changed()
         if self._closed:
             return
         self._closed = True
@@ -569,10 +578,38 @@ def _smaps_vmas(path: str = "/proc/self/smaps") -> Iterator[tuple[int, int, froz
                 yield start, end, frozenset(line.split()[1:])
 
 
-def _kernel_locked_vmas() -> list[tuple[int, int]]:
+# (VmLck, arena changes) then, and the locked VMAs read then; `_arena_changes` counts every arena
+# call that maps, unmaps, locks or unlocks memory in this process.
+_locked_reading: tuple[tuple[int, int], list[tuple[int, int]]] | None = None
+_arena_changes = 0
+
+
+def _memory_changed() -> None:
+    global _arena_changes
+    _arena_changes += 1
+
+
+def forget_locked_reading() -> None:
+    """Make the next kernel_locked_vmas a fresh reading of smaps."""
+    global _locked_reading
+    _locked_reading = None
+
+
+def kernel_locked_vmas(fresh: bool = False) -> list[tuple[int, int]]:
+    """The process's locked mappings. Reading smaps costs milliseconds (the kernel walks every
+    mapping's page tables), so a reading is reused while VmLck, the process's locked-byte count (a
+    cheap read), has not moved since: locking, unlocking or unmapping locked pages moves it. Only a
+    step that unlocks some pages and locks as many others elsewhere goes unseen until the next fresh
+    reading (`fresh`: execute takes one at a trace's last event, conform at each test's)."""
     # VmFlags rather than the `Locked:` field: `Locked:` is a proportional (PSS) figure, so pages
     # mapped by both a buffer and its alias would count half in each mapping.
-    return [(start, end) for start, end, flags in _smaps_vmas() if "lo" in flags]
+    global _locked_reading
+    key = (vmlck_bytes(), _arena_changes)
+    if not fresh and _locked_reading is not None and _locked_reading[0] == key:
+        return _locked_reading[1]
+    vmas = [(start, end) for start, end, flags in _smaps_vmas() if "lo" in flags]
+    _locked_reading = (key, vmas)
+    return vmas
 
 
 def vmlck_bytes() -> int:

@@ -26,14 +26,13 @@ same way, whether or not it reports its own locks.
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..drivers.execute import Execution
 from ..drivers.executor import load_factory
-from ..drivers.pinning import PAGE_SIZE, vmlck_bytes
+from ..drivers.pinning import PAGE_SIZE, kernel_locked_vmas, vmlck_bytes
 from ..drivers.protocol import Driver, Result
 from ..engines.runs import semantics_for
 from ..language.analysis import memory_shape
@@ -189,29 +188,12 @@ class ObservedDriver:
 
     def _process_locked_pages(self) -> frozenset[int]:
         pages = set()
-        for lo, hi in _locked_vmas():
+        for lo, hi in kernel_locked_vmas(fresh=True):
             for base, size in self._blocks:
                 a, b = max(lo, base), min(hi, base + size)
                 if a < b:
                     pages.update(range(a - a % PAGE_SIZE, b, PAGE_SIZE))
         return frozenset(pages)
-
-
-_VMA_HEAD = re.compile(rb"^([0-9a-f]+)-([0-9a-f]+) ", re.M)
-_VMFLAGS = re.compile(rb"^VmFlags:([^\n]*)", re.M)
-
-
-def _locked_vmas() -> list[tuple[int, int]]:
-    """(start, end) of this process's mappings whose VmFlags include `lo` (locked). Every mapping in
-    smaps has one header line and one VmFlags line, in that order."""
-    try:
-        with open("/proc/self/smaps", "rb") as f:
-            data = f.read()
-    except OSError:
-        return []
-    heads = _VMA_HEAD.findall(data)
-    flags = _VMFLAGS.findall(data)
-    return [(int(lo, 16), int(hi, 16)) for (lo, hi), fl in zip(heads, flags) if b"lo" in fl.split()]
 
 
 # ---------------------------------------------------------------- one test
