@@ -112,6 +112,11 @@ def test_generated_tests_replay_as_recorded(name):
         for f in report.findings:
             if f.kind == "usage" and f.line - 2 == main:  # the call under test breaks it on purpose
                 assert any(c.startswith(f.rule + ": broken, outcome determinate") for c in t.covers), (t.name, f)
+            elif f.kind == "usage" and f.line - 2 < main:
+                # the rejected earlier call of a failure transition: the broken obligation is why it fails
+                earlier = t.events[f.line - 2]
+                assert earlier.ret is not None and earlier.ret != sem.success, (t.name, f)
+                assert any(" failure -> " in c for c in t.covers), (t.name, f)
             elif f.kind == "usage":  # only a probe may, where no probe keeps every obligation
                 assert f.line - 2 == main + 1, (t.name, f)
 
@@ -399,8 +404,9 @@ def test_suite_round_trips_through_a_directory(tmp_path):
 # ---------------------------------------------------------------- transitions (history-dependent cases)
 
 
-def _transition(suite, writer_rule: str, rule: str, branch: str):
-    [pair] = [t for t in suite.transitions if (t.writer_rule, t.rule, t.branch) == (writer_rule, rule, branch)]
+def _transition(suite, writer_rule: str, rule: str, branch: str, outcome: str = "success"):
+    [pair] = [t for t in suite.transitions
+              if (t.writer_rule, t.writer_outcome, t.rule, t.branch) == (writer_rule, outcome, rule, branch)]
     return pair
 
 
@@ -411,7 +417,24 @@ def test_transition_pairs_come_from_effect_writes_and_branch_reads():
     assert ("ACL-UNREG-EFFECT", "ACL-GETDEV-UNMAPPED", "fails") in pairs
     # aclrtHostGetDevicePointer writes only `regs`; the MallocHost size check reads only its argument.
     assert not any(w == "ACL-GETDEV-EFFECT" and r == "ACL-MALLOCHOST-SIZE-ZERO" for w, r, _ in pairs)
-    assert all(t.writer_outcome == "success" for t in suite.transitions)
+    # Each pair after a success has its twin after a failure with a documented error, for calls that have one.
+    after = {o: {(t.writer, t.rule, t.branch) for t in suite.transitions if t.writer_outcome == o}
+             for o in ("success", "failure")}
+    assert after["failure"] and after["failure"] <= after["success"]
+
+
+def test_a_failed_registration_then_a_query_is_a_test():
+    """register (rejected), then query the same pointer: a driver that files the rejected registration
+    answers the query; the spec says it fails as before."""
+    suite = bundled_suite("acl")
+    pair = _transition(suite, "ACL-REG-EFFECT", "ACL-GETDEV-UNMAPPED", "fails", outcome="failure")
+    assert pair.tests
+    test = suite.test(pair.tests[0])
+    calls = [ev.call for ev in test.events]
+    at = calls.index("aclrtHostGetDevicePointer")
+    register = test.events[at - 1]
+    assert calls[at - 1] == "aclrtHostRegisterV2" and register.ret != 0
+    assert register.args["ptr"] == test.events[at].args["pHost"]
 
 
 def test_query_after_unregister_of_a_queried_registration_is_a_test():

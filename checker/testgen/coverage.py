@@ -91,20 +91,24 @@ def outcome_branches(kind: str, conditional: bool, facts: CallFacts, rule: str) 
 
 
 def transition_pairs(facts: Mapping[str, CallFacts]) -> tuple[TransitionCoverage, ...]:
-    """Every (earlier call W succeeding, branch of a later call C) where W's effect writes state the
-    branch reads: the history-dependent cases a suite of single-state tests can miss."""
+    """Every (earlier call W succeeding, or failing with a documented error, branch of a later call C)
+    where W's effect writes state the branch reads: the history-dependent cases a suite of
+    single-state tests can miss. After a failure the state must be as before (a rejected call
+    changes nothing), which is what a driver that half-applies a rejected call gets wrong."""
     out = []
     for writer in facts.values():
         if not writer.is_api or writer.effect_rule is None or not writer.writes:
             continue
-        for call in facts.values():
-            if not call.is_api:
-                continue
-            for rule, kind in call.kinds.items():
-                for branch in outcome_branches(kind, rule in call.conditional_may, call, rule):
-                    if call.branch_reads(rule, branch) & writer.writes:
-                        out.append(TransitionCoverage(writer.name, writer.effect_rule, "success", call.name, rule,
-                                                      branch))
+        outcomes = ("success", "failure") if "fails" in writer.kinds.values() else ("success",)
+        for outcome in outcomes:
+            for call in facts.values():
+                if not call.is_api:
+                    continue
+                for rule, kind in call.kinds.items():
+                    for branch in outcome_branches(kind, rule in call.conditional_may, call, rule):
+                        if call.branch_reads(rule, branch) & writer.writes:
+                            out.append(TransitionCoverage(writer.name, writer.effect_rule, outcome, call.name, rule,
+                                                          branch))
     return tuple(out)
 
 

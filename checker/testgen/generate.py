@@ -63,7 +63,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
-from ..engines.runs import Step, semantics_for
+from ..engines.runs import Step, a_status, semantics_for
 from ..language.checked import CheckedSpec
 from ..model.outcomes import Allowed
 from ..model.semantics import Semantics
@@ -113,10 +113,11 @@ class _Generator:
         # call -> the names of its address arguments and outputs (what `_related` compares)
         self.address_names = {n: tuple(p for p, t in info.params + info.outputs if is_addr(t))
                               for n, info in spec.calls.items()}
-        # writer call -> later call -> (rule, branch) -> the transition label, for the pairs to look for
-        self.wanted_after: dict[str, dict[str, dict[tuple[str, str], str]]] = {}
+        # (writer call, its outcome) -> later call -> (rule, branch) -> the transition label, for the
+        # pairs to look for
+        self.wanted_after: dict[tuple[str, str], dict[str, dict[tuple[str, str], str]]] = {}
         for pair in self.pairs:
-            by_call = self.wanted_after.setdefault(pair.writer, {}).setdefault(pair.call, {})
+            by_call = self.wanted_after.setdefault((pair.writer, pair.writer_outcome), {}).setdefault(pair.call, {})
             by_call[(pair.rule, pair.branch)] = pair.label
 
     # ---- driving
@@ -200,9 +201,11 @@ class _Generator:
         probed: set = set()
         expanded: set = set()
         for node in starts:
+            for child in self._rejections(ctx, node):  # W fails: the state must stay as it was
+                self._probe_after(ctx, child, child.steps[-1], probed)
             for child in self._successors(ctx, node):
                 writer = child.steps[-1]
-                if writer.call not in self.wanted_after:
+                if self._outcome_key(writer) not in self.wanted_after:
                     continue
                 self._probe_after(ctx, child, writer, probed)
                 key = self._after_key(child, writer)
@@ -219,7 +222,7 @@ class _Generator:
             return
         probed.add(key)
         wrote = self._addresses(writer)
-        for call, wanted in self.wanted_after[writer.call].items():
+        for call, wanted in self.wanted_after[self._outcome_key(writer)].items():
             if all((rule, label) in self.covered for (rule, _), label in wanted.items()):
                 continue
             for args in self.pool.candidates(node, call, False):
@@ -227,6 +230,33 @@ class _Generator:
                     continue
                 self.stats["candidates"] += 1
                 self._consider(ctx, node, call, args, "enumeration", transitions_only=True)
+
+    REJECTIONS_PER_CALL = 16  # failing writer calls tried per state (each leaves the state as it was)
+
+    def _rejections(self, ctx: _Ctx, node: Node) -> Iterator[Node]:
+        """The state after a writer call that fails with a documented error (and nothing else
+        possible, though an obligation may be broken): the same state, one step longer."""
+        sem = ctx.sem
+        for call in self.api_calls:
+            if (call, "failure") not in self.wanted_after:
+                continue
+            tried = 0
+            for args in self.pool.transitions(node, call):
+                al = sem.allowed(node.state, call, args)
+                # A broken obligation may be what makes it fail (an unregistration of memory never
+                # registered), as in the suite's other failure tests; the outcome must be determinate.
+                if al.open or al.success or len(al.errors) != 1:
+                    continue
+                status = a_status(self.spec, al.errors[0])
+                yield Node(node.state, node.steps + (Step(call, dict(args), {}, status),), node.allocs)
+                tried += 1
+                if tried >= self.REJECTIONS_PER_CALL:
+                    break
+
+    def _outcome_key(self, step: Step) -> tuple[str, str]:
+        """(call, "success" | "failure"): how `wanted_after` knows an earlier step."""
+        failed = step.status is not None and step.status != self.spec.success
+        return step.call, "failure" if failed else "success"
 
     def _addresses(self, step: Step) -> frozenset[int]:
         return self._used(step.call, step.inputs, step.outputs)
@@ -248,7 +278,7 @@ class _Generator:
         return not self.address_names[writer] or not self.address_names[call] or not wrote.isdisjoint(used)
 
     def _after_key(self, node: Node, writer: Step) -> tuple:
-        return self.state_key(node.state), writer.call, self._addresses(writer)
+        return self.state_key(node.state), self._outcome_key(writer), self._addresses(writer)
 
     def _transition_items(self, node: Node, call: str, args: Mapping, outcomes: Sequence[tuple[str, str]]) -> set:
         """(rule, transition label) for each outcome branch shown after an earlier, related success
@@ -256,7 +286,7 @@ class _Generator:
         items = set()
         used = self._used(call, args, {})
         for w in node.steps:
-            wanted = self.wanted_after.get(w.call, {}).get(call)
+            wanted = self.wanted_after.get(self._outcome_key(w), {}).get(call)
             if wanted and self._related(w.call, self._addresses(w), call, used):
                 items |= {(rule, wanted[(rule, branch)]) for rule, branch in outcomes if (rule, branch) in wanted}
         return items
