@@ -232,7 +232,46 @@ def test_cli_conform_fuzz_phase_after_the_suite():
     doc = json.loads(out)
     assert code == 1 and doc["failed"] == 0 and doc["fuzz"]["failure"] is not None
     assert doc["fuzz"]["failure"]["trace"].startswith('{"regcheck":1,"spec":"acl"')
+    assert doc["fuzz"]["failure"]["trace_file"] is None
     code, out, _ = run_cli("conform", "cupva", "--fuzz", "10")
     assert code == 0 and out.splitlines()[-1].startswith("fuzz: no failure in 10 sequences")
-    code, _, err = run_cli("conform", "cupva", "--fuzz", "10", "--format", "junit")
-    assert code == 2 and "--fuzz reports in text and json output" in err
+    code, _, err = run_cli("conform", "cupva", "--fuzz-output", "x.jsonl")
+    assert code == 2 and "--fuzz-output needs --fuzz" in err
+
+
+def junit_cases(out: str) -> tuple[ET.Element, list[ET.Element]]:
+    root = ET.fromstring(out.split("\n", 1)[1])
+    return root, root.findall("./testsuite/testcase")
+
+
+TABLE3 = "tests.mutants.acl:RegistrationTableOfThree"  # passes the suite; the fuzz phase fails it
+
+
+def test_cli_conform_junit_fuzz_phase_is_one_more_testcase(small_suite, tmp_path):
+    path, suite = small_suite
+    code, out, _ = run_cli("conform", "acl", "--suite", str(path), "--fuzz", "10", "--format", "junit")
+    root, cases = junit_cases(out)
+    assert code == 0 and len(cases) == len(suite.tests) + 1 and root.get("tests") == str(len(suite.tests) + 1)
+    fuzz_case = cases[-1]
+    assert (fuzz_case.get("classname"), fuzz_case.get("name")) == ("regcheck.acl.fuzz", "fuzz 10 sequences seed 0")
+    assert list(fuzz_case) == [] and root.get("failures") == "0"
+    # The registration table of three passes every test of the suite; the fuzz phase fails it.
+    trace = tmp_path / "table3.jsonl"
+    code, out, _ = run_cli("conform", "acl", "--suite", str(path), "--driver", TABLE3,
+                           "--fuzz", "100", "--fuzz-steps", "40", "--fuzz-seed", "0", "--fuzz-output", str(trace),
+                           "--format", "junit")
+    root, cases = junit_cases(out)
+    assert code == 1 and root.get("failures") == "1" and root.find("./testsuite").get("failures") == "1"
+    assert [c.get("name") for c in cases if c.find("failure") is not None] == ["fuzz 100 sequences seed 0"]
+    failure = cases[-1].find("failure")
+    assert failure.get("type") == "fuzz" and failure.get("message").startswith("[ACL-GETDEV-EFFECT] ")
+    lines = trace.read_text().splitlines()
+    calls = len(lines) - 1  # the header, then one line per call
+    assert f"after {calls} calls, seed 0" in failure.get("message")
+    assert f"calls: {calls} in the shrunk run" in failure.text and f"trace: {trace}" in failure.text
+    assert json.loads(lines[-1])["call"] == "aclrtHostGetDevicePointer"
+    code, out, _ = run_cli("conform", "acl", "--suite", str(path), "--driver", TABLE3,
+                           "--fuzz", "100", "--fuzz-steps", "40", "--format", "junit")
+    _, cases = junit_cases(out)
+    # Not written to a file: the failure carries the run itself, the same calls.
+    assert code == 1 and [ln.strip() for ln in cases[-1].find("failure").text.splitlines()[-calls - 1:]] == lines

@@ -641,6 +641,64 @@ def test_conform_sarif_generated_suite_is_located_in_the_spec():
     assert (loc["artifactLocation"]["uri"], loc["region"]["startLine"]) == (overlap.span.path, overlap.span.line)
 
 
+def test_conform_sarif_fuzz_phase_that_finds_nothing_is_a_run_property(conform_suite):
+    path, n = conform_suite
+    code, out, err = conform("acl", "--suite", str(path), "--fuzz", "10", "--fuzz-seed", "3", "--format", "sarif")
+    doc = json.loads(out)
+    assert code == 0 and err == "" and schema_errors(doc) == [] and uri_problems(doc) == []
+    (run,) = doc["runs"]
+    assert run["results"] == [] and run["properties"]["passed"] == n
+    fuzz = run["properties"]["fuzz"]
+    assert (fuzz["max_examples"], fuzz["steps"], fuzz["seed"], fuzz["failure"]) == (10, 30, 3, None)
+    assert fuzz["calls"] > 0 and fuzz["seconds"] >= 0
+
+
+TABLE3 = ("--driver", "tests.mutants.acl:RegistrationTableOfThree", "--fuzz", "100", "--fuzz-steps", "40",
+          "--fuzz-seed", "0")  # passes the suite; the fuzz phase fails it (tests/mutants FUZZ_BUDGET)
+
+
+def test_conform_sarif_fuzz_failure_is_a_result_at_the_written_trace(conform_suite, tmp_path):
+    path, n = conform_suite
+    trace = tmp_path / "table3.jsonl"
+    code, out, err = conform("acl", "--suite", str(path), *TABLE3, "--fuzz-output", str(trace), "--format", "sarif")
+    doc = json.loads(out)
+    assert code == 1 and err == "" and schema_errors(doc) == [] and uri_problems(doc) == []
+    (run,) = doc["runs"]
+    assert run["properties"]["failed"] == 0  # the suite passed: the one result is the fuzz phase's
+    (res,) = run["results"]
+    lines = trace.read_text().splitlines()
+    calls = len(lines) - 1  # the header, then one line per call
+    fuzz = run["properties"]["fuzz"]
+    assert fuzz["failure"]["rule"] == res["ruleId"] == "ACL-GETDEV-EFFECT" and res["level"] == "error"
+    assert (fuzz["failure"]["calls"], fuzz["failure"]["trace_file"], fuzz["seed"]) == (calls, str(trace), 0)
+    assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == res["ruleId"]
+    assert res["message"]["text"].startswith("fuzz phase (seed 0, 100 sequences of up to 40 calls): "
+                                             f"ACL-GETDEV-EFFECT broken after {calls} calls")
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == artifact_uri(str(trace))
+    assert json.loads(lines[loc["region"]["startLine"] - 1])["call"] == "aclrtHostGetDevicePointer"
+    assert loc["region"]["startLine"] == len(lines)  # the failing call is the shrunk run's last
+    rule = load_spec("acl").rules["ACL-GETDEV-EFFECT"]
+    (rel,) = res["relatedLocations"]
+    assert (rel["physicalLocation"]["artifactLocation"]["uri"], rel["physicalLocation"]["region"]["startLine"]) == (
+        rule.span.path, rule.span.line)
+    assert res["properties"]["phase"] == "fuzz" and "trace" not in res["properties"]
+
+
+def test_conform_sarif_fuzz_failure_without_a_trace_file_is_at_the_rule(conform_suite):
+    path, _ = conform_suite
+    code, out, _ = conform("acl", "--suite", str(path), *TABLE3, "--format", "sarif")
+    doc = json.loads(out)
+    assert code == 1 and schema_errors(doc) == []
+    (res,) = doc["runs"][0]["results"]
+    rule = load_spec("acl").rules[res["ruleId"]]
+    loc = res["locations"][0]["physicalLocation"]
+    assert (loc["artifactLocation"]["uri"], loc["region"]["startLine"]) == (rule.span.path, rule.span.line)
+    assert "relatedLocations" not in res
+    trace = res["properties"]["trace"].splitlines()  # the log alone replays it
+    assert json.loads(trace[0])["spec"] == "acl" and len(trace) - 1 == res["properties"]["calls"]
+
+
 def test_conform_sarif_bad_input_is_a_notification(tmp_path):
     code, out, err = conform("acl", "--suite", str(tmp_path), "--format", "sarif")
     doc = json.loads(out)

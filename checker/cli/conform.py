@@ -7,6 +7,12 @@ unreadable suite, a driver factory that cannot be loaded).
 that did not pass as a result under its rule ID (the spec's, the executor's EXEC-..., or
 CONFORM-DRIVER-ERROR), located at the test's trace file with `--suite DIR`, else in the spec file;
 bad input is a tool notification there (same exit codes).
+
+`--fuzz N` adds a bounded differential fuzz phase after the suite (checker.testgen.fuzz): its figures
+and its failure, if any, are in every format (text and json lines, one more JUnit testcase, one more
+SARIF result plus run properties), and a failure there makes the exit code 1 as a failed test does.
+`--fuzz-output FILE` writes its failing run as a trace file, which the SARIF result and the JUnit
+failure then point at; without it the trace travels inside the report.
 """
 
 from __future__ import annotations
@@ -46,10 +52,13 @@ def register(sub) -> None:
     p.add_argument("--stop-on-failure", action="store_true", help="stop at the first failing test")
     p.add_argument("--fuzz", type=positive_int, metavar="N",
                    help="after the suite, a bounded differential fuzz phase of N random call sequences "
-                        "(as `regcheck fuzz`; text and json output)")
+                        "(as `regcheck fuzz`), reported in every --format; a failure there exits 1")
     p.add_argument("--fuzz-steps", type=positive_int, default=30, metavar="N",
                    help="calls per fuzz sequence (default 30)")
     p.add_argument("--fuzz-seed", type=int, default=0, metavar="N", help="the fuzz phase's seed (default 0)")
+    p.add_argument("--fuzz-output", metavar="FILE",
+                   help="write the fuzz phase's failing run (if any) as a trace file; SARIF and JUnit point at it "
+                        "(default: the trace is only inside the report)")
     p.add_argument("--no-lock-check", action="store_true",
                    help="do not compare the kernel's page locks with the model (a driver outside this process)")
     add_env(p, "fix a spec parameter: a generated suite uses only configurations with it, a --suite keeps only "
@@ -62,26 +71,25 @@ def register(sub) -> None:
 
 
 def run(args, out) -> int:
-    if args.fuzz and args.format in ("sarif", "junit"):
-        out.err(f"regcheck conform: error: --fuzz reports in text and json output, not {args.format}; "
-                "run `regcheck fuzz` separately")
+    if args.fuzz_output and not args.fuzz:
+        out.err("regcheck conform: error: --fuzz-output needs --fuzz N")
         return EXIT_INPUT
     if args.format == "sarif":
         return _run_sarif(args, out)
     factory, spec, tests, _ = _load(args)
     report = _run(args, factory, spec, tests)
-    fuzzed = _fuzz_phase(args, factory) if args.fuzz and not (args.stop_on_failure and not report.ok) else None
-    code = EXIT_OK if report.ok and (fuzzed is None or fuzzed.failure is None) else EXIT_FINDINGS
+    fuzzed, trace_file = _fuzz_after(args, factory, report)
+    code = _exit_code(report, fuzzed)
     if args.format == "json":
         doc = report.to_json()
         if fuzzed is not None:
-            doc["fuzz"] = _fuzz_json(fuzzed)
+            doc["fuzz"] = _fuzz_json(fuzzed, trace_file)
         out.json(doc)
         return code
     if args.format == "junit":
         from ..emit.junit import junit_xml
 
-        out.stdout.write(junit_xml(report))
+        out.stdout.write(junit_xml(report, fuzzed, trace_file))
         return code
     for r in [] if args.quiet else report.results:
         if r.status == PASS:
@@ -100,9 +108,27 @@ def run(args, out) -> int:
             f"{report.count(INCONCLUSIVE)} inconclusive ({report.seconds:.1f} s; driver {report.driver})"
             + ("; stopped at the first failure" if report.stopped_early else ""))
     if fuzzed is not None:
-        for line in _fuzz_text(fuzzed)[:1] if args.quiet else _fuzz_text(fuzzed):
+        for line in _fuzz_text(fuzzed, trace_file)[:1] if args.quiet else _fuzz_text(fuzzed, trace_file):
             out.out(line)
     return code
+
+
+def _exit_code(report, fuzzed) -> int:
+    """1 when a test did not pass or the fuzz phase found a failure, whatever the format."""
+    return EXIT_OK if report.ok and (fuzzed is None or fuzzed.failure is None) else EXIT_FINDINGS
+
+
+def _fuzz_after(args, factory, report):
+    """(the fuzz phase's result or None, the trace file its failure was written to or None). No
+    phase without --fuzz, nor after a failed suite under --stop-on-failure."""
+    if not args.fuzz or (args.stop_on_failure and not report.ok):
+        return None, None
+    fuzzed = _fuzz_phase(args, factory)
+    if fuzzed.failure is None or not args.fuzz_output:
+        return fuzzed, None
+    from ..language.files import write_output
+
+    return fuzzed, write_output(args.fuzz_output, fuzzed.failure.trace_text(args.fuzz_output))
 
 
 def _fuzz_phase(args, factory):
@@ -114,22 +140,26 @@ def _fuzz_phase(args, factory):
                                                 env=_env(args) or None))
 
 
-def _fuzz_json(result) -> dict:
+def _fuzz_json(result, trace_file: str | None = None) -> dict:
     f = result.failure
     return {"max_examples": result.options.max_examples, "seed": result.options.seed, "calls": result.calls,
             "seconds": round(result.seconds, 3),
             "failure": None if f is None else {"rule": f.rule, "message": f.message, "env": dict(f.env),
-                                               "calls": len(f.events), "trace": f.trace_text()}}
+                                               "calls": len(f.events), "trace": f.trace_text(),
+                                               "trace_file": trace_file}}
 
 
-def _fuzz_text(result) -> list[str]:
+def _fuzz_text(result, trace_file: str | None = None) -> list[str]:
     f, o = result.failure, result.options
     if f is None:
         return [f"fuzz: no failure in {o.max_examples} sequences of up to {o.steps} calls "
                 f"({result.calls} driver calls, {result.seconds:.1f} s, seed {o.seed})"]
     lines = [f"fuzz: FAILURE [{f.rule}] after {len(f.events)} calls ({result.calls} driver calls, "
              f"{result.seconds:.1f} s, seed {o.seed})", f"  {f.message}",
-             f"  configuration: {', '.join(f'{k}={v}' for k, v in f.env.items())}", "  the run, as a trace:"]
+             f"  configuration: {', '.join(f'{k}={v}' for k, v in f.env.items())}"]
+    if trace_file is not None:
+        lines.append(f"  trace written to {trace_file}")
+    lines.append("  the run, as a trace:")
     return lines + ["    " + line for line in f.trace_text().splitlines()]
 
 
@@ -176,6 +206,7 @@ def _run_sarif(args, out) -> int:
     try:
         factory, spec, tests, files = _load(args)
         report = _run(args, factory, spec, tests)
+        fuzzed, trace_file = _fuzz_after(args, factory, report)
     except RegcheckError as exc:
         notes = [SarifNotification(d.code, d.message, None if d.span.path == NO_SPAN.path else d.span.path,
                                    d.span.line or None) for d in exc.diagnostics]
@@ -183,5 +214,5 @@ def _run_sarif(args, out) -> int:
                                               properties={"driver": args.driver or DEFAULT_DRIVER})]))
         return EXIT_INPUT
     suite = {"suite": args.suite} if args.suite else {"suite": f"generated (depth {args.depth})"}
-    out.json(conform_log(report, spec, files, executor_rules(), suite))
-    return EXIT_OK if report.ok else EXIT_FINDINGS
+    out.json(conform_log(report, spec, files, executor_rules(), suite, fuzzed=fuzzed, fuzz_trace=trace_file))
+    return _exit_code(report, fuzzed)

@@ -2,23 +2,35 @@
 
 One <testsuite> per run; one <testcase> per conformance test, classname `regcheck.<spec>.<rule>`;
 a failing test has a <failure> (expected outcome, actual result, rule ID), an inconclusive one a
-<skipped> with the reason.
+<skipped> with the reason. With `conform --fuzz N`, the fuzz phase after the suite is one more
+testcase, classname `regcheck.<spec>.fuzz`, name `fuzz N sequences seed S`: passed when it found
+nothing, else a <failure> with the rule ID, the message, the calls of the shrunk run and the trace
+file it was written to (or, when it was not written, the trace itself).
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from typing import TYPE_CHECKING
+
 from ..testgen.conform import FAIL, INCONCLUSIVE, ConformReport
 
+if TYPE_CHECKING:
+    from ..testgen.fuzz import FuzzResult
 
-def junit_xml(report: ConformReport) -> str:
-    suites = ET.Element("testsuites", name="regcheck conform", tests=str(report.tests),
-                        failures=str(report.count(FAIL)), skipped=str(report.count(INCONCLUSIVE)),
-                        time=f"{report.seconds:.3f}")
-    suite = ET.SubElement(suites, "testsuite", name=f"regcheck.{report.spec}", tests=str(report.tests),
-                          failures=str(report.count(FAIL)), errors="0", skipped=str(report.count(INCONCLUSIVE)),
-                          time=f"{report.seconds:.3f}")
+
+def junit_xml(report: ConformReport, fuzzed: FuzzResult | None = None, fuzz_trace: str | None = None) -> str:
+    """The report as JUnit XML; `fuzzed`, the fuzz phase run after the suite (one more testcase),
+    and `fuzz_trace`, the file its failing run was written to."""
+    tests = report.tests + (fuzzed is not None)
+    failures = report.count(FAIL) + (fuzzed is not None and fuzzed.failure is not None)
+    seconds = report.seconds + (fuzzed.seconds if fuzzed is not None else 0.0)
+    suites = ET.Element("testsuites", name="regcheck conform", tests=str(tests), failures=str(failures),
+                        skipped=str(report.count(INCONCLUSIVE)), time=f"{seconds:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name=f"regcheck.{report.spec}", tests=str(tests),
+                          failures=str(failures), errors="0", skipped=str(report.count(INCONCLUSIVE)),
+                          time=f"{seconds:.3f}")
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="driver", value=report.driver)
     for r in report.results:
@@ -32,5 +44,27 @@ def junit_xml(report: ConformReport) -> str:
             failure.text = r.explain()
         elif r.status == INCONCLUSIVE:
             ET.SubElement(case, "skipped", message=r.explain())
+    if fuzzed is not None:
+        _fuzz_case(suite, report.spec, fuzzed, fuzz_trace)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _fuzz_case(suite: ET.Element, spec: str, fuzzed: FuzzResult, trace_file: str | None) -> None:
+    o, f = fuzzed.options, fuzzed.failure
+    case = ET.SubElement(suite, "testcase", classname=f"regcheck.{spec}.fuzz",
+                         name=f"fuzz {o.max_examples} sequences seed {o.seed}", time=f"{fuzzed.seconds:.4f}")
+    if f is None:
+        return
+    calls = len(f.events)
+    failure = ET.SubElement(case, "failure", type="fuzz",
+                            message=f"[{f.rule}] {f.message} (after {calls} calls, seed {o.seed})")
+    lines = [f"rule: {f.rule}", f"message: {f.message}",
+             f"configuration: {', '.join(f'{k}={v}' for k, v in f.env.items())}",
+             f"calls: {calls} in the shrunk run ({fuzzed.calls} driver calls in the phase, up to {o.steps} "
+             f"per sequence, seed {o.seed})"]
+    if trace_file is not None:
+        lines.append(f"trace: {trace_file}")
+    else:  # not written to a file: the run itself, so the report alone reproduces it
+        lines += ["trace:", *("    " + line for line in f.trace_text().splitlines())]
+    failure.text = "\n".join(lines)

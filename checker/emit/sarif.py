@@ -10,6 +10,7 @@ its kind and its document citation as help text, and each result points at a fil
     results = replay_results(report, spec)                # a replay's or an execution's findings
     log = prove_log(proof_report, spec)                   # a proof's refuted/unknown obligations
     log = conform_log(conform_report, spec, files)        # a conformance run's failed tests
+    log = conform_log(..., fuzzed=fuzz_result)             # and its fuzz phase's failure, if any
 
 What code scanning needs besides the findings: every rule has a `name` and a `helpUri` (its
 document's URL, or the docs page that has it: docs/sources.md for a bundled spec's document without
@@ -696,18 +697,58 @@ def conform_rules() -> list[ToolRule]:
 
 
 def conform_log(report: Any, spec: Any, files: Mapping[str, str] | None = None,
-                tool_rules: Iterable[Any] = (), properties: Mapping[str, Any] | None = None) -> dict:
+                tool_rules: Iterable[Any] = (), properties: Mapping[str, Any] | None = None, *,
+                fuzzed: Any = None, fuzz_trace: str | None = None) -> dict:
     """A SARIF log of one conformance report (`conform.ConformReport`) of `spec`: one run, category
     `regcheck/conform/<spec>/`, the spec's rules then `tool_rules` (the executor's, whose rule IDs
     problems carry) and the runner's own; the summary counts as run properties (plus `properties`).
-    `files`: test name -> the test's trace file (see `conform_results`)."""
+    `files`: test name -> the test's trace file (see `conform_results`). `fuzzed`: the fuzz phase
+    run after the suite (`fuzz.FuzzResult`), if any: its figures become the run property `fuzz` and
+    its failure one more result (see `fuzz_result`); `fuzz_trace`: where that failure was written."""
     from ..testgen.conform import FAIL, INCONCLUSIVE, PASS  # here: the runner pulls in the executor, which replay never needs
 
     props = {"spec": spec.name, "driver": report.driver, "tests": report.tests, "passed": report.count(PASS),
              "failed": report.count(FAIL), "inconclusive": report.count(INCONCLUSIVE),
              "stopped_early": report.stopped_early, **(properties or {})}
-    return sarif_log([*spec.rules.values(), *tool_rules, *conform_rules()], conform_results(report, spec, files),
+    results = conform_results(report, spec, files)
+    if fuzzed is not None:
+        props["fuzz"] = fuzz_properties(fuzzed, fuzz_trace)
+        if fuzzed.failure is not None:
+            results.append(fuzz_result(fuzzed, spec, fuzz_trace))
+    return sarif_log([*spec.rules.values(), *tool_rules, *conform_rules()], results,
                      category=f"regcheck/conform/{spec.name}/", properties=props)
+
+
+def fuzz_properties(fuzzed: Any, trace_file: str | None = None) -> dict:
+    """The fuzz phase's figures as a run property: its budget, seed, driver calls and time, and its
+    failure (rule, message, configuration, calls of the shrunk run, the trace file) or None."""
+    o, f = fuzzed.options, fuzzed.failure
+    failure = None if f is None else {"rule": f.rule, "message": f.message, "env": dict(f.env),
+                                      "calls": len(f.events), "trace_file": trace_file}
+    return {"max_examples": o.max_examples, "steps": o.steps, "seed": o.seed, "calls": fuzzed.calls,
+            "seconds": round(fuzzed.seconds, 3), "failure": failure}
+
+
+def fuzz_result(fuzzed: Any, spec: Any, trace_file: str | None = None) -> SarifResult:
+    """The fuzz phase's failure as an error under the rule it broke. Located at the failing call's
+    line of `trace_file` when the run was written there (related: the rule's clause), else at the
+    rule's clause in the spec; without a file the trace text is in the result's properties, so the
+    log alone is enough to replay it."""
+    f, o = fuzzed.failure, fuzzed.options
+    calls = len(f.events)
+    text = (f"fuzz phase (seed {o.seed}, {o.max_examples} sequences of up to {o.steps} calls): {f.rule} broken "
+            f"after {calls} call{'s' if calls != 1 else ''} of the shrunk run ({fuzzed.calls} driver calls in the "
+            f"phase): {f.message}")
+    at = _at_rule(spec, f.rule)
+    if trace_file is not None:
+        uri, line = trace_file, (f.events[-1].line if f.events else None)
+    else:
+        uri, line = at or (_spec_path(fuzzed, spec), None)
+    related = [(*at, f"rule {f.rule} ({spec.rules[f.rule].kind}) is defined here")] if at and at != (uri, line) else []
+    props: dict[str, Any] = {"phase": "fuzz", "seed": o.seed, "calls": calls, "env": dict(f.env)}
+    if trace_file is None:
+        props["trace"] = f.trace_text()
+    return SarifResult(f.rule, "error", text, uri, line, tuple(related), props, context=f"fuzz: {f.message}")
 
 
 def conform_results(report: Any, spec: Any, files: Mapping[str, str] | None = None) -> list[SarifResult]:
