@@ -39,7 +39,7 @@ def main() -> None:
     quick = parser.parse_args().quick
     hand_written_mutants()
     print()
-    for spec in ("acl", "cupva"):
+    for spec in ("acl", "cupva", "cuda", "hip"):
         spec_mutation_score(spec, QUICK_LIMIT if quick else None)
 
 

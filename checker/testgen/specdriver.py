@@ -433,9 +433,8 @@ def score_mutant(mutant: SpecMutant, original: CheckedSpec, tests: Sequence[Conf
         return MutantScore(mutant.description, EQUIVALENT, "same outcome sets on every test")
     if first_difference(original, mutant.spec, tests, wider_only=True) is None:
         return MutantScore(mutant.description, REFINES,
-                           f"allows fewer outcomes (first at {difference}) and none the spec forbids, on every "
-                           "test: a driver that behaves so conforms (e.g. a documented code replaced by one the "
-                           "spec allows as an environmental failure)")
+                           f"allows fewer outcomes than the spec (first at {difference}) and none it forbids, on "
+                           "every test: a driver that behaves so conforms")
     inconclusive = report.count(INCONCLUSIVE)
     if inconclusive:  # its wrong answers pass for environmental failures: the suite cannot call them bugs
         difference += f"; {inconclusive} test(s) inconclusive"
