@@ -12,7 +12,7 @@ from .memory import (ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_ME
                      ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                      ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL,
                      ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, HostEvents,
-                     HostMemory, allocation_at, allocations_of, overlaps_any, pages_of, show_range)
+                     HostMemory, allocation_at, allocations_of, expected_locks, overlaps_any, show_range)
 from .pinning import PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
 
@@ -160,14 +160,7 @@ class AclDriver(HostEvents):
         return allocation_at(self.host, self.aliases, "device-alias", address, size)
 
     def expected_locked_pages(self) -> frozenset[int]:
-        pages: set[int] = set()
-        for base, block in self.host.blocks.items():
-            if block.locked and block.size > 0:
-                pages.update(pages_of(base, block.size))
-        for base, reg in self.regs.items():
-            if reg.live and reg.locked:
-                pages.update(pages_of(base, reg.size))
-        return frozenset(pages)
+        return expected_locks(self.host, self.regs, lambda reg: reg.live and reg.locked)
 
     # -- internals
 

@@ -144,6 +144,19 @@ def overlaps_any(table: SortedDict, address: int, size: int, size_of: Callable[[
     return entry is not None and size > 0 and entry[0] + size_of(entry[1]) > address
 
 
+def expected_locks(host: "HostMemory", regs: SortedDict, holds_lock: Callable[[Any], bool]) -> frozenset[int]:
+    """The pages a driver's own tables say are locked: its page-locked host blocks, and the
+    registrations (base -> entry with a `size`) that `holds_lock` says hold their pages locked."""
+    pages: set[int] = set()
+    for base, block in host.blocks.items():
+        if block.locked and block.size > 0:
+            pages.update(pages_of(base, block.size))
+    for base, reg in regs.items():
+        if holds_lock(reg):
+            pages.update(pages_of(base, reg.size))
+    return frozenset(pages)
+
+
 def pages_of(address: int, size: int) -> range:
     first = address - address % PAGE_SIZE
     return range(first, address + size, PAGE_SIZE)

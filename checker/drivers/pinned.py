@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 from sortedcontainers import SortedDict
 
 from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, HostEvents, HostMemory, allocation_at,
-                     allocations_of, overlaps_any, pages_of, show_range, sized_entry_holding)
+                     allocations_of, expected_locks, overlaps_any, show_range, sized_entry_holding)
 from .pinning import PAGE_SIZE, MappingFailed, PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
 
@@ -255,14 +255,7 @@ class PinnedHostDriver(HostEvents):
 
     def expected_locked_pages(self) -> frozenset[int]:
         """Pinned-allocator blocks and live registrations."""
-        pages: set[int] = set()
-        for base, block in self.host.blocks.items():
-            if block.locked and block.size > 0:
-                pages.update(pages_of(base, block.size))
-        for base, reg in self.regs.items():
-            if reg.live:
-                pages.update(pages_of(base, reg.size))
-        return frozenset(pages)
+        return expected_locks(self.host, self.regs, lambda reg: reg.live)
 
     # -- internals
 
