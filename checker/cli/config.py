@@ -7,8 +7,8 @@
 
 The file is found by walking up from the current directory; relative `spec_path` entries are taken
 from the directory that holds it. `spec_path` also becomes $REGCHECK_SPEC_PATH for the run, the
-loader's search path, so a spec named in a trace header is found the same way. Command-line flags always win. A table that is not TOML, or
-keys of the wrong type, are error E0614 (exit 2).
+loader's search path, so a spec named in a trace header is found the same way. Command-line flags
+always win. A table that is not TOML, or keys of the wrong type, are error E0614 (exit 2).
 """
 
 from __future__ import annotations
