@@ -436,12 +436,12 @@ class PinnedArena:
 
     # -- what the kernel says
 
-    def kernel_locked_pages(self, fresh: bool = False) -> frozenset[int]:
+    def kernel_locked_pages(self) -> frozenset[int]:
         """Pages of the arena's mappings that the kernel marks locked (VmFlags `lo` in smaps; a
         reading is reused while VmLck has not moved, see kernel_locked_vmas)."""
         pages: set[int] = set()
         spans = [(m.region.map_address, m.region.map_address + m.region.map_length) for m in self._mappings.values()]
-        for start, end in kernel_locked_vmas(fresh):
+        for start, end in kernel_locked_vmas():
             for lo, hi in spans:
                 pages.update(range(max(start, lo), min(end, hi), PAGE_SIZE))
         return frozenset(pages)
@@ -595,17 +595,19 @@ def forget_locked_reading() -> None:
     _locked_reading = None
 
 
-def kernel_locked_vmas(fresh: bool = False) -> list[tuple[int, int]]:
+def kernel_locked_vmas() -> list[tuple[int, int]]:
     """The process's locked mappings. Reading smaps costs milliseconds (the kernel walks every
-    mapping's page tables), so a reading is reused while VmLck, the process's locked-byte count (a
-    cheap read), has not moved since: locking, unlocking or unmapping locked pages moves it. Only a
-    step that unlocks some pages and locks as many others elsewhere goes unseen until the next fresh
-    reading (`fresh`: execute takes one at a trace's last event, conform at each test's)."""
+    mapping's page tables), so a reading is reused (the same list object) while no arena of this
+    process has mapped, unmapped, locked or unlocked memory since and VmLck, the process's
+    locked-byte count (a cheap read), has not moved either (for a driver that locks memory itself).
+    Only such a driver unlocking some pages and locking as many others elsewhere in one step goes
+    unseen until the next fresh reading (`forget_locked_reading`: execute forces one at a trace's
+    last event, conform at each test's)."""
     # VmFlags rather than the `Locked:` field: `Locked:` is a proportional (PSS) figure, so pages
     # mapped by both a buffer and its alias would count half in each mapping.
     global _locked_reading
     key = (vmlck_bytes(), _arena_changes)
-    if not fresh and _locked_reading is not None and _locked_reading[0] == key:
+    if _locked_reading is not None and _locked_reading[0] == key:
         return _locked_reading[1]
     vmas = [(start, end) for start, end, flags in _smaps_vmas() if "lo" in flags]
     _locked_reading = (key, vmas)

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..drivers.execute import Execution
 from ..drivers.executor import load_factory
-from ..drivers.pinning import PAGE_SIZE, kernel_locked_vmas, vmlck_bytes
+from ..drivers.pinning import PAGE_SIZE, forget_locked_reading, kernel_locked_vmas
 from ..drivers.protocol import Driver, Result
 from ..engines.runs import semantics_for
 from ..language.analysis import memory_shape
@@ -140,12 +140,9 @@ class ObservedDriver:
 
     The view is the pages of this process's locked mappings (/proc/self/smaps) inside the memory
     the driver's allocation calls returned, for every driver that runs in this process (whether or
-    not it has a `kernel_locked_pages()` of its own). Reading smaps costs milliseconds (the kernel
-    walks every mapping), so a reading
-    is reused while the process's locked-memory counter (`VmLck`, cheap to read) has not moved;
-    `refresh()` forces the next one to be a fresh reading (the runner does so at each test's last
-    event). A step that locks and unlocks the same number of bytes elsewhere would be seen at the
-    next fresh reading, not at that step.
+    not it has a `kernel_locked_pages()` of its own). The reading is checker.drivers.pinning's
+    `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; `refresh()`
+    forces the next one to be fresh (the runner does so at each test's last event).
     """
 
     def __init__(self, driver: Driver, allocators: Mapping[str, Any], check_locks: bool = True):
@@ -153,22 +150,20 @@ class ObservedDriver:
         self._allocators = allocators
         self.last: Result | None = None
         self._blocks: list[tuple[int, int]] = []  # what the driver's allocation calls returned
-        self._source = self._process_locked_pages
-        self._cached: frozenset[int] | None = None
-        self._cached_vmlck = -1
+        self._cached: tuple[Any, int, frozenset[int]] | None = None  # (reading, blocks then, pages)
         if not check_locks:
             self.kernel_locked_pages = None
 
     def kernel_locked_pages(self) -> frozenset[int]:
         if not self._blocks:
             return frozenset()  # nothing of the driver's is mapped: nothing of it can be locked
-        vmlck = vmlck_bytes()
-        if self._cached is None or vmlck != self._cached_vmlck:
-            self._cached, self._cached_vmlck = frozenset(self._source()), vmlck
-        return self._cached
+        vmas = kernel_locked_vmas()
+        if self._cached is None or self._cached[0] is not vmas or self._cached[1] != len(self._blocks):
+            self._cached = (vmas, len(self._blocks), self._driver_pages(vmas))
+        return self._cached[2]
 
     def refresh(self) -> None:
-        self._cached = None
+        forget_locked_reading()
 
     def call(self, name: str, args: Mapping[str, Any]) -> Result:
         try:
@@ -186,9 +181,9 @@ class ObservedDriver:
     def __getattr__(self, name: str):
         return getattr(self._driver, name)
 
-    def _process_locked_pages(self) -> frozenset[int]:
+    def _driver_pages(self, vmas: list[tuple[int, int]]) -> frozenset[int]:
         pages = set()
-        for lo, hi in kernel_locked_vmas(fresh=True):
+        for lo, hi in vmas:
             for base, size in self._blocks:
                 a, b = max(lo, base), min(hi, base + size)
                 if a < b:
