@@ -1106,7 +1106,7 @@ typedef struct {
 } Step;
 
 static PyObject *remember(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-static PyObject *s_rollback, *s_set, *s_max_size, *s_slow_probe[3];
+static PyObject *s_rollback, *s_set, *s_max_size, *s_append, *s_slow_probe[3];
 
 /* The state of one run of a step. */
 typedef struct {
@@ -1937,9 +1937,7 @@ static int step_run_mode(Step *st, PyObject *o, Py_ssize_t lineno, int mask_only
     int got = st->window != NULL && !mask_only ? thread_clash(st, o, lineno, &seen) : 0;
     got = got != 0 ? (got > 0 ? 0 : -1) : step_body(&x, o, lineno);
     if (got == 1 && seen != NULL) { /* handled: the window has this line now */
-        PyObject *name = PyUnicode_InternFromString("append");
-        PyObject *r = name == NULL ? NULL : PyObject_CallMethodOneArg(st->window, name, seen);
-        Py_XDECREF(name);
+        PyObject *r = PyObject_CallMethodOneArg(st->window, s_append, seen);
         got = r == NULL ? -1 : 1;
         Py_XDECREF(r);
     }
@@ -2525,7 +2523,8 @@ PyMODINIT_FUNC PyInit__native(void)
         || !(s_slow_containing = PyUnicode_InternFromString("_slow_any_containing"))
         || !(s_slow_containing_addr = PyUnicode_InternFromString("_slow_any_containing_addr")))
         return NULL;
-    if (!(s_rollback = PyUnicode_InternFromString("rollback")) || !(s_set = PyUnicode_InternFromString("set")) || !(s_max_size = PyUnicode_InternFromString("max_size")))
+    if (!(s_rollback = PyUnicode_InternFromString("rollback")) || !(s_set = PyUnicode_InternFromString("set")) || !(s_max_size = PyUnicode_InternFromString("max_size"))
+        || !(s_append = PyUnicode_InternFromString("append")))
         return NULL;
     s_slow_probe[PROBE_OVERLAPPING] = s_slow_overlapping;
     s_slow_probe[PROBE_CONTAINING] = s_slow_containing;
