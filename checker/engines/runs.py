@@ -239,13 +239,17 @@ def failing_invariants(sem: Semantics, st: State) -> list[str]:
     return bad
 
 
-def a_status(spec: CheckedSpec, outcome, pick: Callable[[list], Any] = min) -> Any:
-    """A failure status an allowed error outcome permits: one of its codes, or for `any [except
-    ...]` a non-success status it does not exclude (`pick` chooses among the candidates)."""
+def status_candidates(spec: CheckedSpec, outcome) -> list:
+    """Failure statuses an allowed error outcome permits: its codes, or for `any [except ...]` a few
+    non-success statuses it does not exclude (every member, for an enum status)."""
     if outcome.codes is not None:
-        return pick(sorted(outcome.codes, key=str))
+        return sorted(outcome.codes, key=str)
     excluded = set(getattr(outcome, "excluded", ()) or ())
     if spec.status_type.kind == "enum":
-        return pick([m for m in spec.enums[spec.status_type.name] if m != spec.success and m not in excluded])
-    candidates = [c for c in (spec.success + 1, 500000, 507000, 507899) if c != spec.success and c not in excluded]
-    return pick(candidates)
+        return [m for m in spec.enums[spec.status_type.name] if m != spec.success and m not in excluded]
+    return [c for c in (spec.success + 1, 500000, 507000, 507899) if c != spec.success and c not in excluded]
+
+
+def a_status(spec: CheckedSpec, outcome, pick: Callable[[list], Any] = min) -> Any:
+    """A failure status an allowed error outcome permits (`pick` chooses among status_candidates)."""
+    return pick(status_candidates(spec, outcome))

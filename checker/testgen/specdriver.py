@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..drivers.protocol import CODE_BAD_CALL, Allocation, Incident, Result
 from ..engines.replay import Replayer, status_names
-from ..engines.runs import a_status, semantics_for
+from ..engines.runs import a_status, semantics_for, status_candidates
 from ..language import syntax as S
 from ..language.analysis import memory_shape
 from ..language.checked import CheckedSpec, Type
@@ -121,15 +121,10 @@ class SpecDriver:
         """Statuses an allowed failure permits: its codes; for `any [except ...]`, the spec's named
         statuses it does not exclude (the ones a contrast most often forbids), then a_status's."""
         if outcome.codes is not None:
-            return sorted(outcome.codes, key=str)
+            return status_candidates(self.spec, outcome)
         excluded = set(getattr(outcome, "excluded", ()) or ())
-        candidates = [v for v in status_names(self.spec).values() if v not in excluded and v != self.sem.success]
-
-        def every(found: list):  # a_status's choice among its candidates: here, all of them
-            candidates.extend(found)
-            return found[0]
-        a_status(self.spec, outcome, every)
-        return candidates
+        named = [v for v in status_names(self.spec).values() if v not in excluded and v != self.sem.success]
+        return named + status_candidates(self.spec, outcome)
 
     def close(self) -> None:
         self.sem, self.state = None, None
