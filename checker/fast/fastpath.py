@@ -47,7 +47,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..language import syntax as S
-from ..language.checked import Type, value_bounds
+from ..language.checked import Type
 from ..model.codegen import RUNTIME, CodeScope, Emitter, bound_tables
 from ..model.outcomes import EvalError
 from ..model.semantics import Semantics
@@ -216,15 +216,13 @@ def _wire_type(em: Emitter, t: Type, spelt: bool = True) -> Any:
     string, which the step reads as "0x..." hex or a flag's name or else leaves to the general
     path, and for flags a list of the type's flag names, which the decoder checks."""
     if t.kind in ("int", "flags"):
-        lo, hi = value_bounds(t) or (INT64_MIN, INT64_MAX)
-        lo, hi = max(lo, INT64_MIN), min(hi, INT64_MAX)
+        flag_names, lo, hi = stepcode.spelling_of(em.spec, t)  # the bounds within int64, and the names
         if lo > hi:
             return None
         if not spelt:
             return Annotated[int, Meta(ge=lo, le=hi)]
-        names = tuple(em.spec.flags[t.name]) if t.kind == "flags" else ()
-        spelt = (str, list[Literal[names]]) if names else (str,)
-        return Union[(Annotated[int, Meta(ge=lo, le=hi)], *spelt)]
+        spellings = (str, list[Literal[tuple(flag_names)]]) if flag_names else (str,)
+        return Union[(Annotated[int, Meta(ge=lo, le=hi)], *spellings)]
     if t.kind == "bool":
         return bool
     if t.kind == "enum":
