@@ -33,6 +33,7 @@ from checker.engines.record import find_compiler, recorded_family
 from checker.language.diagnostics import RegcheckError
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli
+from tests.test_record import cache_home, private_cache  # noqa: F401 (fixtures: one build cache per module)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "record"
 REPO = Path(__file__).parent.parent
@@ -48,16 +49,6 @@ def guarded(*argv) -> list[str]:
     """A command line that cannot hang the suite (`timeout` itself makes no registration call)."""
     prefix = ["timeout", "-s", "KILL", "300"] if shutil.which("timeout") else []
     return prefix + [str(a) for a in argv]
-
-
-@pytest.fixture(scope="module")
-def cache_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(autouse=True)
-def private_cache(monkeypatch, cache_home):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
 
 
 def build(out: Path, library: str, source: str, app: str) -> Path:
