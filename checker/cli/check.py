@@ -11,7 +11,7 @@ def register(sub) -> None:
     p = sub.add_parser("check", help="parse, type-check and lint specs",
                        description="Parse, type-check and lint spec files (or bundled specs by name). "
                                    "Exit 0: no errors; 1: errors in a spec; 2: a spec cannot be read.")
-    p.add_argument("specs", nargs="+", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("specs", nargs="+", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     p.add_argument("--werror", action="store_true", help="treat warnings as errors")
     add_format(p)
     p.set_defaults(run=run)

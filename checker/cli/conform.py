@@ -44,7 +44,7 @@ def register(sub) -> None:
                     "the test's expectation and the spec's allowed outcomes, and the kernel's page locks with the "
                     "model's after every step. Without --suite the suite is generated first. Exit 0: every test "
                     "passed; 1: a test failed or was inconclusive; 2: bad input.")
-    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     p.add_argument("--driver", metavar="MODULE:FACTORY", help="a factory returning a Driver "
                    "(default: checker.drivers.executor:ReferenceDriver)")
     p.add_argument("--suite", metavar="DIR", help="a suite written by `regcheck generate -o DIR` (default: generate one)")

@@ -17,7 +17,7 @@ def register(sub) -> None:
                     "branches labelled by rule ID and the tables its effect writes; the 'states' view shows "
                     "the enum and bool state variables as state machines with their API groups. "
                     "--format markdown writes both views as Mermaid blocks. Exit 0, or 2 for a bad spec.")
-    p.add_argument("spec", metavar="SPEC", help="a bundled spec name (acl, cupva) or a .spec file")
+    p.add_argument("spec", metavar="SPEC", help="a bundled spec name (acl, cupva, cuda, hip) or a .spec file")
     p.add_argument("--format", choices=FORMATS, default="mermaid", help="output format (default: mermaid)")
     p.add_argument("--view", choices=VIEWS, default="calls", help="which picture (default: calls)")
     p.add_argument("-o", "--output", metavar="OUT", help="write here (default: standard output)")

@@ -24,7 +24,7 @@ def register(sub) -> None:
                     "compared with the spec's allowed outcomes and every step's page locks with the model's. "
                     "A failure is shrunk, written as a trace file and printed as a pytest function. "
                     "Exit 0: none found; 1: a failure; 2: bad input.")
-    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     p.add_argument("--driver", metavar="MODULE:FACTORY",
                    help="a factory returning a Driver (default: checker.drivers.executor:ReferenceDriver)")
     p.add_argument("--max-examples", type=positive_int, default=100, metavar="N",

@@ -31,7 +31,7 @@ def register(sub) -> None:
                     "concrete semantics and, where that does not reach a branch, by bounded model checking "
                     "(Z3). Writes one trace file per test plus suite.json (index and coverage) to DIR, and/or "
                     "a standalone pytest module. Exit 0: written; 2: bad input.")
-    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     add_output(p, metavar="DIR", help="directory for the suite (created if missing; one that already holds a suite "
                                       "needs --force)")
     p.add_argument("--force", "--overwrite", action="store_true",

@@ -39,7 +39,7 @@ def register(sub) -> None:
                     "of registrations and every configuration, name the broken obligation behind each way to "
                     "break one, and check the spec's consistency. Exit 0: all PROVED and consistent; "
                     "1: something REFUTED, UNKNOWN or inconsistent; 2: bad input.")
-    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     _solver_args(p)
     p.add_argument("--no-consistency", action="store_true", help="skip the consistency checks")
     p.add_argument("--no-guards", action="store_true", help="skip naming the obligation behind each violation")
@@ -62,7 +62,7 @@ def register(sub) -> None:
         description="Search every call sequence of up to K steps from the initial state (callers keep their "
                     "obligations) for one that breaks an invariant; write the shortest found as a trace. "
                     "Exit 0: none up to K; 1: a violation (or the solver gave up); 2: bad input.")
-    b.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    b.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     b.add_argument("--depth", type=nonneg_int, required=True, metavar="K", help="the longest call sequence")
     b.add_argument("--invariant", action="append", metavar="RULE-ID", help="only these invariants (repeatable)")
     add_env(b, "fix a spec parameter (default: the solver picks the configuration)")

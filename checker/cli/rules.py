@@ -12,7 +12,7 @@ def register(sub) -> None:
     p = sub.add_parser("rules", help="list specs' rule IDs with their citations",
                        description="List the rule IDs of one or more specs, with their kind, call and the "
                                    "document passage each cites. Exit 0, or 2 for a spec that cannot be read.")
-    p.add_argument("specs", nargs="+", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("specs", nargs="+", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     p.add_argument("--kind", choices=tuple(_KIND_MEANING), metavar="KIND",
                    help=f"only rules of this kind ({', '.join(_KIND_MEANING)})")
     add_format(p)

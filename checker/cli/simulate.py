@@ -19,7 +19,7 @@ def register(sub) -> None:
                     "hold, inputs from a small address pool so that ranges collide often, every invariant "
                     "checked after every step. A violation is shortened and written as a trace. "
                     "Exit 0: none found; 1: a violation; 2: bad input.")
-    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva)")
+    p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     p.add_argument("--runs", type=positive_int, default=100, metavar="N", help="number of walks (default 100)")
     p.add_argument("--steps", type=positive_int, default=50, metavar="K", help="steps per walk (default 50)")
     p.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default 0)")

@@ -3,8 +3,9 @@
 The unrolling keeps K+1 bounded symbolic states (`checker.symbolic.encode.SlotTable`: quantifier- and
 array-free). Step j chooses one call (or none: a stutter step, so one query at depth K also
 covers shorter sequences) whose obligations the caller keeps and whose success the documents
-allow (documented success, or success where the documents are silent), with outputs that keep the
-call's `ensures`; the next state is the success effect. Failures are not steps: they leave the
+allow (documented success, or success where the documents are silent; with `determinate`, as
+the test generator asks, only documented success no `unspecified` clause leaves open), with
+outputs that keep the call's `ensures`; the next state is the success effect. Failures are not steps: they leave the
 state unchanged.
 
 Every sequence the solver finds is replayed with the concrete semantics (`checker.model.semantics`)
@@ -23,7 +24,7 @@ from ..model.state import State
 from ..symbolic.encode import Encoder, concrete_config, read_config, symbolic_config
 from ..symbolic.solver import Session, SolverOptions, Witness
 from ..symbolic.tables import SymState
-from ..symbolic.terms import FALSE, conj, disj, fresh_int, holds_in, implies, int_in, neg
+from ..symbolic.terms import conj, disj, fresh_int, holds_in, implies, int_in, neg
 from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
 
 
@@ -46,9 +47,10 @@ class Unrolling:
     """
 
     def __init__(self, spec: CheckedSpec, depth: int, options: SolverOptions = SolverOptions(),
-                 env: Mapping[str, Any] | None = None):
+                 env: Mapping[str, Any] | None = None, determinate: bool = False):
         self.spec = spec
         self.depth = depth
+        self.determinate = determinate  # steps only where success is the one outcome allowed (test prefixes)
         if env is None:
             self.config, bounds = symbolic_config(spec, "bmc.cfg.")
         else:
@@ -73,7 +75,10 @@ class Unrolling:
             io[call] = env
             self.small += self._small(call, env)
             cc = enc.conditions(call, st, env)
-            allowed = conj(bounds + [cc.kept, disj(neg(cc.any_error), cc.any_unspecified), cc.ensured])
+            if self.determinate:
+                allowed = conj(bounds + [cc.kept, neg(cc.any_error), neg(cc.any_unspecified), cc.ensured])
+            else:
+                allowed = conj(bounds + [cc.kept, disj(neg(cc.any_error), cc.any_unspecified), cc.ensured])
             self.session.add(implies(sel == i, allowed))
             nxt = enc.effect(call, st, env).ite(sel == i, nxt)
         self.steps.append(_StepVars(sel, io))
@@ -151,7 +156,7 @@ def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: Sol
     queries = []
     unknown = ""
     for k in range(depth + 1):
-        bad = disj([neg(enc.invariant(inv, unrolling.states[k])) for inv in invs]) if invs else FALSE
+        bad = disj([neg(enc.invariant(inv, unrolling.states[k])) for inv in invs]) if invs else disj([])
         ans = unrolling.session.find(bad, *unrolling.stutter_after(k))
         queries.append((k, ans.seconds))
         if ans.witness is Witness.UNKNOWN:

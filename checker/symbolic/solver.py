@@ -43,6 +43,12 @@ class SolverOptions:
     timeout_ms: int = 5000
     seed: int = 0
     retries: int = 2
+    rlimit: int = 0  # Z3 resource units per query (0: none); see below
+
+    # Why a resource limit: a timeout makes the answer depend on how busy the machine is, so two runs
+    # of `regcheck generate` could write different suites. Z3's resource count is the same on every
+    # machine for the same query, so a query cut by `rlimit` is cut the same way everywhere; the
+    # generator sets it and keeps the timeout only as a backstop far above it.
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,8 @@ class Session:
         self._s = z3.Solver()
         self._seed(options.seed)
         self._s.set("timeout", max(1, int(options.timeout_ms)))
+        if options.rlimit > 0:
+            self._s.set("rlimit", int(options.rlimit))  # per check, not cumulative
         for h in hypotheses:
             self._s.add(h)
 
@@ -136,6 +144,29 @@ class Session:
     def find(self, *conditions) -> Answer:
         """Is there a model of the hypotheses and conditions? `.witness` FOUND (with model) / NONE / UNKNOWN."""
         return self._check(conditions)
+
+
+@contextmanager
+def isolated_context() -> Iterator[None]:
+    """Build and solve every formula inside in a fresh Z3 context, then return to the one before.
+
+    Z3 is deterministic for the same sequence of calls in a fresh context, but which of several
+    models it returns depends on every term its context has built before (hash-consing ids steer
+    its heuristics). Results a user keeps, like a generated suite, are computed inside this, so they
+    are the same whatever ran earlier in the process. z3py has no public way to swap the context its
+    constructors default to, so this sets its module's current-context variable; where that
+    variable is missing (another z3py) it does nothing, and results stay correct, only not
+    reproducible across runs in one process. Formulas built inside must not be used after it."""
+    module = getattr(z3, "z3", None)
+    if module is None or not hasattr(module, "_main_ctx"):
+        yield
+        return
+    before = module._main_ctx
+    module._main_ctx = z3.Context()
+    try:
+        yield
+    finally:
+        module._main_ctx = before
 
 
 def prove(hypotheses: Iterable, goal, options: SolverOptions = SolverOptions()) -> Answer:

@@ -196,9 +196,9 @@ def int_value(v) -> int:
 # ---------------------------------------------------------------- formulas for the layers above
 
 # The prover and the bounded model checker combine the formulas built here; they do it through
-# these helpers so that z3 stays behind this module and `checker.symbolic.solver`.
-TRUE = z3.BoolVal(True)
-FALSE = z3.BoolVal(False)
+# these helpers so that z3 stays behind this module and `checker.symbolic.solver`. No formula is
+# kept at module level: each belongs to the Z3 context current when it is built (see
+# `checker.symbolic.solver.isolated_context`).
 
 
 def _flat(fs) -> list:
@@ -208,13 +208,13 @@ def _flat(fs) -> list:
 def conj(*fs):
     """And of formulas (given as arguments or one list); True when there are none."""
     fs = _flat(fs)
-    return z3.And(fs) if fs else TRUE
+    return z3.And(fs) if fs else z3.BoolVal(True)
 
 
 def disj(*fs):
     """Or of formulas (given as arguments or one list); False when there are none."""
     fs = _flat(fs)
-    return z3.Or(fs) if fs else FALSE
+    return z3.Or(fs) if fs else z3.BoolVal(False)
 
 
 def neg(f):

@@ -4,7 +4,7 @@ of its branches the suite tests, and why the rest are not tested."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..language import syntax as S
 from ..language.analysis import nodes, reads_and_writes
@@ -112,15 +112,19 @@ def transition_pairs(facts: Mapping[str, CallFacts]) -> tuple[TransitionCoverage
     return tuple(out)
 
 
-def transition_report(pairs: Sequence[TransitionCoverage],
-                      tests: Sequence[ConformanceTest]) -> tuple[TransitionCoverage, ...]:
-    """The pairs with the tests that show each (none: not reached by the search)."""
+def transition_report(pairs: Sequence[TransitionCoverage], tests: Sequence[ConformanceTest],
+                      why: Callable[[TransitionCoverage], str] = lambda p: "") -> tuple[TransitionCoverage, ...]:
+    """The pairs with the tests that show each; `why(pair)` says why for a pair none shows."""
     shown: dict[str, list[str]] = {}
     for t in tests:
         for item in t.covers:
             shown.setdefault(item, []).append(t.name)
-    return tuple(TransitionCoverage(p.writer, p.writer_rule, p.writer_outcome, p.call, p.rule, p.branch,
-                                    tuple(shown.get(f"{p.rule}: {p.label}", ()))) for p in pairs)
+    out = []
+    for p in pairs:
+        names = tuple(shown.get(f"{p.rule}: {p.label}", ()))
+        out.append(TransitionCoverage(p.writer, p.writer_rule, p.writer_outcome, p.call, p.rule, p.branch, names,
+                                      "" if names else why(p)))
+    return tuple(out)
 
 
 def _reads(spec: CheckedSpec, e: S.Expr) -> set[str]:

@@ -32,9 +32,17 @@ How a test is found, per configuration of the spec's parameters (each product, k
      (W success, C branch) transition no earlier test shows.
   3. Bounded model checking (`checker.engines.bmc`, Z3 through `checker.symbolic.encode`) for every outcome branch
      enumeration did not reach in a configuration: the solver picks the earlier calls and the
-     arguments that make exactly that branch hold, with every address inside an allocation of the
-     run. Its run is replayed with the concrete semantics before it becomes a test; when no run of
-     `bmc_depth` calls exists, the coverage report says so (a bounded result, never a proof).
+     arguments that make exactly that branch hold, in runs a driver can be given (`_testable_runs`:
+     each prefix step succeeds for sure, every address lies in an allocation live at its step,
+     allocations are real and share no page). Its run is replayed with the concrete semantics
+     before it becomes a test; when no run of `bmc_depth` calls exists, the coverage report says so
+     (a bounded result, never a proof).
+  4. Bounded model checking for the transition pairs steps 1 and 2 did not show: the writer succeeds
+     at some step (or is rejected in the last state) and the later call, on an address the writer
+     named, shows the branch (`_bmc_transitions`). A run found is shortened, laid out and checked
+     like an enumerated candidate; a pair none shows gets a reason in `suite.json`. Queries are cut
+     by Z3's resource count, not the clock, in a Z3 context of their own, so a suite is the same
+     on any machine and in any process.
 
 Coverage items (what a test shows): each outcome branch of each call per configuration (a `fails`
 clause isolated, success, a `may fail` clause holding, "allowed, not forced", or not holding, a
@@ -58,6 +66,7 @@ safety (conformance tests make one call at a time), invariants (properties of th
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from dataclasses import dataclass
@@ -72,7 +81,7 @@ from ..trace.events import TraceEvent
 from .configs import config_label, configurations, show_json
 from .coverage import (CallFacts, StateKey, coverage_report, facts_of, outcome_branches, transition_pairs,
                        transition_report)
-from .model import (ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, TRANSITION, U64, ConformanceTest,
+from .model import (ALLOC_SIZE, ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, TRANSITION, U64, ConformanceTest,
                     Expectation, GenerateOptions, Node, Suite, expectation_of)
 from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, json_arg, layouts, mover, point_relation,
                    range_relation, relocatable, representative_status, show_arg, signatures, value_class)
@@ -104,7 +113,9 @@ class _Generator:
         self.covered: set = set()
         self.missing: dict[tuple[str, str], str] = {}  # (rule, branch@config) -> why not covered
         self.open_seen: dict[str, int] = {}  # rule -> candidates that were open because of it
-        self.stats = {"states": 0, "candidates": 0, "bmc_queries": 0, "bmc_tests": 0, "unstable": 0}
+        self.stats = {"states": 0, "candidates": 0, "bmc_queries": 0, "bmc_transition_queries": 0, "bmc_tests": 0,
+                      "unstable": 0}
+        self.transition_missing: dict[tuple[str, str], list[tuple[str, str]]] = {}  # -> (config, why not) each
         self.pool = ArgumentPool(spec)
         self.together: dict[str, tuple] = {}  # rule -> the smallest case where it holds with others
         self.pinned_tables = frozenset(p.table for p in spec.pinned)
@@ -124,18 +135,29 @@ class _Generator:
     def run(self, progress: Callable[[int, int, str], None] | None = None) -> Suite:
         t0 = time.perf_counter()
         configs = self.options.configs or configurations(self.spec)
-        for i, env in enumerate(configs, 1):
-            self._config(dict(env))
-            if progress is not None:
-                progress(i, len(configs), config_label(env))
+        with self._solver_scope():
+            for i, env in enumerate(configs, 1):
+                self._config(dict(env))
+                if progress is not None:
+                    progress(i, len(configs), config_label(env))
         self._together()
         tests = self._named()
         self.stats["seconds"] = round(time.perf_counter() - t0, 3)
         self.stats["tests"] = len(tests)
         coverage = coverage_report(self.spec, self.facts, tests, self.missing, self.open_seen)
-        transitions = transition_report(self.pairs, tests)
+        transitions = transition_report(self.pairs, tests, self._why_not_shown)
         self.stats["transitions_covered"] = sum(bool(t.tests) for t in transitions)
         return Suite(self.spec_name, tuple(tests), coverage, tuple(configs), dict(self.stats), transitions)
+
+    def _solver_scope(self):
+        """Solver queries in a Z3 context of their own: Z3's choices between equally good answers
+        depend on every term its context has seen, so without it a second suite generated in one
+        process could differ from the first (and from `regcheck generate`)."""
+        if self.options.bmc_depth == 0:
+            return contextlib.nullcontext()
+        from ..symbolic.solver import isolated_context
+
+        return isolated_context()
 
     def _config(self, env: dict) -> None:
         sem = semantics_for(self.spec, env)
@@ -161,7 +183,9 @@ class _Generator:
             frontier = nxt
         self._transitions(ctx, shallow)
         if self.options.bmc_depth > 0:
-            self._bmc_fallback(ctx)
+            unrolling = _LazyUnrolling(self, ctx)
+            self._bmc_fallback(ctx, unrolling)
+            self._bmc_transitions(ctx, unrolling)
 
     # ---- enumeration
     def _successors(self, ctx: _Ctx, node: Node) -> Iterator[Node]:
@@ -309,7 +333,7 @@ class _Generator:
                 self.kept.append(_Kept(test, items, len(self.kept)))
 
     def _consider(self, ctx: _Ctx, node: Node, call: str, args: dict, method: str,
-                  transitions_only: bool = False) -> bool:
+                  transitions_only: bool = False, solver_outputs: Mapping | None = None) -> bool:
         sem = ctx.sem
         al = sem.allowed(node.state, call, args)
         if al.open:
@@ -330,6 +354,9 @@ class _Generator:
         outputs = {}
         if not al.errors:
             outputs = self.pool.outputs(ctx.sem, node, call, args)
+            if outputs is None and solver_outputs is not None \
+                    and not sem.ensures_broken(node.state, call, args, solver_outputs):
+                outputs = dict(solver_outputs)  # a value the pool does not hold (flags a query reports)
             if outputs is None:
                 return False  # success is allowed but no outputs keep the call's promises
         if transitions_only:
@@ -568,7 +595,7 @@ class _Generator:
         return "".join(parts)
 
     # ---- bounded model checking for branches enumeration did not reach
-    def _bmc_fallback(self, ctx: _Ctx) -> None:
+    def _bmc_fallback(self, ctx: _Ctx, unrolling: "_LazyUnrolling") -> None:
         wanted = []
         for call in self.api_calls:
             facts = self.facts[call]
@@ -578,15 +605,13 @@ class _Generator:
                         wanted.append((call, rule, branch))
         if not wanted:
             return
-        from ..engines.bmc import Target, Unrolling, cover
-        from ..symbolic.solver import SolverOptions, Witness
+        from ..engines.bmc import Target, cover
+        from ..symbolic.solver import Witness
 
-        unrolling = Unrolling(self.spec, self.options.bmc_depth, SolverOptions(timeout_ms=self.options.timeout_ms),
-                              env=ctx.env)
         targets = [Target((call, rule, branch), call, _target_formula(self, call, rule, branch),
                           _target_holds(self, call, rule, branch)) for call, rule, branch in wanted]
         self.stats["bmc_queries"] += len(targets)
-        found = cover(unrolling, self.spec_name, targets)
+        found = cover(unrolling.get(), self.spec_name, targets)
         for (call, rule, branch), result in found.items():
             key = (rule, f"{branch} [{ctx.label}]")
             if key in self.covered:
@@ -605,20 +630,10 @@ class _Generator:
                 self.missing[key] = f"the solver gave up ({result.reason})"
 
     def _from_run(self, ctx: _Ctx, run, call: str) -> bool:
-        sem = ctx.sem
         steps, final = self._canonical_layout(list(run.steps[:-1]), run.steps[-1])
-        st = sem.initial_state()
-        allocs: list = []
-        for s in steps:
-            al = sem.allowed(st, s.call, s.inputs)
-            if al.open or al.broken or not al.success or not sem.apply(st, s.call, s.inputs, s.outputs):
-                return False
-            a = self.pool.allocators.get(s.call)
-            if a is not None:
-                allocs.append((s.outputs[a.output], s.inputs[a.size_param]))
-        node = Node(st, tuple(Step(s.call, s.inputs, s.outputs, sem.success if self.facts[s.call].is_api else None)
-                               for s in steps), tuple(allocs))
-        return self._consider(ctx, node, call, dict(final.inputs), "bmc")
+        node = self._replayed(ctx, steps)
+        return node is not None and self._relocates(ctx, steps, [final]) and \
+            self._consider(ctx, node, call, dict(final.inputs), "bmc")
 
     def _canonical_layout(self, steps: list[Step], final: Step) -> tuple[list[Step], Step]:
         """A run the solver found places allocations anywhere (an allocator returning 1, say), where
@@ -636,6 +651,263 @@ class _Generator:
             return steps, final
         layout = mover(allocs, bases)
         return [self._moved(s, layout) for s in steps], self._moved(final, layout)
+
+    # ---- bounded model checking for transitions the search did not reach
+    def _bmc_transitions(self, ctx: _Ctx, lazy: "_LazyUnrolling") -> None:
+        """For each (writer outcome, later branch) pair no test shows yet, ask the solver for a run:
+        the writer succeeds at some step of the unrolling (or fails with one documented error in
+        the last state, which it leaves as it was), and the later call, naming an address the writer
+        named, shows the branch. The run is laid out, shortened and checked concretely, and becomes
+        a test only through `_consider`, like every enumerated candidate. One query asks for any of
+        the pairs of one later call, so a configuration where none can be shown costs one query."""
+        from ..symbolic.solver import Witness
+        from ..symbolic.terms import disj, holds_in
+
+        wanted = [p for p in self.pairs if (p.rule, p.label) not in self.covered and not self._unshareable(p)]
+        if not wanted:
+            return
+        unrolling = lazy.get()
+        session = unrolling.session
+        by_call: dict[str, list] = {}
+        for pair in wanted:
+            by_call.setdefault(pair.call, []).append(pair)
+        for call, group in by_call.items():
+            env, bounds, cc, small = unrolling.final_call(call)
+            goals = [self._pair_goal(unrolling, pair, env, cc, small, f"bmc.rejected.{i}.")
+                     for i, pair in enumerate(group)]
+            remaining = list(range(len(group)))
+            with session.frame():
+                session.add(*bounds)
+                while remaining:
+                    remaining = [i for i in remaining if (group[i].rule, group[i].label) not in self.covered]
+                    if not remaining:
+                        break
+                    self.stats["bmc_transition_queries"] += 1
+                    ans = session.find(disj([goals[i].formula for i in remaining]))
+                    if ans.witness is not Witness.FOUND:
+                        reason = (f"the solver gave up ({ans.reason})" if ans.witness is Witness.UNKNOWN else
+                                  f"no run of at most {self.options.bmc_depth} calls shows it (bounded model "
+                                  "checking, allocations of at least one byte that share no page)")
+                        for i in remaining:
+                            self._transition_missed(ctx, group[i], reason)
+                        break
+                    # the model makes at least one goal true: the loop ends
+                    i = next(i for i in remaining if holds_in(ans.model, goals[i].formula))
+                    remaining.remove(i)
+                    run = self._shortest_run(unrolling, group[i], goals[i], env, ans)
+                    reason = self._transition_test(ctx, group[i], *run)
+                    if reason:
+                        self._transition_missed(ctx, group[i], f"bounded model checking found a run, but no test: {reason}")
+                    else:
+                        self.stats["bmc_tests"] += 1
+
+    def _transition_missed(self, ctx: _Ctx, pair, reason: str) -> None:
+        self.transition_missing.setdefault((pair.rule, pair.label), []).append((ctx.label, reason))
+
+    def _why_not_shown(self, pair) -> str:
+        if self._unshareable(pair):
+            if not self._address_params(pair.call):
+                return ("no test can show it: the later call takes no address, and the one it returns is the "
+                        "driver's choice")
+            return "no test can show it: the rejected call names no address the later call could take"
+        if self.options.bmc_depth == 0:
+            return "not reached by the search (bounded model checking off)"
+        reasons = self.transition_missing.get((pair.rule, pair.label), [])
+        by_reason: dict[str, list[str]] = {}
+        for config, reason in reasons:
+            by_reason.setdefault(reason, []).append(config)
+        if len(by_reason) == 1:
+            return f"{next(iter(by_reason))}, in every configuration"
+        return "; ".join(f"{reason} [{', '.join(configs)}]" for reason, configs in by_reason.items())
+
+    def _unshareable(self, pair) -> bool:
+        """A pair no run can show: both calls name addresses, but the later call takes none as an
+        argument (an allocator's result is the driver's choice), or the writer failed and so named
+        none but its arguments, and it takes none."""
+        writer_addrs = self.address_names[pair.writer]
+        later_addrs = self.address_names[pair.call]
+        if not writer_addrs or not later_addrs:
+            return False
+        writer_params = self._address_params(pair.writer)
+        return not self._address_params(pair.call) or (pair.writer_outcome == "failure" and not writer_params)
+
+    def _address_params(self, call: str) -> tuple[str, ...]:
+        return tuple(n for n, t in self.spec.calls[call].params if is_addr(t))
+
+    def _pair_goal(self, unrolling, pair, env: Mapping, cc, small: list, rejected_prefix: str) -> "_PairGoal":
+        """What a run showing `pair` must make true at the end of the unrolling, with the later
+        call's inputs and outputs `env` (conditions `cc`)."""
+        from ..engines.bmc import SMALL
+        from ..symbolic.terms import conj, disj, neg
+
+        enc = unrolling.encoder
+        target = [_target_formula(self, pair.call, pair.rule, pair.branch)(enc, env, cc, unrolling.final)]
+        later = self._address_params(pair.call)
+        if pair.writer_outcome == "success":
+            w = unrolling.calls.index(pair.writer)
+            names = self.address_names[pair.writer]
+            target.append(disj([conj([sv.selector == w, _shares(sv.io[pair.writer], names, env, later)])
+                                for sv in unrolling.steps]))
+            return _PairGoal(conj(target), None, small)
+        rejected_env, w_bounds = enc.fresh_io(pair.writer, rejected_prefix)
+        wc = enc.conditions(pair.writer, unrolling.final, rejected_env)
+        errors = [c for _, _, c in wc.errors]
+        target += w_bounds + [neg(c) for _, c in wc.unspecified]
+        target += [c for _, undefined, c in wc.requires if undefined]
+        target.append(disj([conj([c] + [neg(o) for j, o in enumerate(errors) if j != i]) for i, c in enumerate(errors)]))
+        target.append(_shares(rejected_env, self._address_params(pair.writer), env, later))
+        small = small + [conj(rejected_env[n] >= -1, rejected_env[n] <= SMALL) for n in self._address_params(pair.writer)]
+        return _PairGoal(conj(target), rejected_env, small)
+
+    def _shortest_run(self, unrolling, pair, goal: "_PairGoal", env: Mapping, ans) -> tuple:
+        """(prefix steps, the later call, the rejected writer or None) of a shortest run making
+        `goal` true, with readable values where there is one: the first run found tends to take
+        detours. `ans` is a model making it true."""
+        from ..symbolic.solver import Witness
+        from ..symbolic.terms import conj
+
+        session = unrolling.session
+        for k in range(len(unrolling.run_of(ans.model, self.spec_name).steps)):
+            shorter = session.find(goal.formula, *unrolling.stutter_after(k))
+            if shorter.witness is Witness.FOUND:
+                ans = shorter
+                break
+        k = len(unrolling.run_of(ans.model, self.spec_name).steps)
+        readable = conj(unrolling.small + goal.small)
+        for prefer in ([readable, conj(self._enumeration_sizes(unrolling))], [readable]):
+            nicer = session.find(goal.formula, *prefer, *unrolling.stutter_after(k))
+            if nicer.witness is Witness.FOUND:
+                ans = nicer
+                break
+        model = ans.model
+        inputs, outputs = unrolling.read_io(model, pair.call, env)
+        rejected = None
+        if goal.rejected_env is not None:
+            rejected = Step(pair.writer, unrolling.read_io(model, pair.writer, goal.rejected_env)[0], {}, None)
+        return list(unrolling.run_of(model, self.spec_name).steps), Step(pair.call, inputs, outputs, None), rejected
+
+    def _allocations_of(self, unrolling) -> list[tuple]:
+        """(step, the step chooses allocator A, A's base, A's size) for each step and allocator."""
+        return [(j, sv.selector == unrolling.calls.index(call), sv.io[call][alloc.output], sv.io[call][alloc.size_param])
+                for j, sv in enumerate(unrolling.steps) for call, alloc in self.pool.allocators.items()]
+
+    def _testable_runs(self, unrolling) -> list:
+        """Runs the executor can play against a driver, as enumeration's are: every address
+        argument null or inside an allocation live at its step (the executor moves those, and only
+        those, into the driver's memory); allocations of at least one byte (what an allocator
+        returns for 0 bytes is its own choice, null or a pointer no other object has), no two
+        sharing a page, whichever allocator made them and whether or not the first was freed (one
+        address space; an address handed out again is the allocator's choice too, so no test can
+        tie a later call to it)."""
+        from ..symbolic.terms import conj, disj, implies
+
+        out = [implies(sv.selector == unrolling.calls.index(call), _addresses_inside(self, call, sv.io[call], st))
+               for sv, st in zip(unrolling.steps, unrolling.states) for call in unrolling.calls
+               if self._address_params(call)]
+        allocs = self._allocations_of(unrolling)
+        out += [implies(chosen, size >= 1) for _, chosen, _, size in allocs]
+        # An environment event returning memory that is no allocation the executor knows how to
+        # size (mmap, whose mapping is its length rounded to pages) cannot be relocated: not used.
+        for call, facts in self.facts.items():
+            if not facts.is_api and call not in self.pool.allocators and \
+                    any(is_addr(t) for _, t in self.spec.calls[call].outputs):
+                out += [sv.selector != unrolling.calls.index(call) for sv in unrolling.steps]
+        for j, chosen, base, size in allocs:
+            for j2, chosen2, base2, size2 in allocs:
+                if j < j2:
+                    out.append(implies(conj([chosen, chosen2]),
+                                       disj([base + size + PAGE <= base2, base2 + size2 + PAGE <= base])))
+        return out
+
+    def _enumeration_sizes(self, unrolling) -> list:
+        """The preference for allocations of the enumeration's size (readable, comparable tests)."""
+        from ..symbolic.terms import implies
+
+        return [implies(chosen, size == ALLOC_SIZE) for _, chosen, _, size in self._allocations_of(unrolling)]
+
+    def _transition_test(self, ctx: _Ctx, pair, steps: list[Step], final: Step, rejected: Step | None) -> str:
+        """Make a test of a solver's run for `pair`: allocations at the enumeration's bases, steps
+        the pair does not need dropped, then `_consider`. "" when the pair is covered after, else
+        why the run gave no test."""
+        holds = _target_holds(self, pair.call, pair.rule, pair.branch)
+
+        def node_of(trial: Sequence[Step], final: Step, rejected: Step | None) -> Node | None:
+            later = self._used(pair.call, final.inputs, {})
+            node = self._replayed(ctx, trial)
+            if node is None:
+                return None
+            if rejected is not None:
+                al = ctx.sem.allowed(node.state, rejected.call, rejected.inputs)
+                if al.open or al.success or len(al.errors) != 1:
+                    return None
+                failed = Step(rejected.call, rejected.inputs, {}, a_status(self.spec, al.errors[0]))
+                node = Node(node.state, node.steps + (failed,), node.allocs)
+            elif not any(s.call == pair.writer and self._related(s.call, self._addresses(s), pair.call, later)
+                         for s in node.steps):
+                return None
+            if not self._relocates(ctx, trial, [s for s in (rejected, final) if s is not None]):
+                return None  # shortened away the allocation an address lies in
+            try:
+                return node if holds(ctx.sem, node.state, final) else None
+            except Exception:  # an evaluation error in a shortened run: not a witness
+                return None
+
+        trial = list(steps)
+        if node_of(trial, final, rejected) is None:  # the encoding and the semantics disagree
+            return "internal: the solver's run does not replay concretely"
+        shorter = True
+        while shorter:  # drop one step at a time while the run still shows the pair (runs are short)
+            shorter = False
+            for i in range(len(trial)):
+                if node_of(trial[:i] + trial[i + 1:], final, rejected) is not None:
+                    del trial[i]
+                    shorter = True
+                    break
+        # Then the allocations move to the enumeration's bases (shortening first: a step the pair
+        # does not need may be what pins an address, a partial munmap say).
+        moved, final = self._canonical_layout(trial + ([rejected] if rejected is not None else []), final)
+        if rejected is not None:
+            moved, rejected = moved[:-1], moved[-1]
+        node = node_of(moved, final, rejected)
+        if node is None:
+            return "the run shows it only where the solver placed its allocations"
+        self._consider(ctx, node, pair.call, dict(final.inputs), "bmc", transitions_only=True,
+                       solver_outputs=final.outputs)
+        if (pair.rule, pair.label) in self.covered:
+            return ""
+        return ("the run's test was dropped: an outcome depends on where allocations lie, or no outputs "
+                "keep the call's promises")
+
+    def _relocates(self, ctx: _Ctx, prefix: Sequence[Step], last: Sequence[Step]) -> bool:
+        """Every address argument is null or inside an allocation live at its step (`last`: the
+        steps after the prefix, in its final state), as the pool's are: the executor moves only
+        those into the driver's memory (freed memory may be the driver's again, under another
+        allocation)."""
+        for i in range(len(prefix) + 1):
+            node = self._replayed(ctx, prefix[:i])
+            if node is None:
+                return False
+            live = self.pool.live(node)
+            for s in prefix[i:i + 1] if i < len(prefix) else last:
+                if not all(relocatable(live, s.inputs[n]) for n in self._address_params(s.call)):
+                    return False
+        return True
+
+    def _replayed(self, ctx: _Ctx, steps: Sequence[Step]) -> Node | None:
+        """The node a prefix reaches when each step keeps every obligation and succeeds for sure."""
+        sem = ctx.sem
+        st = sem.initial_state()
+        allocs: list = []
+        out = []
+        for s in steps:
+            al = sem.allowed(st, s.call, s.inputs)
+            if al.open or al.broken or not al.success or not sem.apply(st, s.call, s.inputs, s.outputs):
+                return None
+            a = self.pool.allocators.get(s.call)
+            if a is not None:
+                allocs.append((s.outputs[a.output], s.inputs[a.size_param]))
+            out.append(Step(s.call, s.inputs, s.outputs, sem.success if self.facts[s.call].is_api else None))
+        return Node(st, tuple(out), tuple(allocs))
 
     # ---- names
     def _named(self) -> list[ConformanceTest]:
@@ -681,43 +953,109 @@ def _target_formula(gen: _Generator, call: str, rule: str, branch: str):
             parts += [c if r == rule else neg(c) for r, c in errors.items()]
         else:
             parts += [neg(c) for c in errors.values()]
+            parts.append(cc.ensured)  # outputs a conforming driver could give (a test may record them)
         if branch in ("allowed", "excluded"):
             cond = next(c for r, _, c in cc.env_errors if r == rule)
             parts.append(cond if branch == "allowed" else neg(cond))
         if branch.startswith("broken"):
             kept = {r: c for r, c in cc.usage} | {r: c for r, _, c in cc.requires}
             parts.append(neg(kept[rule]))
-        for name, t in facts.params:
-            if not is_addr(t):
-                continue
-            p = env[name]
-            inside = []
-            size_name = facts.ranges.get(name)
-            for table in _alloc_tables(gen):
-                tbl = st.tables[table]
-                sized = spec.tables[table].sized_by
-
-                def body(e, tbl=tbl, sized=sized, p=p, size_name=size_name):
-                    n = tbl.get(e, sized)
-                    if size_name is None:
-                        return conj([e.key <= p, disj([p < e.key + n, p == e.key])])
-                    s = env[size_name]
-                    return conj([e.key <= p, disj([p < e.key + n, p == e.key]), disj([s <= 0, p + s <= e.key + n])])
-                inside.append(tbl.entries_exists(f"gen.{table}", body))
-            null = p == 0
-            if size_name is not None:
-                null = conj([p == 0, env[size_name] <= NULL_SIZE_LIMIT])
-            parts.append(disj([null] + inside))
+        parts.append(_addresses_inside(gen, call, env, st))
         return conj(parts)
     return formula
+
+
+def _addresses_inside(gen: _Generator, call: str, env: Mapping, st):
+    """Z3: each address argument of `call` (inputs `env`) is null or inside an allocation of `st`
+    (its range too, for an address with a size), as the argument pool's addresses are."""
+    from ..symbolic.terms import conj, disj
+
+    spec, facts = gen.spec, gen.facts[call]
+    parts = []
+    for name, t in facts.params:
+        if not is_addr(t):
+            continue
+        p = env[name]
+        inside = []
+        size_name = facts.ranges.get(name)
+        for table in _alloc_tables(gen):
+            tbl = st.tables[table]
+            sized = spec.tables[table].sized_by
+
+            def body(e, tbl=tbl, sized=sized, p=p, size_name=size_name):
+                n = tbl.get(e, sized)
+                if size_name is None:
+                    return conj([e.key <= p, disj([p < e.key + n, p == e.key])])
+                s = env[size_name]
+                return conj([e.key <= p, disj([p < e.key + n, p == e.key]), disj([s <= 0, p + s <= e.key + n])])
+            inside.append(tbl.entries_exists(f"gen.{table}", body))
+        null = p == 0
+        if size_name is not None:
+            null = conj([p == 0, env[size_name] <= NULL_SIZE_LIMIT])
+        parts.append(disj([null] + inside))
+    return conj(parts)
+
+
+def _shares(io: Mapping, names: Sequence[str], env: Mapping, later: Sequence[str]):
+    """The writer's inputs/outputs `io` name a non-null address the later call takes in `env`;
+    true when either names no address (a write or read of global state), as `_related` says."""
+    from ..symbolic.terms import conj, disj
+
+    if not names or not later:
+        return conj([])
+    return disj([conj([io[a] == env[b], env[b] != 0]) for a in names for b in later])
+
+
+@dataclass(frozen=True, slots=True)
+class _PairGoal:
+    formula: object  # Z3: a run ending here shows the pair
+    rejected_env: Mapping | None  # the rejected writer's inputs, for a pair after a failure
+    small: list  # readable-value preferences for the final calls
+
+class _LazyUnrolling:
+    """One configuration's unrolling, built on first use (most configurations need none)."""
+
+    def __init__(self, gen: _Generator, ctx: _Ctx):
+        self.gen, self.ctx, self.unrolling = gen, ctx, None
+
+    def get(self):
+        if self.unrolling is None:
+            from ..engines.bmc import Unrolling
+            from ..symbolic.solver import SolverOptions
+
+            o = self.gen.options
+            self.unrolling = Unrolling(self.gen.spec, o.bmc_depth,
+                                       SolverOptions(timeout_ms=o.timeout_ms, rlimit=o.rlimit), env=self.ctx.env,
+                                       determinate=True)
+            self.unrolling.session.add(*self.gen._testable_runs(self.unrolling))
+        return self.unrolling
 
 
 def _alloc_tables(gen: _Generator) -> list[str]:
     return sorted(gen.pool.alloc_tables)
 
 
+def _inside_concretely(gen: _Generator, call: str, args: Mapping, st: State) -> bool:
+    """`_addresses_inside` on a concrete state (so shortening a run keeps the allocations it needs)."""
+    facts = gen.facts[call]
+    for name, t in facts.params:
+        if not is_addr(t):
+            continue
+        p, size_name = args[name], facts.ranges.get(name)
+        size = args[size_name] if size_name is not None else None
+        if p == 0 and (size is None or size <= NULL_SIZE_LIMIT):
+            continue
+        if not any(k <= p and (p < k + rec[gen.spec.tables[table].sized_by] or p == k)
+                   and (size is None or size <= 0 or p + size <= k + rec[gen.spec.tables[table].sized_by])
+                   for table in _alloc_tables(gen) for k, rec in st.tables[table].rows.items()):
+            return False
+    return True
+
+
 def _target_holds(gen: _Generator, call: str, rule: str, branch: str):
     def holds(sem: Semantics, st: State, step) -> bool:
+        if not _inside_concretely(gen, call, step.inputs, st):
+            return False
         al = sem.allowed(st, call, step.inputs)
         if al.open:
             return False

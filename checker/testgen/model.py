@@ -173,15 +173,19 @@ class TransitionCoverage:
     rule: str
     branch: str
     tests: tuple[str, ...] = ()
+    why: str = ""  # when no test shows it: why not
 
     @property
     def label(self) -> str:
         return transition_label(self.writer_rule, self.writer_outcome, self.branch)
 
     def to_json(self) -> dict:
-        return {"writer": self.writer, "writer_rule": self.writer_rule, "writer_outcome": self.writer_outcome,
-                "call": self.call, "rule": self.rule, "branch": self.branch, "covered": bool(self.tests),
-                "tests": list(self.tests)}
+        out = {"writer": self.writer, "writer_rule": self.writer_rule, "writer_outcome": self.writer_outcome,
+               "call": self.call, "rule": self.rule, "branch": self.branch, "covered": bool(self.tests),
+               "tests": list(self.tests)}
+        if not self.tests:
+            out["why"] = self.why
+        return out
 
 
 def transition_label(writer_rule: str, writer_outcome: str, branch: str) -> str:
@@ -213,7 +217,8 @@ class GenerateOptions:
     depth: int = 3
     bmc_depth: int = 5
     configs: tuple[Mapping[str, Any], ...] | None = None
-    timeout_ms: int = 5000
+    timeout_ms: int = 60_000  # a backstop only: `rlimit` decides, the same on every machine
+    rlimit: int = 50_000_000  # Z3 resource units per solver query
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,7 +119,7 @@ def read_suite(directory: str | os.PathLike) -> Suite:
 def _transition_from_json(obj: dict) -> TransitionCoverage:
     return TransitionCoverage(str(obj.get("writer")), str(obj.get("writer_rule")), str(obj.get("writer_outcome")),
                               str(obj.get("call")), str(obj.get("rule")), str(obj.get("branch")),
-                              tuple(str(t) for t in obj.get("tests") or ()))
+                              tuple(str(t) for t in obj.get("tests") or ()), str(obj.get("why", "")))
 
 
 def _coverage_from_json(obj: dict) -> RuleCoverage:
