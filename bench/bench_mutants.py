@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.mutants
 from checker.testgen.conform import run_suite  # noqa: E402
 from checker.drivers.executor import ReferenceDriver  # noqa: E402
 from checker.language.load import load_spec  # noqa: E402
-from checker.testgen.specdriver import EQUIVALENT, KILLED, REFINES, SURVIVED, score_mutant, spec_mutants  # noqa: E402
+from checker.testgen.specdriver import (EQUIVALENT, KILLED, REFINES, SURVIVED, SpecDriver, score_mutant,  # noqa: E402
+                                        spec_mutants)
 from tests.mutants import FUZZ_BUDGET, MUTANTS, bundled_suite, kill  # noqa: E402
 
 QUICK_LIMIT = 40  # spec mutants per spec under --quick
@@ -49,7 +50,14 @@ def spec_mutation_score(spec: str, limit: int | None) -> None:
     suite = bundled_suite(spec)
     mutants, rejected = spec_mutants(checked, limit)
     derived = time.perf_counter() - t0
-    scores = [score_mutant(m, checked, suite.tests) for m in mutants]
+    # A kill counts only on a test the spec's own spec driver passes: a test it fails would "kill" every mutant.
+    own = run_suite(suite.tests, lambda: SpecDriver(checked, contrast=checked), check_locks=False)
+    tests = [t for t, r in zip(suite.tests, own.results) if r.status == "pass"]
+    if len(tests) < len(suite.tests):
+        print(f"{spec:<6} WARNING: the unchanged spec's driver fails {len(suite.tests) - len(tests)} of "
+              f"{len(suite.tests)} tests (left out of the scoring): "
+              + ", ".join(r.name for r in own.results if r.status != "pass")[:300])
+    scores = [score_mutant(m, checked, tests) for m in mutants]
     seconds = time.perf_counter() - t0
     counts = {v: sum(s.verdict == v for s in scores) for v in (KILLED, EQUIVALENT, REFINES, SURVIVED)}
     scored = counts[KILLED] + counts[SURVIVED]

@@ -553,15 +553,43 @@ def test_bounded_model_checking_reaches_transitions_the_search_cannot(tmp_path):
 
 def test_a_solver_out_of_resources_covers_nothing_and_says_so(tmp_path):
     """The generator's solver queries are cut by a resource count, never by the clock, so a suite is
-    the same on a busy machine; a query cut short covers nothing and the report says the solver gave up."""
+    the same on a busy machine; a query cut short covers nothing and the report says the solver gave
+    up. In a child process: Z3 very rarely crashes on an interrupted query (docs/prover.md)."""
+    import subprocess
+    import sys
     path = tmp_path / "deep.spec"
     path.write_text(DEEP)
-    suite = generate_suite(str(path), GenerateOptions(rlimit=1))
-    pair = _transition(suite, "DEEP-MARK", "DEEP-FOURTH", "fails")
-    assert pair.tests == () and "the solver gave up" in pair.why
-    assert not [t for t in suite.tests if t.method == "bmc"]
-    again = generate_suite(str(path))
-    assert [t.events for t in again.tests] == [t.events for t in generate_suite(str(path)).tests]
+    code = ("import json, sys\n"
+            "from checker.testgen.generate import generate_suite\n"
+            "from checker.testgen.model import GenerateOptions\n"
+            "s = generate_suite(sys.argv[1], GenerateOptions(rlimit=1))\n"
+            "print(json.dumps({'methods': [t.method for t in s.tests],\n"
+            "                  'pairs': [[t.writer_rule, t.writer_outcome, t.rule, list(t.tests), t.why]\n"
+            "                            for t in s.transitions]}))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
+    if proc.returncode < 0:
+        pytest.skip(f"Z3 crashed (signal {-proc.returncode}) on an interrupted query: the known Z3 problem")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert "bmc" not in data["methods"]
+    [pair] = [p for p in data["pairs"] if p[:3] == ["DEEP-MARK", "success", "DEEP-FOURTH"]]
+    assert pair[3] == [] and "the solver gave up" in pair[4]
+
+
+def test_suites_are_the_same_whatever_the_process_solved_before(tmp_path):
+    """Z3's choice among equally good models depends on the terms its context built before; the
+    generator's queries run in a context of their own, so a second suite in one process is the first."""
+    from checker.symbolic.solver import Session
+    from checker.symbolic.terms import fresh_int
+    path = tmp_path / "deep.spec"
+    path.write_text(DEEP)
+    first = generate_suite(str(path))
+    x = fresh_int("unrelated")
+    assert Session().find(x * x > 12345, x < 1000).witness.name == "FOUND"  # other work in the default context
+    second = generate_suite(str(path))
+    assert [(t.name, t.events) for t in second.tests] == [(t.name, t.events) for t in first.tests]
+    assert [t.method for t in first.tests].count("bmc") >= 2
 
 
 def test_read_suite_reports_bad_input(tmp_path):

@@ -243,6 +243,27 @@ def test_a_query_that_timed_out_is_asked_again_with_the_next_seed(monkeypatch):
         next(answers)
 
 
+def test_a_resource_limit_is_set_per_query_when_asked(monkeypatch):
+    """`rlimit` bounds each query by Z3's resource count (the same on every machine); 0 sets none."""
+    real_set = z3.Solver.set
+    settings = []
+    monkeypatch.setattr(z3.Solver, "set", lambda self, *a, **kw: settings.append(a) or real_set(self, *a, **kw))
+    Session(SolverOptions(rlimit=12345))
+    assert ("rlimit", 12345) in settings
+    settings.clear()
+    Session(SolverOptions())
+    assert not [a for a in settings if a and a[0] == "rlimit"]
+
+
+def test_an_isolated_context_leaves_the_default_one_alone():
+    from checker.symbolic.solver import isolated_context
+    before = z3.main_ctx()
+    with isolated_context():
+        inside = z3.Int("x").ctx
+        assert inside is not before and Session().find(z3.Int("x") > 3).witness.name == "FOUND"
+    assert z3.main_ctx() is before and z3.Int("x").ctx is before
+
+
 def test_an_unknown_that_is_not_a_timeout_is_not_retried(monkeypatch):
     calls = []
     monkeypatch.setattr(z3.Solver, "check", lambda self, *a: calls.append(1) or z3.unknown)

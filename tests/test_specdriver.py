@@ -46,6 +46,19 @@ def test_the_spec_driver_of_the_unmutated_spec_passes_the_suite():
     assert report.count("pass") == len(tests), [r.explain() for r in report.results if not r.passed][:3]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip"])
+def test_the_spec_driver_of_each_bundled_spec_passes_its_whole_suite(name):
+    """The mutation score counts a failing test as a kill: a test the spec's own driver fails would
+    kill every mutant. The driver must be able to keep each promise the tests record (cudaHostGetFlags
+    reporting a registration's flags with Mapped added, say)."""
+    from tests.mutants import bundled_suite
+    checked = load_spec(name)
+    tests = bundled_suite(name).tests
+    report = run_suite(tests, lambda: SpecDriver(checked, contrast=checked), check_locks=False)
+    assert report.count("pass") == len(tests), [r.explain() for r in report.results if not r.passed][:3]
+
+
 def test_the_spec_driver_is_a_driver_that_hands_out_disjoint_memory():
     driver = SpecDriver(load_spec("acl"))
     assert isinstance(driver, Driver)

@@ -11,6 +11,7 @@ from ..language import syntax as S
 from ..language.analysis import memory_shape
 from ..language.checked import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..model.semantics import Semantics
+from ..model.state import State
 from .configs import show_json
 from .coverage import CallFacts, facts_of
 from .model import ALLOC_SIZE, ALLOC_STRIDE, DEVICE_BASE, PAGE, U64, Expectation, Node
@@ -163,6 +164,8 @@ class ArgumentPool:
                 known = sorted({v for tbl in node.state.tables.values() for rec in tbl.rows.values()
                                 for v in rec.values() if type(v) is int and v >= DEVICE_BASE})
                 choices.append(known + [DEVICE_BASE + 0x100000 * (len(node.steps) + 1)])
+            elif t.kind == "int":
+                choices.append(int_output_values(self.spec, node.state))
             else:
                 choices.append([0, 1])
         for combo in itertools.product(*choices):
@@ -170,6 +173,19 @@ class ArgumentPool:
             if not sem.ensures_broken(node.state, call, args, outs):
                 return outs
         return None
+
+
+def int_output_values(spec: CheckedSpec, st: State) -> list[int]:
+    """Values to try for an integer output (not an address), in order: 0 and 1, then what the state
+    holds below 2**32 and the declared flags, alone and with a flag added: a query that reports an
+    entry's flags, or those flags with a bit the driver sets (cudaHostGetFlags reports Mapped plus
+    the Portable bit a registration was given). The generator's recorded outputs and the spec
+    driver's answers both come from here, so a promise one can keep the other can."""
+    held = sorted({v for tbl in st.tables.values() for rec in tbl.rows.values() for v in rec.values()
+                   if type(v) is int and 0 <= v < 1 << 32})
+    members = sorted({v for flags in spec.flags.values() for v in flags.values()})
+    singles = list(dict.fromkeys([0, 1] + held + members))
+    return list(dict.fromkeys(singles + [a | m for a in singles for m in members]))
 
 
 # ---------------------------------------------------------------- pools and classes

@@ -43,6 +43,7 @@ from ..model.outcomes import Allowed
 from ..model.state import State
 from .conform import FAIL, INCONCLUSIVE, run_suite
 from .model import ConformanceTest
+from .pool import int_output_values
 
 PAGE = 4096
 HOST_BASE = 0x7E00_0000_0000  # where the simulated address space starts (clear of null and small offsets)
@@ -199,6 +200,8 @@ class SpecDriver:
             yield from self.spec.enums[t.name]
         elif t.kind == "version":
             yield (0, 0)
+        elif t.kind == "int":
+            yield from int_output_values(self.spec, self.state)
         else:
             yield from (0, 1)
 
