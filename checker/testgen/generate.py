@@ -713,6 +713,8 @@ class _Generator:
         if self.options.bmc_depth == 0:
             return "not reached by the search (bounded model checking off)"
         reasons = self.transition_missing.get((pair.rule, pair.label), [])
+        if not reasons:
+            return "not reached by the search"
         by_reason: dict[str, list[str]] = {}
         for config, reason in reasons:
             by_reason.setdefault(reason, []).append(config)
