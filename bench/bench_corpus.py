@@ -17,20 +17,13 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+from bench_parallel import run_once as timed  # noqa: E402  (seconds, events, verdict) of one corpus replay
 from gen_trace import generate  # noqa: E402
-
-
-def timed(paths: list[str], jobs: int) -> tuple[float, int, str]:
-    from checker.engines.parallel import CorpusReport, replay_corpus
-    t = time.perf_counter()
-    report = CorpusReport(tuple(replay_corpus(paths, jobs=jobs)))
-    return time.perf_counter() - t, report.counts()["events"], report.verdict
 
 
 def main() -> None:

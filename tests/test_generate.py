@@ -468,6 +468,13 @@ def test_unreachable_transitions_are_reported_not_covered():
     assert all("why" not in t.to_json() for t in suite.transitions if t.tests)
 
 
+# One pointer's count goes up by one (mark and bump both do this).
+COUNT = """    if ptr in marks {
+      marks[ptr] = { n: marks[ptr].n + 1 }
+    } else {
+      marks[ptr] = { n: 1 }
+    }
+"""
 DEEP = """
 spec deep "a transition only a long run shows"
 source DOC "doc.txt" "a document"
@@ -488,21 +495,13 @@ call mark(ptr: addr) {
   fails DEEP-MARK-NULL: 2 when ptr == 0
     cite DOC "null is refused"
   effect DEEP-MARK: {
-    if ptr in marks {
-      marks[ptr] = { n: marks[ptr].n + 1 }
-    } else {
-      marks[ptr] = { n: 1 }
-    }
+@COUNT@
   }
     cite DOC "each mark counts"
 }
 call bump(ptr: addr) {
   effect DEEP-BUMP: {
-    if ptr in marks {
-      marks[ptr] = { n: marks[ptr].n + 1 }
-    } else {
-      marks[ptr] = { n: 1 }
-    }
+@COUNT@
   }
     cite DOC "a bump counts as a mark"
 }
@@ -513,7 +512,7 @@ call check(ptr: addr) {
   }
     cite DOC "nothing"
 }
-"""
+""".replace("@COUNT@\n", COUNT)
 
 
 def test_bounded_model_checking_reaches_transitions_the_search_cannot(tmp_path):
