@@ -1,4 +1,7 @@
-"""Random simulation with the concrete semantics: deterministic, finds seeded bugs, writes traces."""
+"""Random simulation with the concrete semantics: deterministic, finds seeded bugs, writes traces.
+
+Both walks: the fast one (the default; successes on the fast path's steps, the C step machine
+where it is built) and the pure one (`fast=False`, `Semantics` only)."""
 
 from __future__ import annotations
 
@@ -8,10 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
+from checker.fast import fastpath
 from checker.language.load import load_spec
-from checker.engines.replay import replay_trace
-from checker.engines.runs import failing_invariants, replay_prefix, semantics_for
+from checker.engines.replay import replay_events, replay_trace
+from checker.engines.runs import Run, failing_invariants, replay_prefix, semantics_for, step_allowed
 from checker.engines.simulate import SimulationOptions, simulate
 from tests.helpers import run_cli
 
@@ -23,22 +29,79 @@ def test_simulation_does_not_use_the_solver():
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent).returncode == 0
 
 
-@pytest.mark.parametrize("name", ["acl", "cupva", "cuda", "hip"])
-def test_no_violation_in_the_bundled_specs(name):
-    result = simulate(load_spec(name), name, SimulationOptions(runs=150, steps=40, seed=7))
+SPECS = ["acl", "cupva", "cuda", "hip"]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "pure"])
+@pytest.mark.parametrize("name", SPECS)
+def test_no_violation_in_the_bundled_specs(name, fast):
+    result = simulate(load_spec(name), name, SimulationOptions(runs=150, steps=40, seed=7, fast=fast))
     assert result.violation is None and result.runs == 150
     assert result.steps > 150 * 20 and result.successes > 0
     effects = {r.rule for r in load_spec(name).rules.values() if r.kind == "effect"}
     assert effects <= set(result.rules_seen)  # every success effect ran at least once
+    # the fast walk takes most successes on the fast path; the pure walk none
+    assert result.fast_successes > result.successes // 2 if fast else result.fast_successes == 0
 
 
-def test_same_seed_same_walk():
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "pure"])
+def test_same_seed_same_walk(fast):
     spec = load_spec("acl")
-    a = simulate(spec, "acl", SimulationOptions(runs=20, steps=30, seed=3))
-    b = simulate(spec, "acl", SimulationOptions(runs=20, steps=30, seed=3))
-    c = simulate(spec, "acl", SimulationOptions(runs=20, steps=30, seed=4))
-    assert (a.steps, a.successes, a.rules_seen) == (b.steps, b.successes, b.rules_seen)
+    a = simulate(spec, "acl", SimulationOptions(runs=20, steps=30, seed=3, fast=fast, keep_walks=True))
+    b = simulate(spec, "acl", SimulationOptions(runs=20, steps=30, seed=3, fast=fast, keep_walks=True))
+    c = simulate(spec, "acl", SimulationOptions(runs=20, steps=30, seed=4, fast=fast))
+    assert (a.steps, a.successes, a.rules_seen, a.walks) == (b.steps, b.successes, b.rules_seen, b.walks)
     assert (a.steps, a.rules_seen) != (c.steps, c.rules_seen)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_fast_walk_replays_as_conforming(name):
+    """Failures included: each run the fast walk takes is a trace the replayer accepts."""
+    spec = load_spec(name)
+    result = simulate(spec, name, SimulationOptions(runs=25, steps=40, seed=11, keep_walks=True))
+    assert len(result.walks) == 25 and sum(len(w.steps) for w in result.walks) == result.steps
+    assert any(s.status not in (None, spec.success) for w in result.walks for s in w.steps)  # failures too
+    for walk in result.walks:
+        events = Run(name, walk.env, walk.steps).events(spec)
+        report = replay_events(semantics_for(spec, walk.env), events, fast=False)
+        assert report.verdict == "conforms", (walk.env, report.findings[:1])
+
+
+def test_the_fast_walk_is_the_same_on_the_python_steps(monkeypatch):
+    """Where the C module is not built the fast path's generated Python steps run instead: the
+    walk they take is the same, step for step."""
+    spec = load_spec("acl")
+    options = SimulationOptions(runs=30, steps=40, seed=5, keep_walks=True)
+    machine = simulate(spec, "acl", options)
+    monkeypatch.setattr(fastpath, "MACHINE_STEPS", False)
+    python = simulate(spec, "acl", options)
+    assert python.walks == machine.walks and python.fast_successes == machine.fast_successes > 0
+
+
+def replayed_state(spec, walk):
+    """The walk's steps re-applied with the pure Semantics, each checked to be allowed there and
+    every invariant to hold after each success; the final state."""
+    sem = semantics_for(spec, walk.env)
+    st = sem.initial_state()
+    for s in walk.steps:
+        if s.status is None or s.status == sem.success:
+            assert step_allowed(sem, st, s) is not None, s
+            assert sem.apply(st, s.call, s.inputs, s.outputs), s
+            assert failing_invariants(sem, st) == [], s
+        else:
+            al = sem.allowed(st, s.call, s.inputs)
+            assert not al.broken and al.allows_status(s.status, sem.success), s
+    return st.snapshot()
+
+
+@settings(max_examples=15)
+@given(seed=hs.integers(0, 2**32 - 1), name=hs.sampled_from(SPECS))
+def test_fast_walk_states_are_the_pure_semantics_states(seed, name):
+    spec = load_spec(name)
+    result = simulate(spec, name, SimulationOptions(runs=3, steps=40, seed=seed, keep_walks=True))
+    assert result.violation is None
+    for walk in result.walks:
+        assert replayed_state(spec, walk) == walk.final
 
 
 @pytest.mark.parametrize("name, env, invariant", [
@@ -49,10 +112,11 @@ def test_same_seed_same_walk():
     ("cupva_overlap_unchecked", {"driver_version": 2005}, "PVA-INV-NO-OVERLAP"),
     ("cupva_auto_cuda_recorded", None, "PVA-INV-AUTO-NO-EXPLICIT"),
 ])
-def test_finds_seeded_bugs_with_a_short_replayable_run(name, env, invariant):
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "pure"])
+def test_finds_seeded_bugs_with_a_short_replayable_run(name, env, invariant, fast):
     path = str(SEEDED / f"{name}.spec")
     spec = load_spec(path)
-    result = simulate(spec, path, SimulationOptions(runs=400, steps=50, seed=1, env=env))
+    result = simulate(spec, path, SimulationOptions(runs=400, steps=50, seed=1, env=env, fast=fast))
     assert result.violation is not None, name
     v = result.violation
     assert invariant in v.invariants and len(v.run.steps) <= 5
@@ -75,3 +139,26 @@ def test_cli_json_and_exit_codes():
     assert code == 0 and data["violation"] is None and data["steps"] > 0 and data["steps_per_second"] > 0
     assert run_cli("simulate", "cupva", "--env", "driver_version=abc")[0] == 2
     assert run_cli("simulate", "cupva", "--runs", "0")[0] == 2
+
+
+INITIALLY_BROKEN = """spec gen "an invariant the initial state breaks"
+source DOC "generated" "generated"
+status int success 0
+var v_n: int = 0
+table tbl0: addr -> Rec0 sized by sz
+record Rec0 { sz: u64 }
+invariant INV-NEVER: v_n > 0 cite DOC "generated"
+event op0() -> (o0_0: addr) {
+}
+"""
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "pure"])
+def test_an_invariant_the_initial_state_breaks_is_found_at_the_first_success(tmp_path, fast):
+    """The fast walk re-checks after a success only what it changed, which assumes the invariants
+    held before: a success that changes nothing must still report one the initial state breaks."""
+    path = tmp_path / "broken.spec"
+    path.write_text(INITIALLY_BROKEN)
+    result = simulate(load_spec(str(path)), str(path), SimulationOptions(runs=3, steps=5, fast=fast))
+    assert result.violation is not None and result.violation.invariants == ("INV-NEVER",)
+    assert result.runs == 1

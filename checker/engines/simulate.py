@@ -9,21 +9,52 @@ failures (the state is unchanged). Every invariant is checked after every step. 
 shortened (steps dropped while it persists) and returned as a run that `regcheck replay` accepts.
 
 Only `checker.model.semantics` decides what may happen: no solver is involved.
+
+Two walks, each deterministic for a seed; they draw differently, and each run of either is a run
+of the concrete semantics. The pure walk (`fast=False`) asks `Semantics` for every step. The fast
+walk (the default) runs on the replayer's fast path (`checker.fast.fastpath`: the C step machine
+where the C module is built, else its generated Python steps, which take the same walk):
+
+- drawn inputs go to the call's probe, a binding of its step whose verdict is always "no": it
+  evaluates the call's clauses and hands over their mask, whose `Allowed` says whether an
+  obligation is broken and which outcomes are allowed, without applying anything;
+- a success goes to the step itself, with the drawn outputs: it checks the obligations again,
+  that the documents allow a success (not silent), the outputs' `ensures`, and applies the effect
+  on the same State. Where it declines (having changed nothing), and for failures, documented
+  silences, calls without a step and inputs out of the decoder's ranges, the step goes the pure
+  walk's way (`Semantics`) from the unchanged state;
+- after a success, the invariants that read a changed table or variable are re-checked, those
+  of the shape `forall v in T: ...` only at the changed entries (`_Invariant`), and `TYPES` only on
+  what changed: the rest held before and read nothing new. A violation is then reported with
+  `failing_invariants`, as by the pure walk;
+- fewer draws are spent on calls that find no step: a call none of whose draws found one is
+  passed over (up to PASSES times) until a table or variable its clauses read changes, a call
+  whose steps found nothing several times in a row gets fewer draws (half per such step), output
+  draws are counted per step (not per draw of inputs), and addresses are drawn near the entries of
+  the tables the call's clauses read (not of every table);
+- draws come from pools precomputed per call, one `random()` each, and the State and its
+  binding of the fast path serve all runs of a configuration.
 """
 
 from __future__ import annotations
 
 import random
 import time
+import weakref
+from bisect import bisect
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from itertools import accumulate
+from typing import Any, Callable, Mapping, Sequence
 
+from ..fast.fastpath import EventMaker, event_makers, fast_path, fast_path_deciding
 from ..language import syntax as S
-from ..language.checked import INT_BOUNDS, CheckedSpec, Type
+from ..language.checked import INT_BOUNDS, CheckedSpec, Type, value_bounds
+from ..model.codegen import RUNTIME, CodeScope, Emitter
+from ..model.outcomes import EvalError
 from ..model.semantics import Semantics
 from ..model.state import State
-from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink
+from .runs import Run, Step, Violation, a_status, failing_invariants, semantics_for, shrink, status_candidates
 
 # Addresses cluster on a few 4 KiB pages (aligned and not), so that ranges collide often.
 PAGE = 0x1000
@@ -33,6 +64,7 @@ SIZES = (0, 1, 0x800, PAGE, 2 * PAGE, 3 * PAGE)
 NEAR = (0, 0, 0, 0x800, PAGE, -PAGE)
 SWITCH_WEIGHT = 0.1
 SUCCESS_BIAS = 0.8  # when both are allowed, how often a step succeeds rather than fails
+PASSES = 3  # the fast walk: how often a step draws another call in place of one it found no step for
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +74,18 @@ class SimulationOptions:
     seed: int = 0
     env: Mapping[str, Any] | None = None  # fixed parameters; None: drawn per run
     tries: int = 8  # redraws of inputs (obligations) and of outputs (ensures) per step
+    fast: bool = True  # the fast walk (see the module docstring); False: the pure walk, for comparison
+    keep_walks: bool = False  # return every run's steps and final state (tests)
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """One run as the walker took it: its configuration, every step (failures included), and the
+    `State.snapshot()` of the state after the last step."""
+
+    env: Mapping[str, Any]
+    steps: tuple[Step, ...]
+    final: tuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,39 +97,79 @@ class SimulationResult:
     seconds: float
     violation: Violation | None
     rules_seen: Mapping[str, int] = field(default_factory=dict)  # errors, unspecified clauses, effects hit
+    cpu_seconds: float = 0.0  # process time of the walk (what the benchmark divides by)
+    fast_successes: int = 0  # successes the fast path took (the rest went the pure walk's way)
+    walks: tuple[Walk, ...] = ()  # with `keep_walks`
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def steps_per_cpu_second(self) -> float:
+        return self.steps / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
+
 
 def simulate(spec: CheckedSpec, spec_name: str, options: SimulationOptions = SimulationOptions()) -> SimulationResult:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     configs = _config_pool(spec)
-    total_steps = successes = 0
+    plan = _Plan.of(spec) if options.fast else None
+    bound: dict[Semantics, _Bound] = {}  # per configuration: one State, reset for each of its runs
+    total_steps = successes = fast_successes = 0
     seen: Counter = Counter()
+    walks: list[Walk] = []
+
+    def result(runs: int, violation: Violation | None) -> SimulationResult:
+        return SimulationResult(spec_name, runs, total_steps, successes, time.perf_counter() - t0, violation,
+                                dict(seen), time.process_time() - c0, fast_successes, tuple(walks))
+
     for run_index in range(options.runs):
         rng = random.Random(options.seed * 1_000_003 + run_index)
         env = dict(options.env) if options.env is not None else {n: rng.choice(v) for n, v in configs.items()}
         sem = semantics_for(spec, env)
-        walker = _Walker(spec, sem, rng, options.tries)
-        st = sem.initial_state()
-        steps: list[Step] = []
-        for _ in range(options.steps):
-            step = walker.step(st, seen)
-            if step is None:
-                continue
-            total_steps += 1
-            steps.append(step)
-            if not walker.last_success:
-                continue
-            successes += 1
-            failing = failing_invariants(sem, st)
-            if failing:
-                violation = _violation(spec, spec_name, sem, env, steps, failing)
-                return SimulationResult(spec_name, run_index + 1, total_steps, successes, time.perf_counter() - t0,
-                                        violation, dict(seen))
-    return SimulationResult(spec_name, options.runs, total_steps, successes, time.perf_counter() - t0, None, dict(seen))
+        if plan is None:
+            st = sem.initial_state()
+            run = _pure_run(_Walker(spec, sem, rng, options.tries), sem, st, options.steps, seen)
+        else:
+            b = bound.get(sem)
+            if b is None:
+                b = bound[sem] = _Bound(plan, sem)
+            st = b.initial_state()
+            run = _FastWalker(b, rng, options.tries).run(options.steps, seen)
+        total_steps += run.count
+        successes += run.successes
+        fast_successes += run.fast_successes
+        if options.keep_walks:
+            walks.append(Walk(env, run.steps(), st.snapshot()))
+        if run.failing:
+            return result(run_index + 1, _violation(spec, spec_name, sem, env, list(run.steps()), run.failing))
+    return result(options.runs, None)
+
+
+@dataclass(frozen=True, slots=True)
+class _RunOutcome:
+    count: int  # steps taken
+    successes: int
+    fast_successes: int
+    failing: list[str]  # the invariants broken after the last step; empty when none
+    steps: Callable[[], tuple[Step, ...]]  # built only when asked for: most runs need only the counts
+
+
+def _pure_run(walker: "_Walker", sem: Semantics, st: State, max_steps: int, seen: Counter) -> _RunOutcome:
+    steps: list[Step] = []
+    successes = 0
+    for _ in range(max_steps):
+        step = walker.step(st, seen)
+        if step is None:
+            continue
+        steps.append(step)
+        if not walker.last_success:
+            continue
+        successes += 1
+        failing = failing_invariants(sem, st)
+        if failing:
+            return _RunOutcome(len(steps), successes, 0, failing, lambda: tuple(steps))
+    return _RunOutcome(len(steps), successes, 0, [], lambda: tuple(steps))
 
 
 def _violation(spec: CheckedSpec, spec_name: str, sem: Semantics, env: Mapping, steps: list[Step],
@@ -198,6 +282,591 @@ class _Walker:
             return rng.choice((0, 0, 0, 1))
         bounds = INT_BOUNDS.get(width)
         return rng.choice((0, 1, 2)) if bounds is None else max(bounds[0], min(bounds[1], rng.choice((0, 1, 2))))
+
+
+# ---------------------------------------------------------------- the fast walk
+
+Draw = Callable[[Callable[[], float], tuple], Any]  # draw(random, live keys) -> a value
+# What the pure walk's output addresses are drawn from, as one pool: a base 6 times in 7, else one
+# of 16 device addresses.
+OUTPUT_ADDRESSES = tuple(b for b in BASES for _ in range(16)) + tuple(0x20000 + i * 64 for i in range(16))
+
+
+@dataclass(frozen=True, slots=True)
+class _CallPlan:
+    """One call's precomputed drawing: names, and one draw per input and per output."""
+
+    name: str
+    is_event: bool
+    params: tuple[str, ...]
+    outputs: tuple[str, ...]
+    draw_inputs: Draw  # all inputs at once, as a tuple
+    draw_outputs: Draw
+    extremes: tuple[tuple | None, ...]  # per input, then output: the least and greatest value drawn; None: unbounded
+    wants_keys: bool  # an input is an address, drawn near live entries
+    depends_on: frozenset | None  # the ("var" | "table", name) its clauses read; None: any (usage rules)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the fast walk precomputes once per spec: the calls' draws and cumulative weights."""
+
+    calls: tuple[_CallPlan, ...]
+    cumulative: tuple[float, ...]
+
+    @staticmethod
+    def of(spec: CheckedSpec) -> "_Plan":
+        calls = tuple(_call_plan(spec, c) for c in spec.calls)
+        weights = [1.0 if spec.calls[c.name].params else SWITCH_WEIGHT for c in calls]
+        return _Plan(calls, tuple(accumulate(weights)))
+
+    def pick(self, rnd: Callable[[], float]) -> _CallPlan:
+        return self.calls[bisect(self.cumulative, rnd() * self.cumulative[-1])]
+
+
+def _state_reads(spec: CheckedSpec, e: S.Expr) -> frozenset:
+    return frozenset((b.kind, b.name) for b in spec.reads(e, defs=True) if b.kind in ("var", "table"))
+
+
+def _type_test(spec: CheckedSpec, t: Type, x: str, sets: list) -> str | None:
+    """Python code testing that the value `x` lies in type t, as `runs.well_typed` tests it (an
+    enum's members are `SETS[i]`, appended to sets); None where every value does."""
+    if t.kind in ("int", "flags"):
+        b = value_bounds(t)
+        return None if b is None else f"{b[0]} <= {x} <= {b[1]}"
+    if t.kind == "enum":
+        sets.append(frozenset(spec.enums[t.name]))
+        return f"{x} in SETS[{len(sets) - 1}]"
+    return None
+
+
+def _call_plan(spec: CheckedSpec, call: str) -> _CallPlan:
+    info = spec.calls[call]
+    inputs = [_draw(spec, t, False) for _, t in info.params]
+    outputs = [_draw(spec, t, True) for _, t in info.outputs]
+    return _CallPlan(call, info.decl.kind == "event", tuple(n for n, _ in info.params),
+                     tuple(n for n, _ in info.outputs), _tuple_draw([d for d, _ in inputs]),
+                     _tuple_draw([d for d, _ in outputs]),
+                     tuple(x for _, x in inputs + outputs),
+                     any(t.kind == "int" and t.name == "addr" for _, t in info.params), _clause_reads(spec, call))
+
+
+def _clause_reads(spec: CheckedSpec, call: str) -> frozenset | None:
+    """What decides which outcomes inputs (and outputs) have: what the call's clauses read, and
+    (None: the whole state) the API groups of a usage rule."""
+    info = spec.calls[call]
+    if info.clauses(S.OnlyIn):
+        return None
+    conds = [c.cond for c in info.decl.clauses if getattr(c, "cond", None) is not None]
+    return frozenset().union(*(_state_reads(spec, e) for e in conds))
+
+
+def _tuple_draw(draws: list[Draw]) -> Draw:
+    """One draw of a tuple of values (spelt out for the usual few: a generator costs more than a draw)."""
+    match draws:
+        case []:
+            return lambda rnd, keys: ()
+        case [a]:
+            return lambda rnd, keys: (a(rnd, keys),)
+        case [a, b]:
+            return lambda rnd, keys: (a(rnd, keys), b(rnd, keys))
+        case [a, b, c]:
+            return lambda rnd, keys: (a(rnd, keys), b(rnd, keys), c(rnd, keys))
+    every = tuple(draws)
+    return lambda rnd, keys: tuple(d(rnd, keys) for d in every)
+
+
+def _pick(pool: Sequence) -> Draw:
+    n = len(pool)
+    return lambda rnd, keys: pool[int(rnd() * n)]
+
+
+def _draw(spec: CheckedSpec, t: Type, output: bool) -> tuple[Draw, tuple | None]:
+    """The draw of one value of type t (the pure walk's pools, each drawn with one `random()`),
+    and the least and greatest integer it draws (None: not an integer, or unbounded)."""
+    match t.kind:
+        case "bool":
+            return (lambda rnd, keys: rnd() < 0.5), None
+        case "enum":
+            return _pick(tuple(spec.enums[t.name])), None
+        case "flags":
+            members = tuple(spec.flags[t.name].values())
+            every = 1
+            for m in members:
+                every |= m
+            return _draw_flags(members), (0, every)
+        case "int":
+            return _draw_int(t.name, output)
+        case "version":
+            return (lambda rnd, keys: (6, 6)), None
+    return (lambda rnd, keys: 0), (0, 0)
+
+
+def _draw_flags(members: tuple[int, ...]) -> Draw:
+    def draw(rnd, keys):
+        r = rnd()
+        if r < 0.05:
+            return 0
+        if r < 0.1:
+            return 1  # a bit no member has (usually)
+        v = 0
+        for m in members:
+            if rnd() < 0.3:
+                v |= m
+        return v or members[int(rnd() * len(members))]
+    return draw
+
+
+def _draw_int(width: str, output: bool) -> tuple[Draw, tuple | None]:
+    if width == "addr" and output:
+        return _pick(OUTPUT_ADDRESSES), (min(OUTPUT_ADDRESSES), max(OUTPUT_ADDRESSES))
+    if width == "addr":
+        return _draw_address, None  # near live keys: any
+    if width == "u64":
+        return _pick(SIZES), (min(SIZES), max(SIZES))
+    if width == "i64":
+        sizes = _pick(SIZES)
+        return (lambda rnd, keys: -1 if rnd() < 0.05 else sizes(rnd, keys)), (-1, max(SIZES))
+    if width == "u32":
+        return _pick((0, 0, 0, 1)), (0, 1)
+    bounds = INT_BOUNDS.get(width)
+    small = (0, 1, 2) if bounds is None else tuple(max(bounds[0], min(bounds[1], v)) for v in (0, 1, 2))
+    return _pick(small), (min(small), max(small))
+
+
+def _draw_address(rnd, keys):
+    if keys and rnd() < 0.6:  # near a live entry: exact, inside, or a page before/after
+        return max(0, keys[int(rnd() * len(keys))] + NEAR[int(rnd() * len(NEAR))])
+    return ADDRESSES[int(rnd() * len(ADDRESSES))]
+
+
+@dataclass(frozen=True, slots=True)
+class _Invariant:
+    """How to re-check one invariant after a success, from what the success changed.
+
+    `forall v in T: body`, where body reads nothing that changed but T's entries: only T's entries
+    at changed keys need checking (`body`, with v bound to each). `forall v in T: forall w in T: P`
+    likewise, P reading neither T nor anything changed: the pairs with v or w at a changed key.
+    Anything else: the whole invariant, if it reads what changed."""
+
+    expr: S.Expr
+    reads: frozenset  # the ("var" | "table", name) it reads
+    table: str | None = None  # T, where it has one of the two shapes
+    body_reads: frozenset = frozenset()  # what body (P) reads
+    pairwise: bool = False
+
+    def test(self, em: Emitter, changed: frozenset) -> list[str]:
+        """The lines of a check function (`_compile_check`) that return False when it is broken."""
+        e = self.expr
+        if self.table is None or not self.body_reads.isdisjoint(changed):
+            return [f"    if not ({em.expr(e, CodeScope())}): return False"]
+        lines = _each_entry(em, e.var, e.table, e.body)
+        if self.pairwise:  # the pairs (v, w) with w changed: P for every v
+            inner = e.body
+            lines += _each_entry(em, inner.var, e.table, S.Quant("forall", e.var, e.table, inner.body, e.span))
+        return lines
+
+
+def _each_entry(em: Emitter, var: str, table: str, body: S.Expr) -> list[str]:
+    """Lines returning False unless body holds with `var` bound to each changed entry of table."""
+    return [f"    for L_{var} in E[{table!r}]:",
+            f"        if not ({em.expr(body, CodeScope(frozenset({var})))}): return False"]
+
+
+_invariant_plans: "weakref.WeakKeyDictionary[Semantics, tuple[_Invariant, ...]]" = weakref.WeakKeyDictionary()
+_changes: "weakref.WeakKeyDictionary[Semantics, dict]" = weakref.WeakKeyDictionary()
+
+
+def _invariants(sem: Semantics) -> tuple[_Invariant, ...]:
+    """The invariants of `sem`'s spec, with the shapes `_Invariant` re-checks in part."""
+    plan = _invariant_plans.get(sem)
+    if plan is None:
+        plan = _invariant_plans[sem] = tuple(_invariant(sem.spec, inv.expr) for inv in sem.spec.invariants)
+    return plan
+
+
+def _invariant(spec: CheckedSpec, e: S.Expr) -> _Invariant:
+    reads = _state_reads(spec, e)
+    if not (isinstance(e, S.Quant) and e.kind == "forall"):
+        return _Invariant(e, reads)
+    table = ("table", e.table)
+    inner = e.body
+    if isinstance(inner, S.Quant) and inner.kind == "forall" and inner.table == e.table:
+        pair_reads = _state_reads(spec, inner.body)
+        if table not in pair_reads:
+            return _Invariant(e, reads, e.table, pair_reads, pairwise=True)
+    body_reads = _state_reads(spec, inner)
+    if table not in body_reads:
+        return _Invariant(e, reads, e.table, body_reads)
+    return _Invariant(e, reads)
+
+
+def _compile_check(sem: Semantics, invariants: Sequence[_Invariant], tables: Sequence[str],
+                   variables: Sequence[str]) -> Callable:
+    """`check(st, E)`: whether the invariants hold after a change to these tables and variables,
+    and `TYPES` of what changed, E holding the entries at changed keys per changed table (one
+    function: one call per success)."""
+    spec = sem.spec
+    changed = frozenset([("table", t) for t in tables] + [("var", v) for v in variables])
+    em = Emitter(spec, sem.config)
+    sets: list = []
+    lines = ["def check(st, E, w=None):", "    V = st.vars", "    T = st.tables", "    J = st.journal"]
+    for inv in invariants:
+        lines += inv.test(em, changed)
+    for v in variables:
+        test = _type_test(spec, spec.vars[v][0], f"V[{v!r}]", sets)
+        if test:
+            lines.append(f"    if not ({test}): return False")
+    for t in tables:
+        info = spec.tables[t]
+        tests = [_type_test(spec, info.key, "k", sets)]
+        tests += [_type_test(spec, ft, f"r[{f!r}]", sets) for f, ft in info.fields]
+        tests = [x for x in tests if x]
+        if tests:
+            lines += [f"    for k, r in E[{t!r}]:", f"        if not ({' and '.join(tests)}): return False"]
+    lines.append("    return True")
+    ns = dict(RUNTIME)
+    ns["K"] = tuple(em.consts)
+    ns["SETS"] = tuple(sets)
+    exec(compile("\n".join(lines), f"<regcheck simulate invariants of {spec.name}>", "exec"), ns)  # from the AST
+    return ns["check"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcomes:
+    """What the walk reads from one mask's Allowed, computed once."""
+
+    allowed: Any  # the Allowed
+    failures: tuple  # the error outcomes a step may take (none for an event)
+    plain_success: bool  # a documented success: the fast path's step takes it
+
+    @staticmethod
+    def of(allowed, is_event: bool) -> "_Outcomes":
+        return _Outcomes(allowed, () if is_event else allowed.errors + allowed.env_errors,
+                         allowed.success and not allowed.unspecified)
+
+
+class _Bound:
+    """One configuration's State with the fast path bound to it, for all of its runs.
+
+    Two bindings of the fast path: `probes`, whose verdicts are always "no" and record the mask the
+    step computed (the call's clauses, evaluated on the machine, nothing applied), and `makers`,
+    the replayer's steps, which take a success the documents allow."""
+
+    def __init__(self, plan: _Plan, sem: Semantics):
+        self.plan, self.sem = plan, sem
+        self.st = st = sem.initial_state()
+        self.initial_vars = dict(st.vars)
+        self.initially_broken = bool(failing_invariants(sem, st))
+        self.mask: list = [None]  # the last mask a probe saw
+        # no thread windows: the walk records no tids, so no two calls overlap
+        fast = fast_path(sem, st, _forget, {})
+        probe = fast_path_deciding(sem, st, _forget, {}, self.recording_decider)
+        self.makers: dict[str, EventMaker] = event_makers(sem, fast) if fast is not None else {}
+        self.probes: dict[str, EventMaker] = event_makers(sem, probe) if probe is not None else {}
+        self.probe_status = _failure_status(sem)
+        self.effects = {c: cc.effect_rule for c, cc in sem.calls.items()}
+        self.outcomes: dict[str, dict[int, _Outcomes]] = {c: {} for c in sem.spec.calls}  # call -> mask -> its outcomes
+        self.statuses: dict[Any, tuple] = {}  # error outcome -> the statuses it allows (`a_status`'s candidates)
+        self.invariants = _invariants(sem)
+        # (tables, variables) an effect changed -> what to re-check; kept with the Semantics
+        self.changes: dict[tuple, _Change] = _changes.setdefault(sem, {})
+        self.tables_of = {cp.name: _key_tables(sem.spec, cp.depends_on) for cp in plan.calls}
+        # per call: the inputs whose draws may lie outside what the step takes
+        self.checks = {cp.name: _range_checks(cp, self.makers[cp.name].bounds) for cp in plan.calls
+                       if cp.name in self.makers}
+
+    def recording_decider(self, sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]:
+        cell = self.mask
+
+        def decide(cache: dict, key, m: int, status) -> bool:
+            cell[0] = m
+            return False
+        return decide
+
+    def change(self, tables: tuple[str, ...], variables: tuple[str, ...]) -> "_Change":
+        """What a change of these tables and variables asks to re-check (compiled at its first success)."""
+        key = (tables, variables)
+        found = self.changes.get(key)
+        if found is None:
+            names = frozenset([("table", t) for t in tables] + [("var", v) for v in variables])
+            affected = [i for i in self.invariants if not i.reads.isdisjoint(names)]
+            found = self.changes[key] = _Change(names, _compile_check(self.sem, affected, tables, variables))
+        return found
+
+    def initial_state(self) -> State:
+        """The State, back in the initial state: emptied in place, as the steps are bound to its
+        tables and variables."""
+        st = self.st
+        for table in st.tables.values():
+            for key in list(table.rows):
+                table.remove(key)
+        st.journal.clear()
+        st.vars.update(self.initial_vars)
+        return st
+
+
+class _FastWalker:
+    """One run of the fast walk on a configuration's State (`_Bound`)."""
+
+    def __init__(self, bound: _Bound, rng: random.Random, tries: int):
+        self.plan, self.sem, self.st, self.rng, self.tries = bound.plan, bound.sem, bound.st, rng, tries
+        self.rnd = rng.random
+        self.mask, self.makers, self.probes, self.probe_status = bound.mask, bound.makers, bound.probes, bound.probe_status
+        self.bound, self.tables_of, self.checks = bound, bound.tables_of, bound.checks
+        self.effects, self.success = bound.effects, bound.sem.success
+        self.keys: dict[tuple, tuple] = {}  # tables -> their live keys, which addresses are drawn near
+        self.records: list[tuple] = []  # (call plan, inputs, outputs, status) per step taken
+        self.futile: dict[str, frozenset | None] = {}  # calls no draw found a step for -> what decided that
+        self.streaks: dict[str, int] = {}  # call -> its steps in a row that found nothing
+
+    def run(self, max_steps: int, seen: Counter) -> _RunOutcome:
+        successes = fast = 0
+        failing: list[str] = []
+        for _ in range(max_steps):
+            taken = self.step(seen)
+            if taken is None:
+                continue
+            if taken:
+                successes += 1
+                fast += taken == _FAST
+                # The re-checks after a success assume the invariants held before it: where the
+                # initial state breaks one, the first success checks them all (as the pure walk).
+                failing = self.broken_after(full=successes == 1 and self.bound.initially_broken)
+                if failing:
+                    break
+        return _RunOutcome(len(self.records), successes, fast, failing, self.steps)
+
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(Step(cp.name, dict(zip(cp.params, ins)), dict(zip(cp.outputs, outs)), status)
+                     for cp, ins, outs, status in self.records)
+
+    def live_keys(self, call: str) -> tuple:
+        """The keys of the integer-keyed tables the call's clauses read (while they stay as they
+        are): an address next to an entry of another table matters to no clause of the call."""
+        tables = self.tables_of[call]
+        keys = self.keys.get(tables)
+        if keys is None:
+            rows = self.st.tables
+            keys = self.keys[tables] = tuple(k for t in tables for k in rows[t].rows)
+        return keys
+
+    def step(self, seen: Counter) -> int | None:
+        """Draw a call and take one step with it: _FAST or _GENERAL for a success (st changed),
+        _FAILURE for an allowed failure, None when no inputs that keep its obligations were found."""
+        rnd, futile = self.rnd, self.futile
+        cp = self.plan.pick(rnd)
+        # A call for which no draw found a step is likely to fare so again while what its clauses
+        # read stays as it is (the pure walk spends most of its time on such draws): another call
+        # is drawn in its place, up to PASSES times, and else it gets one draw, not `tries`.
+        for _ in range(PASSES):
+            if cp.name not in futile:
+                break
+            cp = self.plan.pick(rnd)
+        name = cp.name
+        passed = name in futile
+        self.output_draws = 2 if passed else self.tries * 2  # for the whole step, not per draw of inputs
+        maker, checks = self.makers.get(name), self.checks.get(name)
+        probe, mask, status, outcomes = self.probes.get(name), self.mask, self.probe_status, self.bound.outcomes[name]
+        # an event whose every success needs outputs has nothing left to try once they are all drawn
+        needs_outputs = cp.is_event and bool(cp.outputs)
+        # and a call whose last draws found no step in other states gets fewer: half per such step in a row
+        streak = self.streaks.get(name, 0)
+        for _ in range(1 if passed else max(1, self.tries >> streak)):
+            if needs_outputs and self.output_draws <= 0:
+                break
+            ins = cp.draw_inputs(rnd, self.live_keys(name) if cp.wants_keys else ())
+            wants_success = cp.is_event or rnd() < SUCCESS_BIAS  # an event has no failure to choose
+            if maker is None or checks is None or (checks and not _fits(ins, checks)):
+                taken = self.general(cp, ins, None, wants_success, seen)
+            else:
+                # The probe first: most draws break an obligation, and it tells so more cheaply
+                # than a step that would also draw outputs. Its mask gives the Allowed.
+                mask[0] = None
+                probe.step(probe.make(ins, (), status), 0)
+                m = mask[0]
+                if m is None:  # a clause could not be evaluated: the general path says why
+                    taken = self.general(cp, ins, None, wants_success, seen)
+                else:
+                    known = outcomes.get(m)
+                    if known is None:
+                        known = outcomes[m] = _Outcomes.of(self.sem.allowed_for_mask(name, m), cp.is_event)
+                    if known.allowed.broken:
+                        continue  # the caller keeps its obligations: draw other inputs
+                    if known.plain_success and (wants_success or not known.failures):
+                        # A success the step takes. It declines only outputs that break `ensures`
+                        # and an effect it cannot evaluate: then the pure walk would find no
+                        # outputs either, or fail to apply them, and take a failure.
+                        if self.machine_success(cp, ins, maker, seen, self.output_draws):
+                            taken = _FAST
+                        else:
+                            taken = self.failure(cp, ins, known.failures, seen)
+                    else:  # a failure wanted, or the documents are silent: the pure walk's way
+                        taken = self.general(cp, ins, known.allowed, wants_success, seen)
+            if taken is not None:
+                if streak:
+                    del self.streaks[name]
+                return taken
+        futile[name] = cp.depends_on
+        self.streaks[name] = streak + 1
+        return None
+
+    def general(self, cp: _CallPlan, ins: tuple, al, wants_success: bool, seen: Counter) -> int | None:
+        """The pure walk's step with these inputs from the unchanged state (`al`: their Allowed,
+        when a probe has read it); None when they break an obligation (or no outputs keep
+        `ensures` and no failure is allowed)."""
+        sem, st = self.sem, self.st
+        inputs = dict(zip(cp.params, ins))
+        if al is None:
+            al = sem.allowed(st, cp.name, inputs)
+            if al.broken:
+                return None
+        failures = () if cp.is_event else al.errors + al.env_errors
+        if (al.success or al.unspecified) and (not failures or wants_success):
+            outs = self.outputs(cp, inputs)
+            if outs is not None and sem.apply(st, cp.name, inputs, dict(zip(cp.outputs, outs))):
+                for rule in al.unspecified:
+                    seen[rule] += 1
+                self.succeeded(cp, ins, outs, seen)
+                return _GENERAL
+        return self.failure(cp, ins, failures, seen)
+
+    def failure(self, cp: _CallPlan, ins: tuple, failures: tuple, seen: Counter) -> int | None:
+        """One of the allowed failures, drawn (the state stays as it is); None when there is none."""
+        if not failures:
+            return None
+        rnd, sem = self.rnd, self.sem
+        outcome = failures[int(rnd() * len(failures))]
+        seen[outcome.rule] += 1
+        statuses = self.bound.statuses.get(outcome)
+        if statuses is None:
+            statuses = self.bound.statuses[outcome] = tuple(status_candidates(sem.spec, outcome))
+        self.records.append((cp, ins, (), statuses[int(rnd() * len(statuses))]))
+        return _FAILURE
+
+    def machine_success(self, cp: _CallPlan, ins: tuple, maker: EventMaker, seen: Counter, draws: int) -> bool:
+        """A success through the fast path's step, with up to `draws` outputs (from the step's
+        budget) until it takes one: it declines inputs that break an obligation or have no
+        documented success, outputs that break `ensures`, and an effect it cannot evaluate. The
+        inputs fit (`_range_checks`), and drawn outputs always do."""
+        success, rnd, make, step = self.sem.success, self.rnd, maker.make, maker.step
+        if not cp.outputs:
+            if step(make(ins, (), success), 0):
+                self.succeeded(cp, ins, (), seen)
+                return True
+            return False
+        for _ in range(min(draws, self.output_draws)):
+            self.output_draws -= 1
+            outs = cp.draw_outputs(rnd, ())
+            if step(make(ins, outs, success), 0):
+                self.succeeded(cp, ins, outs, seen)
+                return True
+        return False
+
+    def outputs(self, cp: _CallPlan, inputs: Mapping) -> tuple | None:
+        if not cp.outputs:
+            return ()
+        for _ in range(self.output_draws):
+            self.output_draws -= 1
+            outs = cp.draw_outputs(self.rnd, ())
+            if not self.sem.ensures_broken(self.st, cp.name, inputs, dict(zip(cp.outputs, outs))):
+                return outs
+        return None
+
+    def succeeded(self, cp: _CallPlan, ins: tuple, outs: tuple, seen: Counter) -> None:
+        effect = self.effects[cp.name]
+        if effect:
+            seen[effect] += 1
+        self.records.append((cp, ins, outs, None if cp.is_event else self.success))
+
+    def broken_after(self, full: bool = False) -> list[str]:
+        """After a success: the invariants (and TYPES) broken, re-checking only what read a change
+        (`st.journal`, see `_Invariant`) and the types of what changed: the rest held before and
+        read the same values (with `full`, all of them are checked). Also forgets what the change
+        makes stale (live keys, futile calls)."""
+        st = self.st
+        journal = st.journal
+        if not journal:
+            return failing_invariants(self.sem, st) if full else []
+        touched: dict[str, dict] = {}  # table -> its changed keys (a dict keeps them in order)
+        changed_vars: list[str] = []
+        for table, key, _, _ in journal:
+            if table is None:
+                changed_vars.append(key)
+            elif table in touched:
+                touched[table][key] = None
+            else:
+                touched[table] = {key: None}
+        change = self.bound.change(tuple(touched), tuple(changed_vars))
+        if touched:
+            self.keys.clear()
+        if self.futile:
+            names = change.names
+            self.futile = {c: reads for c, reads in self.futile.items() if reads is not None and reads.isdisjoint(names)}
+        tables = st.tables
+        entries = {}
+        for t, keys in touched.items():
+            rows = tables[t].rows
+            entries[t] = [(k, rows[k]) for k in keys if k in rows]
+        if full:
+            return failing_invariants(self.sem, st)
+        try:
+            if change.check(st, entries):
+                return []
+        except EvalError:
+            pass
+        return failing_invariants(self.sem, st)
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What one kind of change (the tables and variables an effect changed) asks to re-check."""
+
+    names: frozenset  # the ("var" | "table", name) changed
+    check: Callable[[State, Mapping[str, list]], bool]  # whether the invariants that read them hold
+
+
+_FAILURE, _GENERAL, _FAST = 0, 1, 2  # how a step was taken (a success is truthy)
+
+
+def _failure_status(sem: Semantics) -> Any:
+    """A status other than success, in the status type: the probes' (any will do, their verdict is "no")."""
+    t = sem.spec.status_type
+    if t.kind == "enum":
+        return next(m for m in sem.spec.enums[t.name] if m != sem.success)
+    return 1 if sem.success != 1 else 0
+
+
+def _key_tables(spec: CheckedSpec, reads: frozenset | None) -> tuple[str, ...]:
+    """The integer-keyed tables among `reads` (None: every table), in declaration order."""
+    return tuple(t for t, info in spec.tables.items()
+                 if info.key.kind == "int" and (reads is None or ("table", t) in reads))
+
+
+# The fast path's remember(line, call): the walk keeps its own record of the steps. A C function
+# that ignores its two arguments costs the machine less than a Python one.
+_forget = {}.get
+
+
+def _range_checks(cp: _CallPlan, bounds: tuple) -> tuple[tuple[int, int, int], ...] | None:
+    """(input index, lo, hi) for each input whose draws may lie outside what the step's decoder
+    would have taken; None when an output's may (the call then has no fast step in the walk)."""
+    checks = []
+    for i, (drawn, taken) in enumerate(zip(cp.extremes, bounds)):
+        if taken is None or (drawn is not None and taken[0] <= drawn[0] and drawn[1] <= taken[1]):
+            continue
+        if i >= len(cp.params):
+            return None
+        checks.append((i, taken[0], taken[1]))
+    return tuple(checks)
+
+
+def _fits(values: tuple, checks: tuple) -> bool:
+    """Whether every input `checks` names lies in its range."""
+    for i, lo, hi in checks:
+        if not lo <= values[i] <= hi:
+            return False
+    return True
 
 
 def _config_pool(spec: CheckedSpec) -> dict[str, list]:

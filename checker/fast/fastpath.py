@@ -102,6 +102,17 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
     replayer's windows of recent calls of non-thread-safe functions (call -> deque of (tid, t0, t1,
     line), THREAD_WINDOW long), which the general path reads and fills too; without it such calls
     have no step."""
+    return fast_path_deciding(sem, st, remember, recent, _decider)
+
+
+def fast_path_deciding(sem: Semantics, st: State, remember: Callable[[int, str], None],
+                       recent: dict[str, deque] | None,
+                       decider: Callable[[Semantics, str], Callable[[dict, Any, int, Any], bool]]) -> FastPath | None:
+    """`fast_path` with each call's verdicts asked of `decider(sem, call)`: a function
+    decide(cache, key, mask, status) -> whether an event with this mask and status has no finding
+    (`fast_path` asks the documents). A step remembers a True verdict per mask (and status), not a
+    False one: a decide that always says False sees every mask the step computes, which is how
+    `regcheck simulate` reads a call's mask from its step without taking the step."""
     precompile(sem)
     compiled = _compiled[sem]
     if compiled is None:
@@ -110,7 +121,7 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
     tables = tuple(st.tables[t] for t in sem.spec.tables)
     machine = MACHINE_STEPS and NATIVE is not None and all(isinstance(t, NATIVE.TableCore) for t in tables)
     for struct, (call, make) in compiled.makers.items():
-        decide = _decider(sem, call)
+        decide = decider(sem, call)
         window = None
         if sem.calls[call].thread_rule is not None:
             if recent is None:
@@ -130,6 +141,54 @@ def fast_path(sem: Semantics, st: State, remember: Callable[[int, str], None],
 
 def _never(o: Any, line: int) -> bool:
     return False
+
+
+class EventMaker(NamedTuple):
+    """How to hand a call to its step from values rather than from a line (`event_makers`)."""
+
+    step: Step
+    make: Callable[[tuple, tuple, Any], Any]  # make(inputs, outputs, status) -> the event struct
+    bounds: tuple[tuple[int, int] | None, ...]  # per input, then per output: the integers the decoder takes
+
+
+def event_makers(sem: Semantics, fast: FastPath) -> dict[str, EventMaker]:
+    """Per call with a step in `fast`: a maker of the struct the decoder gives for a line of that call
+    with the given inputs and outputs (semantics values in declaration order: integers, booleans,
+    enum member names) and status, for callers that hold values rather than lines (`regcheck
+    simulate`). The struct is built as is, without the decoder's checks: the caller hands the step
+    only integers within `bounds` (the decoder is what keeps the step's integers within int64)."""
+    makers: dict[str, EventMaker] = {}
+    for struct, step in fast.steps.items():
+        if struct is _NoCall:
+            continue
+        made = _struct_makers.get(struct)
+        if made is None:  # reading a struct's field types is slow: once per struct
+            call = struct.__struct_config__.tag
+            types = {f.name: f.type for f in msgspec.structs.fields(struct)}
+            bounds = tuple(None if sp is None else (sp[1], sp[2]) for sp in stepcode.field_spellings(sem, call))
+            made = _struct_makers[struct] = (call, _struct_maker(struct, _member_struct(types["args"]),
+                                                                 _member_struct(types["out"])), bounds)
+        call, make, bounds = made
+        makers[call] = EventMaker(step, make, bounds)
+    return makers
+
+
+_struct_makers: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _member_struct(t: Any) -> type:
+    """The struct type of a field typed `S` or `S | UnsetType`."""
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
+        return t
+    return next(m for m in t.__args__ if isinstance(m, type) and issubclass(m, msgspec.Struct))
+
+
+def _struct_maker(event: type, args: type, out: type) -> Callable[[tuple, tuple, Any], Any]:
+    no_outputs = out()  # the steps only read structs: one serves every event without outputs
+
+    def make(inputs: tuple, outputs: tuple, status: Any) -> Any:
+        return event(args=args(*inputs), ret=status, out=out(*outputs) if outputs else no_outputs)
+    return make
 
 
 def spelt_value(v: Any, spelling: stepcode.Spelling) -> int | None:
