@@ -347,20 +347,25 @@ def test_bounded_model_checking_supplies_what_enumeration_misses(tmp_path):
     assert not [t for t in without.tests if t.rule == "TINY-MAGIC"]
 
 
-DISTANCE = """
-spec dist "an outcome that depends on where allocations lie"
-source DOC "doc.txt" "a document"
-status int success 0
-record Block { size: u64 }
+# A heap of blocks that malloc hands out fresh (RULE- prefixed per spec).
+BLOCKS = """record Block { size: u64 }
 table blocks: addr -> Block sized by size
 event malloc(size: u64) -> (ptr: addr) {
-  ensures DIST-FRESH: ptr != 0 and ptr + size <= 2 ** 64 and not (ptr in blocks) and not (exists b in blocks: b.range overlaps range(ptr, size))
+  ensures RULE-FRESH: ptr != 0 and ptr + size <= 2 ** 64 and not (ptr in blocks) and not (exists b in blocks: b.range overlaps range(ptr, size))
     cite DOC "fresh"
-  effect DIST-MALLOC: {
+  effect RULE-MALLOC: {
     blocks[ptr] = { size: size }
   }
     cite DOC "allocates"
 }
+"""
+
+
+DISTANCE = """
+spec dist "an outcome that depends on where allocations lie"
+source DOC "doc.txt" "a document"
+status int success 0
+@BLOCKS@
 call poke(ptr: addr) {
   fails DIST-FAR: 1 when exists b in blocks: b.key == ptr + 1048576
     cite DOC "a block exactly 1 MiB above"
@@ -368,7 +373,7 @@ call poke(ptr: addr) {
   }
     cite DOC "nothing"
 }
-"""
+""".replace("@BLOCKS@\n", BLOCKS.replace("RULE-", "DIST-"))
 
 
 def test_outcomes_that_depend_on_the_distance_between_allocations_are_dropped(tmp_path):
@@ -479,18 +484,9 @@ DEEP = """
 spec deep "a transition only a long run shows"
 source DOC "doc.txt" "a document"
 status int success 0
-record Block { size: u64 }
 record Mark { n: u64 }
-table blocks: addr -> Block sized by size
 table marks: addr -> Mark
-event malloc(size: u64) -> (ptr: addr) {
-  ensures DEEP-FRESH: ptr != 0 and ptr + size <= 2 ** 64 and not (ptr in blocks) and not (exists b in blocks: b.range overlaps range(ptr, size))
-    cite DOC "fresh"
-  effect DEEP-MALLOC: {
-    blocks[ptr] = { size: size }
-  }
-    cite DOC "allocates"
-}
+@BLOCKS@
 call mark(ptr: addr) {
   fails DEEP-MARK-NULL: 2 when ptr == 0
     cite DOC "null is refused"
@@ -512,7 +508,7 @@ call check(ptr: addr) {
   }
     cite DOC "nothing"
 }
-""".replace("@COUNT@\n", COUNT)
+""".replace("@COUNT@\n", COUNT).replace("@BLOCKS@\n", BLOCKS.replace("RULE-", "DEEP-"))
 
 
 def test_bounded_model_checking_reaches_transitions_the_search_cannot(tmp_path):

@@ -249,17 +249,7 @@ class _Walker:
             case "enum":
                 return rng.choice(self.spec.enums[t.name])
             case "flags":
-                members = list(self.spec.flags[t.name].values())
-                r = rng.random()
-                if r < 0.05:
-                    return 0
-                if r < 0.1:
-                    return 1  # a bit no member has (usually)
-                v = 0
-                for m in members:
-                    if rng.random() < 0.3:
-                        v |= m
-                return v or rng.choice(members)
+                return _draw_flags(tuple(self.spec.flags[t.name].values()))(rng.random, ())
             case "int":
                 return self.integer(t.name, st, output)
             case "version":
