@@ -211,8 +211,9 @@ class Suite:
 @dataclass(frozen=True, slots=True)
 class GenerateOptions:
     """`depth`: calls in an enumerated prefix; `bmc_depth`: steps the model checker may use for a
-    branch enumeration did not reach (0: no solver); `configs`: parameter sets (None: the spec's,
-    see `configurations`)."""
+    branch or transition enumeration did not reach (0: no solver); `configs`: parameter sets (None:
+    the spec's, see `configurations`); `rlimit`: Z3 resource units per solver query, which decide
+    where a query gives up (the same on every machine), `timeout_ms` only a backstop above it."""
 
     depth: int = 3
     bmc_depth: int = 5
