@@ -631,9 +631,8 @@ class _Generator:
 
     def _from_run(self, ctx: _Ctx, run, call: str) -> bool:
         steps, final = self._canonical_layout(list(run.steps[:-1]), run.steps[-1])
-        node = self._replayed(ctx, steps)
-        return node is not None and self._relocates(ctx, steps, [final]) and \
-            self._consider(ctx, node, call, dict(final.inputs), "bmc")
+        node = self._replayed(ctx, steps, [final])
+        return node is not None and self._consider(ctx, node, call, dict(final.inputs), "bmc")
 
     def _canonical_layout(self, steps: list[Step], final: Step) -> tuple[list[Step], Step]:
         """A run the solver found places allocations anywhere (an allocator returning 1, say), where
@@ -835,7 +834,8 @@ class _Generator:
 
         def node_of(trial: Sequence[Step], final: Step, rejected: Step | None) -> Node | None:
             later = self._used(pair.call, final.inputs, {})
-            node = self._replayed(ctx, trial)
+            # (no step shortened away the allocation an address lies in)
+            node = self._replayed(ctx, trial, [s for s in (rejected, final) if s is not None])
             if node is None:
                 return None
             if rejected is not None:
@@ -847,8 +847,6 @@ class _Generator:
             elif not any(s.call == pair.writer and self._related(s.call, self._addresses(s), pair.call, later)
                          for s in node.steps):
                 return None
-            if not self._relocates(ctx, trial, [s for s in (rejected, final) if s is not None]):
-                return None  # shortened away the allocation an address lies in
             try:
                 return node if holds(ctx.sem, node.state, final) else None
             except Exception:  # an evaluation error in a shortened run: not a witness
@@ -880,36 +878,32 @@ class _Generator:
         return ("the run's test was dropped: an outcome depends on where allocations lie, or no outputs "
                 "keep the call's promises")
 
-    def _relocates(self, ctx: _Ctx, prefix: Sequence[Step], last: Sequence[Step]) -> bool:
-        """Every address argument is null or inside an allocation live at its step (`last`: the
-        steps after the prefix, in its final state), as the pool's are: the executor moves only
-        those into the driver's memory (freed memory may be the driver's again, under another
+    def _replayed(self, ctx: _Ctx, steps: Sequence[Step], last: Sequence[Step] = ()) -> Node | None:
+        """The node a prefix reaches when each step keeps every obligation and succeeds for sure,
+        and every address argument of each step, then of `last` (calls made in the final state),
+        is null or inside an allocation live at that point, as the pool's are: the executor moves
+        only those into the driver's memory (freed memory may be the driver's again, under another
         allocation)."""
-        for i in range(len(prefix) + 1):
-            node = self._replayed(ctx, prefix[:i])
-            if node is None:
-                return False
-            live = self.pool.live(node)
-            for s in prefix[i:i + 1] if i < len(prefix) else last:
-                if not all(relocatable(live, s.inputs[n]) for n in self._address_params(s.call)):
-                    return False
-        return True
-
-    def _replayed(self, ctx: _Ctx, steps: Sequence[Step]) -> Node | None:
-        """The node a prefix reaches when each step keeps every obligation and succeeds for sure."""
         sem = ctx.sem
         st = sem.initial_state()
         allocs: list = []
         out = []
         for s in steps:
             al = sem.allowed(st, s.call, s.inputs)
-            if al.open or al.broken or not al.success or not sem.apply(st, s.call, s.inputs, s.outputs):
+            if not self._addresses_live(st, allocs, s) or al.open or al.broken or not al.success \
+                    or not sem.apply(st, s.call, s.inputs, s.outputs):
                 return None
             a = self.pool.allocators.get(s.call)
             if a is not None:
                 allocs.append((s.outputs[a.output], s.inputs[a.size_param]))
             out.append(Step(s.call, s.inputs, s.outputs, sem.success if self.facts[s.call].is_api else None))
+        if not all(self._addresses_live(st, allocs, s) for s in last):
+            return None
         return Node(st, tuple(out), tuple(allocs))
+
+    def _addresses_live(self, st: State, allocs: Sequence[tuple[int, int]], s: Step) -> bool:
+        live = self.pool.live(Node(st, (), tuple(allocs)))
+        return all(relocatable(live, s.inputs[n]) for n in self._address_params(s.call))
 
     # ---- names
     def _named(self) -> list[ConformanceTest]:
