@@ -388,6 +388,100 @@ def test_outcomes_that_depend_on_the_distance_between_allocations_are_dropped(tm
     assert [t for t in suite.tests if t.rule == "DIST-EFFECT"]
 
 
+OUTPUTS = """
+spec outs "outputs of every type"
+source DOC "doc.txt" "a document"
+status int success 0
+enum Mode { Idle, Busy }
+call query(n: u64) -> (ok: bool, mode: Mode, count: u32) {
+  fails OUT-BIG: 1 when n > 9
+    cite DOC "n above 9 fails"
+  ensures OUT-OK: not ok
+    cite DOC "ok is false"
+  ensures OUT-MODE: mode == Busy
+    cite DOC "the mode is Busy"
+  ensures OUT-COUNT: count == 1
+    cite DOC "the count is one"
+  effect OUT-EFFECT: {
+  }
+    cite DOC "nothing"
+}
+"""
+
+
+def test_recorded_outputs_have_their_types(tmp_path):
+    """A boolean output is recorded as a boolean and an enum output as a member (they were 0 and 1,
+    which a trace reader rejects), and the suite replays clean."""
+    path = tmp_path / "outs.spec"
+    path.write_text(OUTPUTS)
+    suite = generate_suite(str(path))
+    outs = [e.out for t in suite.tests for e in t.events if e.ret == 0]
+    assert outs and all(o == {"ok": False, "mode": "Busy", "count": 1} for o in outs)
+    write_suite(tmp_path / "s", suite)
+    code, out, _ = run_cli("replay", str(tmp_path / "s"))
+    assert code == 0, out
+
+
+INT_RANGE = """
+spec intrange "a range over integers that are no addresses"
+source DOC "doc.txt" "a document"
+status int success 0
+call window(lo: u64, len: u64) {
+  fails WIN-WIDE: 1 when range(lo, len) overlaps range(4096, 1)
+    cite DOC "a window over 4096 fails"
+  effect WIN-EFFECT: {
+  }
+    cite DOC "nothing"
+}
+"""
+
+
+def test_a_range_over_plain_integers_draws_both_of_them(tmp_path):
+    """`range(lo, len)` with lo no address: the pool draws both as plain values (it used to leave
+    len to the address geometry, which has no address here, and crashed with a KeyError)."""
+    path = tmp_path / "intrange.spec"
+    path.write_text(INT_RANGE)
+    suite = generate_suite(str(path))
+    assert suite.tests and all(set(e.args) == {"lo", "len"} for t in suite.tests for e in t.events)
+
+
+FIXED_SIZE = """
+spec fixed "memory handed out in a size the caller does not choose"
+source DOC "doc.txt" "a document"
+status int success 0
+param chunk: u64 = 4096
+record Block { size: u64 }
+table blocks: addr -> Block sized by size
+event grab(n: u64) -> (ptr: addr) {
+  ensures FIX-FRESH: ptr != 0 and not (ptr in blocks)
+    cite DOC "fresh"
+  effect FIX-GRAB: {
+    blocks[ptr] = { size: chunk }
+  }
+    cite DOC "a block of the configured size"
+}
+call poke(ptr: addr) {
+  fails FIX-UNKNOWN: 1 when not (ptr in blocks)
+    cite DOC "an unknown pointer fails"
+  effect FIX-POKE: {
+  }
+    cite DOC "nothing"
+}
+"""
+
+
+def test_an_allocation_sized_by_no_argument_is_no_allocator(tmp_path):
+    """A table entry sized by a spec parameter (or an output) is no allocation a caller sizes: the
+    generator, the solver's runs and the executor take allocators sized by an argument only (the
+    generator used to look the parameter up among the call's arguments and crash)."""
+    from checker.language.analysis import memory_shape
+    path = tmp_path / "fixed.spec"
+    path.write_text(FIXED_SIZE)
+    assert memory_shape(load_spec(str(path))).allocators == {}
+    suite = generate_suite(str(path))
+    assert [t for t in suite.tests if t.rule == "FIX-UNKNOWN"]
+
+
 # ---------------------------------------------------------------- suite I/O and emitters
 
 

@@ -158,11 +158,13 @@ def memory_shape(spec: CheckedSpec) -> MemoryShape:
     tables: set[str] = set()
     for name, info in spec.calls.items():
         outs = {n for n, t in info.outputs if t.kind == "int" and t.name == "addr"}
+        params = {n for n, _ in info.params}
         for st in S.effect_statements(info.decl):
             if isinstance(st, S.Insert) and isinstance(st.key, S.Name) and st.key.name in outs:
                 sized = spec.tables[st.table].sized_by
                 size = dict(st.fields).get(sized)
-                if sized and isinstance(size, S.Name):
+                # sized by an argument: an output or a parameter of the spec is no size a caller asks for
+                if sized and isinstance(size, S.Name) and size.name in params:
                     allocators[name] = Allocator(st.key.name, size.name)
                     tables.add(st.table)
     releases = {}

@@ -38,11 +38,15 @@ class CallFacts:
         return self.all_reads if branch == "success" else self.reads.get(rule, frozenset())
 
 
+def is_addr(t: Type | None) -> bool:
+    return t is not None and t.kind == "int" and t.name == "addr"
+
+
 def facts_of(spec: CheckedSpec, info) -> CallFacts:
     reads: dict[str, frozenset[str]] = {}
     kinds: dict[str, str] = {}
     ranges: dict[str, str] = {}
-    params = {n for n, _ in info.params}
+    params = dict(info.params)
     cond_may = set()
     ensures, effect, thread = [], None, None
     for c in info.decl.clauses:
@@ -60,7 +64,9 @@ def facts_of(spec: CheckedSpec, info) -> CallFacts:
             for node in nodes(cond):
                 if isinstance(node, S.Builtin) and node.func == "range" and all(isinstance(a, S.Name) for a in node.args):
                     p, s = node.args[0].name, node.args[1].name
-                    if p in params and s in params:
+                    # only an address's range: the argument pool draws a size with its address
+                    # (a range over another integer leaves both to the pool's plain values)
+                    if is_addr(params.get(p)) and s in params:
                         ranges.setdefault(p, s)
         if isinstance(c, S.MayFail) and c.cond is not None:
             cond_may.add(c.rule)

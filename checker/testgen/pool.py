@@ -13,7 +13,7 @@ from ..language.checked import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_b
 from ..model.semantics import Semantics
 from ..model.state import State
 from .configs import show_json
-from .coverage import CallFacts, facts_of
+from .coverage import CallFacts, facts_of, is_addr
 from .model import ALLOC_SIZE, ALLOC_STRIDE, DEVICE_BASE, PAGE, U64, Expectation, Node
 
 
@@ -164,15 +164,27 @@ class ArgumentPool:
                 known = sorted({v for tbl in node.state.tables.values() for rec in tbl.rows.values()
                                 for v in rec.values() if type(v) is int and v >= DEVICE_BASE})
                 choices.append(known + [DEVICE_BASE + 0x100000 * (len(node.steps) + 1)])
-            elif t.kind == "int":
-                choices.append(int_output_values(self.spec, node.state))
             else:
-                choices.append([0, 1])
+                choices.append(output_values(self.spec, t, node.state))
         for combo in itertools.product(*choices):
             outs = dict(zip((n for n, _ in info.outputs), combo))
             if not sem.ensures_broken(node.state, call, args, outs):
                 return outs
         return None
+
+
+def output_values(spec: CheckedSpec, t: Type, st: State) -> list:
+    """Values to try for an output that is no address, by its type, in order (the generator's
+    recorded outputs and the spec driver's answers both come from here)."""
+    if t.kind == "bool":
+        return [True, False]
+    if t.kind == "enum":
+        return list(spec.enums[t.name])
+    if t.kind == "version":
+        return [(0, 0)]
+    if t.kind == "int":
+        return int_output_values(spec, st)
+    return [0, 1]
 
 
 def int_output_values(spec: CheckedSpec, st: State) -> list[int]:
@@ -208,10 +220,6 @@ def _flag_values(members: Mapping[str, int]) -> list[int]:
     out.append(undeclared)
     out += [undeclared | b for b in bits]
     return list(dict.fromkeys(out))
-
-
-def is_addr(t: Type | None) -> bool:
-    return t is not None and t.kind == "int" and t.name == "addr"
 
 
 def relocatable(allocs: Sequence[tuple[int, int]], x: int) -> bool:

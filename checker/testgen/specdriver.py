@@ -43,7 +43,7 @@ from ..model.outcomes import Allowed
 from ..model.state import State
 from .conform import FAIL, INCONCLUSIVE, run_suite
 from .model import ConformanceTest
-from .pool import int_output_values
+from .pool import output_values
 
 PAGE = 4096
 HOST_BASE = 0x7E00_0000_0000  # where the simulated address space starts (clear of null and small offsets)
@@ -194,16 +194,8 @@ class SpecDriver:
             for table in self.state.tables.values():
                 for _, record in table.entries():
                     yield from (v for v in record.values() if type(v) is int and v != 0)
-        elif t.kind == "bool":
-            yield from (True, False)
-        elif t.kind == "enum":
-            yield from self.spec.enums[t.name]
-        elif t.kind == "version":
-            yield (0, 0)
-        elif t.kind == "int":
-            yield from int_output_values(self.spec, self.state)
         else:
-            yield from (0, 1)
+            yield from output_values(self.spec, t, self.state)
 
 
 # ---------------------------------------------------------------- mutants
