@@ -429,3 +429,65 @@ def test_locks_taken_outside_the_arena_are_seen_through_vmlck(real_pinning):
 def ctypes_address(m) -> int:
     import ctypes
     return ctypes.addressof(ctypes.c_char.from_buffer(m))
+
+
+# --- the kernel's locks read for some spans alone (checker.drivers.lockcheck reads them so)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from checker.drivers import pinning as p  # noqa: E402
+
+ARENA_OPS = st.lists(st.tuples(st.sampled_from(["allocate", "lock", "unlock", "alias", "free", "unalias", "trim"]),
+                               st.integers(0, 3), st.integers(0, 7), st.integers(1, 5)), max_size=30)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=ARENA_OPS, fallback=st.booleans())
+def test_changed_spans_and_their_reading_follow_the_whole_reading(real_pinning, monkeypatch, ops, fallback):
+    """After any sequence of arena calls, the pages locked per the whole smaps reading equal the
+    pages read before, updated on the changed spans alone, with the madvise probe or without it."""
+    if fallback:
+        monkeypatch.setattr(p, "kernel_lock_probe", lambda: None)
+    with PinnedArena() as arena:
+        buffers: list[int] = []
+        aliases: list[int] = []
+        known: set[int] = set()
+        for op, which, page, pages in ops:
+            try:
+                if op == "allocate":
+                    buffers.append(arena.allocate(8 * P))
+                elif buffers:
+                    b = buffers[which % len(buffers)]
+                    if op == "lock":
+                        arena.lock(b + page * P, pages * P)
+                    elif op == "unlock":
+                        arena.unlock(b + page * P, pages * P)
+                    elif op == "alias":
+                        aliases.append(arena.alias(b + page * P, pages * P))
+                    elif op == "unalias" and aliases:
+                        arena.unalias(aliases.pop(which % len(aliases)))
+                    elif op == "free":
+                        arena.free(buffers.pop(which % len(buffers)))
+                        aliases.clear()
+                    elif op == "trim":
+                        buffers[which % len(buffers)] = arena.trim_front(b, P)
+            except (NotOwned, NotLocked, ValueError):
+                pass  # refused: nothing changed, and no span need be read again
+            spans = arena.take_changed_spans()
+            for lo, hi in spans:
+                known = {q for q in known if not lo <= q < hi}
+            known |= arena.kernel_locked_in(spans)
+            p.forget_locked_reading()
+            assert known == arena.kernel_locked_pages(), (op, which, page, pages)
+        assert arena.take_changed_spans() == []
+
+
+def test_the_kernel_probe_is_confirmed_on_this_kernel(real_pinning):
+    probe = p.kernel_lock_probe()
+    assert probe is not None  # Linux >= 5.4 with mlock permitted: the probe runs here
+    with PinnedArena() as arena:
+        b = arena.allocate(4 * P)
+        arena.lock(b + P, 2 * P)
+        assert arena.kernel_locked_in([(b, b + 4 * P)]) == {b + P, b + 2 * P}
+        assert probe(b, P) == 0 and probe(b + P, P) == errno.EINVAL

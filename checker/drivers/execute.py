@@ -37,6 +37,7 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import header_spec_ref, read_trace
 from .executor import ReferenceDriver
+from .lockcheck import LockCheck
 from .pinning import PAGE_SIZE, forget_locked_reading
 from .protocol import Driver, Result
 
@@ -57,6 +58,13 @@ class Relocator:
 
     def __init__(self) -> None:
         self._by_base: SortedDict = SortedDict()  # recorded base -> (size, driver address of that base, shift)
+        # Recorded (base, end) spans whose relocation changed since `take_changed` last ran.
+        self._changed: list[tuple[int, int]] = []
+
+    def take_changed(self) -> list[tuple[int, int]]:
+        """The recorded spans where an address relocates differently since the last call."""
+        spans, self._changed = self._changed, []
+        return spans
 
     @staticmethod
     def shift_of(recorded_base: int) -> int:
@@ -65,14 +73,17 @@ class Relocator:
 
     def add(self, recorded_base: int, size: int, driver_block: int) -> None:
         shift = self.shift_of(recorded_base)
-        for base in list(self._by_base.irange(recorded_base - 1 - self._largest(), recorded_base + max(size, 1) - 1)):
+        # The recorded allocations never overlap (a reuse replaces them), so of those below
+        # `recorded_base` only the last can reach into the new one.
+        end = recorded_base + max(size, 1)
+        first = self._by_base.bisect_left(recorded_base)
+        for base in list(self._by_base.islice(max(first - 1, 0), self._by_base.bisect_left(end))):
             old_size = self._by_base[base][0]
             if base < recorded_base + max(size, 1) and recorded_base < base + max(old_size, 1):
                 del self._by_base[base]  # the recording reused that memory
+                self._changed.append((base, base + max(old_size, 1)))
         self._by_base[recorded_base] = (size, driver_block + shift, shift)
-
-    def _largest(self) -> int:
-        return max((v[0] for v in self._by_base.values()), default=0)
+        self._changed.append((recorded_base, recorded_base + max(size, 1)))
 
     def relocate(self, address: int) -> int | None:
         """The driver's address for a recorded one, or None when no recorded allocation holds it."""
@@ -98,7 +109,9 @@ class Relocator:
     def forget(self, recorded_base: int) -> None:
         """The recording released this allocation: its addresses relocate to nothing any more (the
         driver may hand the same memory out again for a later allocation)."""
-        self._by_base.pop(recorded_base, None)
+        entry = self._by_base.pop(recorded_base, None)
+        if entry is not None:
+            self._changed.append((recorded_base, recorded_base + max(entry[0], 1)))
 
     def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:
         start = self.relocate(base)
@@ -114,10 +127,6 @@ class Relocator:
 # ---------------------------------------------------------------- the run
 
 
-def _pages(lo: int, hi: int) -> range:
-    return range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)
-
-
 class Execution:
     """One trace against one driver; `step` checks one event."""
 
@@ -130,16 +139,20 @@ class Execution:
         # A spec without `pinned` declarations predicts no page locks, so there is nothing to compare
         # (cupva locks nothing; for cuda and hip whether pages are locked is not modelled, docs/cuda-hip.md).
         self.check_locks = bool(sem.spec.pinned) and callable(getattr(driver, "kernel_locked_pages", None))
-        # Where each pinned entry's range lay in the driver's memory when it was first predicted
-        # (None: stale). An entry whose memory was released under it (the caller's bug: freed while
-        # registered) predicts nothing until it goes, even when the recording reuses its addresses.
-        self.pinned_at: dict[tuple[str, Any], tuple[int, int] | None] = {}
+        # An entry whose memory was released under it (the caller's bug: freed while registered)
+        # predicts nothing until it goes, even when the recording reuses its addresses.
+        self.locks = LockCheck(sem, driver, self.relocator.relocate_range, self.relocator.take_changed,
+                               self.relocator.maps_onto) if self.check_locks else None
+        self.applied: list | None = None  # the driver-following model's changes in this event
 
-    def step(self, ev) -> list[Finding]:
+    def step(self, ev, last: bool = False) -> list[Finding]:
+        """The findings of one event; `last`: the trace's last event, after which the kernel's
+        locks are read whole."""
         rep = self.replayer
+        self.applied = None
         shape, args, status, outs = rep.normalise(ev)
         name = shape.name
-        findings = list(rep.feed(ev))  # the recording against the spec (this also advances its model)
+        findings = list(rep.check(ev, shape, args, status, outs))  # the recording against the spec (this also advances its model)
         driver_args, unowned = self._relocate_args(name, args, outs)
         if unowned is not None:
             findings.append(rep.finding(ev, "refused", EXEC_ADDRESS_UNOWNED,
@@ -154,8 +167,8 @@ class Execution:
             kind = "refused" if incident.kind.value == "refused" else "divergence"
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
             findings.append(rep.finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
-        if self.check_locks:
-            findings.extend(self._compare_locks(ev))
+        if self.locks is not None:
+            findings.extend(self._compare_locks(ev, last))
         return findings
 
     def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
@@ -206,38 +219,27 @@ class Execution:
                                      f"recorded {status!r}, the driver returned {driver_status!r}"))
         if driver_status == sem.success and model_outs is not None and not refused:
             sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
+            self.applied = st.journal
             for p in self.shape.releases.get(name, ()):
                 self.relocator.forget(args[p])
         return found
 
-    def _compare_locks(self, ev) -> list[Finding]:
-        predicted: dict[int, str] = {}
-        owns = getattr(self.driver, "owns", None)
-        now: dict[tuple[str, Any], tuple[int, int] | None] = {}
-        for rule, key, (lo, hi) in self.sem.pinned_ranges(self.driver_state):
-            moved = self.relocator.relocate_range(lo, hi)
-            first = self.pinned_at.get((rule, key), moved)
-            if moved is None or first != moved or (owns is not None and not owns(moved[0], max(moved[1] - moved[0], 1))):
-                now[(rule, key)] = None  # its memory went (or moved): stale from here on
-                continue
-            now[(rule, key)] = moved
-            for page in _pages(*moved):
-                predicted.setdefault(page, rule)
-        self.pinned_at = now
-        kernel = self.driver.kernel_locked_pages()  # type: ignore[attr-defined]
-        missing = sorted(set(predicted) - kernel)
-        # Pages of memory no recorded allocation maps onto (the recording's allocator returned
-        # null, which the replay reports) are no prediction either way.
-        extra = sorted(p for p in kernel - set(predicted) if self.relocator.maps_onto(p))
+    def _compare_locks(self, ev, last: bool) -> list[Finding]:
+        if last:
+            forget_locked_reading()  # a fresh reading of smaps, not one reused
+        mismatch = self.locks.after_event(self.driver_state, self.applied, last)  # type: ignore[union-attr]
+        if mismatch is None:
+            return []
         found = []
-        if missing:
+        if mismatch.missing:
             found.append(self.replayer.finding(
-                ev, "pinning", predicted[missing[0]],
-                f"{len(missing)} page(s) the spec says are locked are not locked by the kernel (first {missing[0]:#x})"))
-        if extra:
+                ev, "pinning", mismatch.rule,
+                f"{mismatch.missing} page(s) the spec says are locked are not locked by the kernel"
+                f" (first {mismatch.first_missing:#x})"))
+        if mismatch.extra:
             found.append(self.replayer.finding(
                 ev, "pinning", EXEC_LOCK_EXTRA,
-                f"{len(extra)} page(s) are locked that the spec does not predict (first {extra[0]:#x})"))
+                f"{len(mismatch.extra)} page(s) are locked that the spec does not predict (first {mismatch.extra[0]:#x})"))
         return found
 
 
@@ -278,9 +280,7 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             ev = next(stream, None)
             while ev is not None:
                 following = next(stream, None)
-                if following is None:  # the last event: a fresh reading of the kernel's locks
-                    forget_locked_reading()
-                found = run.step(ev)
+                found = run.step(ev, last=following is None)
                 findings.extend(found)
                 if max_findings is not None and sum(f.kind not in INFORMATIONAL for f in findings) >= max_findings:
                     truncated = True

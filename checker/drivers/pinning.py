@@ -35,6 +35,8 @@ from enum import Enum
 from types import FrameType
 from typing import Any, Callable, Iterator
 
+from sortedcontainers import SortedDict
+
 from ..language.diagnostics import RegcheckError, error
 from .lockcounts import LockCounts
 
@@ -257,7 +259,10 @@ class PinnedArena:
             raise ValueError("max_locked_bytes must not be negative")
         self.max_locked_bytes = max_locked_bytes
         self._calls = calls if calls is not None else libc_calls()
-        self._mappings: dict[int, _Mapping] = {}  # by map_address
+        self._mappings: SortedDict = SortedDict()  # map_address -> _Mapping (mappings never overlap)
+        self._aliases: dict[int, set[int]] = {}  # buffer address -> the map addresses of its aliases
+        # Page-aligned spans whose mapping or lock state changed since `take_changed_spans` last ran.
+        self._changed: list[tuple[int, int]] = []
         self._counts = LockCounts()  # lock counts by page-aligned range, only counts > 0
         self._closed = False
         _LIVE.add(self)
@@ -291,6 +296,7 @@ class PinnedArena:
         address = _address_of(view)
         region = Region(RegionKind.BUFFER, address, size, address, length, address)
         self._mappings[address] = _Mapping(region, view, fd)
+        self._changed.append((address, address + length))
         return address
 
     def free(self, address: int) -> None:
@@ -301,9 +307,8 @@ class PinnedArena:
         _memory_changed()
         self._require_open()
         buffer = self._region_at(address, RegionKind.BUFFER)
-        for mapping in [m for m in self._mappings.values() if m.region.buffer == buffer.address]:
-            if mapping.region.kind is RegionKind.ALIAS:
-                self._release(mapping)
+        for alias in sorted(self._aliases.get(buffer.address, ())):
+            self._release(self._mappings[alias])
         self._release(self._mappings[buffer.map_address])
 
     def alias(self, address: int, size: int) -> int:
@@ -331,6 +336,8 @@ class PinnedArena:
         device = base + (address - first)
         region = Region(RegionKind.ALIAS, device, size, base, length, host.address)
         self._mappings[base] = _Mapping(region, view, offset=offset)
+        self._aliases.setdefault(host.address, set()).add(base)
+        self._changed.append((base, base + length))
         return device
 
     def unalias(self, device_address: int) -> None:
@@ -358,23 +365,26 @@ class PinnedArena:
             raise ValueError(f"length must be a positive multiple of the page size below {buffer.size}, not {length!r}")
         mapping = self._mappings[buffer.map_address]
         lo, hi = mapping.offset, mapping.offset + length  # the memfd range given back
-        for m in self._mappings.values():
-            r = m.region
-            if r.kind is RegionKind.ALIAS and r.buffer == address and m.offset < hi and lo < m.offset + r.map_length:
-                raise NotOwned(address, length, f"is still mapped by the alias at {r.address:#x}")
+        aliases = sorted(self._aliases.get(address, ()))
+        for m in (self._mappings[a] for a in aliases):
+            if m.offset < hi and lo < m.offset + m.region.map_length:
+                raise NotOwned(address, length, f"is still mapped by the alias at {m.region.address:#x}")
         err = _libc_mm().protect_none(address, length)
         if err:
             raise MappingFailed(err, f"releasing {_show(address, length)} failed: {_strerror(err)}")
         self._counts.drop(address, address + length)  # those pages are gone, and their locks with them
+        self._changed.append((address, address + length))
         _libc_mm().punch_hole(mapping.fd, lo, length)  # best effort: only the memory's return depends on it
         end = address + length
         region = Region(RegionKind.BUFFER, end, buffer.size - length, end, buffer.map_length - length, end)
         del self._mappings[buffer.map_address]
         view_start = mapping.view_start if mapping.view_start >= 0 else buffer.map_address
         self._mappings[end] = _Mapping(region, mapping.view, mapping.fd, hi, view_start)
-        for key, m in list(self._mappings.items()):
-            if m.region.kind is RegionKind.ALIAS and m.region.buffer == address:
-                self._mappings[key] = _Mapping(replace(m.region, buffer=end), m.view, m.fd, m.offset, m.view_start)
+        for key in aliases:
+            m = self._mappings[key]
+            self._mappings[key] = _Mapping(replace(m.region, buffer=end), m.view, m.fd, m.offset, m.view_start)
+        if aliases:
+            self._aliases[end] = self._aliases.pop(address)
         return end
 
     # -- ownership
@@ -439,12 +449,47 @@ class PinnedArena:
     def kernel_locked_pages(self) -> frozenset[int]:
         """Pages of the arena's mappings that the kernel marks locked (VmFlags `lo` in smaps; a
         reading is reused while VmLck has not moved, see kernel_locked_vmas)."""
-        pages: set[int] = set()
-        spans = [(m.region.map_address, m.region.map_address + m.region.map_length) for m in self._mappings.values()]
-        for start, end in kernel_locked_vmas():
-            for lo, hi in spans:
-                pages.update(range(max(start, lo), min(end, hi), PAGE_SIZE))
+        return frozenset(_pages_within(sorted(kernel_locked_vmas()), self._spans()))
+
+    def take_changed_spans(self) -> list[tuple[int, int]]:
+        """The page-aligned spans this arena mapped, unmapped, locked or unlocked since the last
+        call (or since it opened), and forgets them: the only places where the kernel's locks on
+        the arena's pages can have changed, since the arena makes every such call itself."""
+        spans, self._changed = self._changed, []
+        return spans
+
+    def kernel_locked_in(self, spans: list[tuple[int, int]]) -> frozenset[int]:
+        """The pages of the arena's live mappings within `spans` that the kernel holds locked, read
+        for those pages alone (`kernel_lock_probe`), or from smaps where the probe cannot run."""
+        probe = kernel_lock_probe()
+        inside = self._live_parts(_merged(spans))
+        if probe is None:
+            return frozenset(_pages_within(sorted(kernel_locked_vmas()), inside))
+        pages: list[int] = []
+        for lo, hi in inside:
+            pages += _locked_pages(probe, lo, hi)
         return frozenset(pages)
+
+    def _live_parts(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The parts of sorted, disjoint spans that lie in the arena's mappings (found by bisection:
+        a few spans of a large arena)."""
+        out: list[tuple[int, int]] = []
+        starts = self._mappings
+        for lo, hi in spans:
+            i = max(starts.bisect_right(lo) - 1, 0)
+            while i < len(starts):
+                start, mapping = starts.peekitem(i)
+                if start >= hi:
+                    break
+                a, b = max(lo, start), min(hi, start + mapping.region.map_length)
+                if a < b:
+                    out.append((a, b))
+                i += 1
+        return out
+
+    def _spans(self) -> list[tuple[int, int]]:
+        """The arena's mappings as sorted, disjoint (start, end) spans."""
+        return [(m.region.map_address, m.region.map_address + m.region.map_length) for m in self._mappings.values()]
 
     def kernel_locked_bytes(self) -> int:
         """Bytes of the arena's mappings the kernel holds locked, read from /proc/self/smaps."""
@@ -484,6 +529,8 @@ class PinnedArena:
         for mapping in list(self._mappings.values()):
             self._unmap(mapping)
         self._mappings.clear()
+        self._aliases.clear()
+        self._changed.clear()
 
     # -- internals
 
@@ -505,12 +552,15 @@ class PinnedArena:
         return fd
 
     def _find(self, address: int, size: int) -> Region | None:
+        # A region lies inside its mapping and mappings never overlap: only the mapping that
+        # starts last at or before `address` can hold it.
         if size <= 0:
             return None
-        for mapping in self._mappings.values():
-            if mapping.region.contains(address, size):
-                return mapping.region
-        return None
+        i = self._mappings.bisect_right(address)
+        if not i:
+            return None
+        region = self._mappings.peekitem(i - 1)[1].region
+        return region if region.contains(address, size) else None
 
     def _owner(self, address: int, size: int) -> Region:
         region = self._find(address, size)
@@ -519,9 +569,9 @@ class PinnedArena:
         return region
 
     def _region_at(self, address: int, kind: RegionKind) -> Region:
-        for mapping in self._mappings.values():
-            if mapping.region.address == address and mapping.region.kind is kind:
-                return mapping.region
+        region = self._find(address, 1)
+        if region is not None and region.address == address and region.kind is kind:
+            return region
         raise NotOwned(address, 1, f"is not the start of a {kind.value} of this arena")
 
     def _slice(self, address: int, n: int) -> tuple[_Mapping, int]:
@@ -536,6 +586,7 @@ class PinnedArena:
         """Apply `do` to every run, or, if one fails, `undo` those already done and raise."""
         done: list[tuple[int, int]] = []
         for start, length in runs:
+            self._changed.append((start, start + length))
             err = do(start, length)
             if err:
                 for d_start, d_length in reversed(done):
@@ -550,6 +601,15 @@ class PinnedArena:
             self._calls.munlock(start, length)
         self._unmap(mapping)
         del self._mappings[region.map_address]
+        self._changed.append((region.map_address, region.map_address + region.map_length))
+        if region.kind is RegionKind.ALIAS:
+            siblings = self._aliases.get(region.buffer)
+            if siblings is not None:
+                siblings.discard(region.map_address)
+                if not siblings:
+                    del self._aliases[region.buffer]
+        else:
+            self._aliases.pop(region.address, None)
 
     @staticmethod
     def _unmap(mapping: _Mapping) -> None:
@@ -563,6 +623,101 @@ class PinnedArena:
 
 
 # --- kernel views ---------------------------------------------------------------------------------
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint spans covering the same addresses."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def _clip(spans: list[tuple[int, int]], within: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of sorted, disjoint `spans` inside sorted, disjoint `within`."""
+    out, j = [], 0
+    for lo, hi in spans:
+        while j < len(within) and within[j][1] <= lo:
+            j += 1
+        k = j
+        while k < len(within) and within[k][0] < hi:
+            a, b = max(lo, within[k][0]), min(hi, within[k][1])
+            if a < b:
+                out.append((a, b))
+            k += 1
+    return out
+
+
+def _pages_within(vmas: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[int]:
+    """The pages that lie in both sorted lists of disjoint spans."""
+    pages: list[int] = []
+    for lo, hi in _clip(vmas, spans):
+        pages.extend(range(lo, hi, PAGE_SIZE))
+    return pages
+
+
+# madvise(MADV_COLD) fails with EINVAL on a range that includes a locked mapping (madvise(2), since
+# Linux 5.4) and otherwise only ages the pages, changing no data: one system call tells whether any
+# page of a range is locked, so a range's locked pages are found by halving it where the answer is
+# yes. Mappings lock as a whole (mlock splits them), so a range of one lock costs a few calls per page.
+_MADV_COLD = 20
+_LOCK_PROBE: Callable[[int, int], int] | None | bool = False  # False: not tried yet
+
+
+def _libc_madvise() -> Callable[[int, int], int]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = libc.madvise
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    fn.restype = ctypes.c_int
+
+    def probe(address: int, length: int) -> int:
+        return 0 if fn(address, length, _MADV_COLD) == 0 else ctypes.get_errno()
+
+    return probe
+
+
+def kernel_lock_probe() -> Callable[[int, int], int] | None:
+    """probe(address, length) -> 0 (no page of the range locked), EINVAL (some page locked) or
+    ENOMEM (part unmapped, none locked); None where this kernel's answer could not be confirmed on a
+    scratch page locked and unlocked (an old kernel, or mlock not permitted): smaps is read then."""
+    global _LOCK_PROBE
+    if _LOCK_PROBE is False:
+        _LOCK_PROBE = _confirmed_probe()
+    return _LOCK_PROBE  # type: ignore[return-value]
+
+
+def _confirmed_probe() -> Callable[[int, int], int] | None:
+    try:
+        probe, calls = _libc_madvise(), libc_calls()
+        scratch = mmap.mmap(-1, PAGE_SIZE)
+    except (OSError, AttributeError):
+        return None
+    try:
+        address = _address_of(scratch)
+        if probe(address, PAGE_SIZE) != 0 or calls.mlock(address, PAGE_SIZE) != 0:
+            return None
+        locked = probe(address, PAGE_SIZE)
+        calls.munlock(address, PAGE_SIZE)
+        return probe if locked == errno_codes.EINVAL and probe(address, PAGE_SIZE) == 0 else None
+    finally:
+        scratch.close()
+
+
+def _locked_pages(probe: Callable[[int, int], int], lo: int, hi: int) -> list[int]:
+    """The locked pages of the page-aligned range [lo, hi), by halving where the probe says yes."""
+    err = probe(lo, hi - lo)
+    if err in (0, errno_codes.ENOMEM):
+        return []
+    if err != errno_codes.EINVAL:
+        raise PinningFailed(err, f"reading the kernel's locks on {_show(lo, hi - lo)} failed: {_strerror(err)}")
+    if hi - lo == PAGE_SIZE:
+        return [lo]
+    mid = lo + (hi - lo) // PAGE_SIZE // 2 * PAGE_SIZE
+    return _locked_pages(probe, lo, mid) + _locked_pages(probe, mid, hi)
 
 
 def _smaps_vmas(path: str = "/proc/self/smaps") -> Iterator[tuple[int, int, frozenset[str]]]:

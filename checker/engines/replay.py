@@ -321,7 +321,10 @@ class Replayer:
     # ---- one event
     def feed(self, ev: TraceEvent) -> list[Finding]:
         """Check one event, then move to the state its recorded result implies."""
-        shape, args, status, outs = self.normalise(ev)
+        return self.check(ev, *self.normalise(ev))
+
+    def check(self, ev: TraceEvent, shape: _CallShape, args: dict, status, outs: dict) -> list[Finding]:
+        """`feed` of an event `normalise` has read already (into these four)."""
         try:
             return self._check(ev, shape, args, status, outs)
         except ClauseEvalError as exc:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.analysis import identifier
+from ..language.analysis import identifier, reads_and_writes
 from ..language.checked import CallInfo, CheckedSpec
 from ..language.diagnostics import RegcheckError, error
 from .codegen import RUNTIME, CodeScope, Emitter, negated
@@ -71,6 +71,10 @@ class Semantics:
         self._groups = {g: ns[f"g_{identifier(g)}"] for g in spec.groups}
         self.invariants = [(inv.rule, ns[f"inv{k}"]) for k, inv in enumerate(spec.invariants)]
         self._pinned = [(pin.rule, pin.var, pin.table, ns[f"pin{k}"]) for k, pin in enumerate(spec.pinned)]
+        reads = reads_and_writes(spec)[0]
+        self._pinned_decls = tuple((pin.rule, pin.table, all(item[0] == "field" and item[1] == pin.table
+                                                             for item in reads(pin.cond)))
+                                   for pin in spec.pinned)
         self.calls: dict[str, CompiledCall] = {name: plan(ns) for name, plan in plans.items()}
 
     def _load(self, source: str, em: Emitter) -> dict:
@@ -228,6 +232,22 @@ class Semantics:
                     k = entry[0]
                     out.append((rule, k, (k, k + entry[1][tbl.sized_by])))
         return out
+
+    @property
+    def pinned_decls(self) -> tuple[tuple[str, str, bool], ...]:
+        """(rule, table, local) per `pinned` declaration, in order; `local`: its condition reads
+        nothing but the entry's own fields, so only a change of that entry can change its answer."""
+        return self._pinned_decls
+
+    def pinned_range(self, st: State, decl: int, key: Any) -> tuple[int, int] | None:
+        """(base, end) of the entry at `key` when `pinned` declaration number `decl` says it is
+        page-locked, else None (also when there is no such entry)."""
+        rule, var, table, cond = self._pinned[decl]
+        tbl = st.tables[table]
+        record = tbl.rows.get(key)
+        if record is None or not cond(st, {var: (key, record)}):
+            return None
+        return key, key + record[tbl.sized_by]
 
     def ensures_broken(self, st: State, call: str, args: Mapping, outputs: Mapping) -> list[str]:
         cc = self.calls[call]

@@ -145,6 +145,10 @@ class ObservedDriver:
     forces the next one to be fresh (the runner does so at each test's last event).
     """
 
+    # Not forwarded to the driver: this view's pages are not the driver's arena's, so the executor
+    # compares them whole after every event (checker.drivers.lockcheck).
+    take_changed_spans = kernel_locked_in = tracks = None
+
     def __init__(self, driver: Driver, allocators: Mapping[str, Any], check_locks: bool = True):
         self._driver = driver
         self._allocators = allocators

@@ -1,0 +1,220 @@
+"""The executor's page-lock check, kept up to date event by event.
+
+After every event the executor compares the pages the spec's `pinned` declarations predict locked
+(each pinned entry's range, relocated into the driver's memory) with the pages the kernel holds
+locked. Computing both sides afresh costs a walk of every pinned entry and a reading of every
+mapping's lock state (/proc/self/smaps), per event; `LockCheck` keeps both sides and their
+differences instead, and after an event looks again only at:
+
+- model side: the entries the event's effect changed (the model state's journal), the entries whose
+  recorded addresses relocate differently (an allocation recorded or released), the entries whose
+  driver memory was mapped, unmapped or trimmed, and, at every event, the few entries whose memory
+  the driver's change reports do not cover (simulated device memory); a declaration whose condition
+  reads more than its entry's own fields is evaluated whole after every change of the state;
+- kernel side: the spans the driver itself reports having mapped, unmapped, locked or unlocked
+  (`take_changed_spans`), read for those pages alone (`kernel_locked_in`).
+
+A driver that offers no such reports (any driver but the reference one, unless it implements them)
+gets the whole comparison after every event, as does every driver at a trace's last event, where
+the kernel's locks are read afresh from smaps: that last reading also sees locks taken outside the
+driver's reports. Either way the findings are the same: the difference of two page sets, reported
+at every event while it lasts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from sortedcontainers import SortedList
+
+from ..model.semantics import Semantics
+from ..model.state import State
+from .pinning import PAGE_SIZE
+
+
+def pages_of(lo: int, hi: int) -> range:
+    return range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)
+
+
+class Mismatch(NamedTuple):
+    """The difference after an event: pages predicted locked that the kernel has not locked (with
+    the rule predicting the first), and pages locked that nothing predicts."""
+
+    missing: int
+    first_missing: int
+    rule: str
+    extra: tuple[int, ...]
+
+
+class LockCheck:
+    """Predicted against kernel-locked pages, for one execution (see the module's docstring).
+
+    `relocate_range(lo, hi)` gives a recorded range's place in the driver's memory (None: nowhere);
+    `take_relocated()` the recorded spans whose relocation changed since it last ran; `maps_onto(page)`
+    whether a recorded allocation lies on a driver page (an unpredicted lock elsewhere is no finding)."""
+
+    def __init__(self, sem: Semantics, driver: Any, relocate_range: Callable[[int, int], tuple[int, int] | None],
+                 take_relocated: Callable[[], list[tuple[int, int]]], maps_onto: Callable[[int], bool]):
+        self.sem, self.driver = sem, driver
+        self.relocate_range, self.take_relocated, self.maps_onto = relocate_range, take_relocated, maps_onto
+        self.owns = getattr(driver, "owns", None)
+        self.incremental = all(callable(getattr(driver, m, None))
+                               for m in ("take_changed_spans", "kernel_locked_in", "tracks"))
+        self.decls = sem.pinned_decls
+        self.rules = [rule for rule, _, _ in self.decls]
+        # (rule, key) -> where the entry's range lay in the driver's memory when first predicted, or
+        # None (stale: its memory went or moved under it; it predicts nothing until it goes).
+        self.pinned_at: dict[tuple[str, Any], tuple[int, int] | None] = {}
+        self.members: list[set] = [set() for _ in self.decls]  # per declaration: keys in pinned_at
+        self.by_key: SortedList = SortedList()  # (key, decl) of every entry predicting pages
+        self.by_place: SortedList = SortedList()  # (driver base, decl, key) of the same
+        self.untracked: set[tuple[int, Any]] = set()  # (decl, key) predicting pages the driver's reports miss
+        self.cover: dict[int, list[int]] = {}  # page -> per declaration, the entries predicting it
+        self.kernel: set[int] = set()  # pages the kernel holds locked, as last read
+        self.missing: set[int] = set()
+        self.extra: set[int] = set()  # locked, predicted by nothing (before the maps_onto filter)
+
+    # ---- after an event
+
+    def after_event(self, st: State, journal: list | None, last: bool) -> Mismatch | None:
+        """Bring both sides up to date after an event (`journal`: the changes the event made to `st`,
+        None when it changed nothing) and say how they differ, or None when they agree."""
+        if not self.incremental or last:
+            self.rebuild(st)
+        else:
+            dirty: set[int] = set()
+            for decl, key in self._entries_to_evaluate(st, journal):
+                self._evaluate(st, decl, key, dirty)
+            self._read_kernel(st, self.driver.take_changed_spans(), dirty)
+            self._compare(dirty)
+        return self.mismatch()
+
+    def rebuild(self, st: State) -> None:
+        """Both sides afresh: every pinned entry, and the kernel's locks read whole."""
+        for decl in range(len(self.decls)):
+            for key in self._keys_of(st, decl):
+                self._evaluate(st, decl, key, None)
+        take = getattr(self.driver, "take_changed_spans", None)
+        if take is not None:
+            take()  # the whole reading below covers them
+        self.take_relocated()
+        self.kernel = set(self.driver.kernel_locked_pages())
+        self.missing = {p for p in self.cover if p not in self.kernel}
+        self.extra = {p for p in self.kernel if p not in self.cover}
+
+    def mismatch(self) -> Mismatch | None:
+        if not self.missing and not self.extra:
+            return None
+        extra = tuple(sorted(p for p in self.extra if self.maps_onto(p))) if self.extra else ()
+        if not self.missing and not extra:
+            return None
+        first = min(self.missing) if self.missing else 0
+        rule = self._rule_of(first) if self.missing else ""
+        return Mismatch(len(self.missing), first, rule, extra)
+
+    # ---- the model side
+
+    def _entries_to_evaluate(self, st: State, journal: list | None) -> set[tuple[int, Any]]:
+        todo: set[tuple[int, Any]] = set(self.untracked)
+        if journal:
+            changed: dict[str, set] = {}
+            for table, key, _, _ in journal:
+                if table is not None:
+                    changed.setdefault(table, set()).add(key)
+            for decl, (_, table, local) in enumerate(self.decls):
+                keys = changed.get(table, ()) if local else self._keys_of(st, decl)
+                todo.update((decl, key) for key in keys)
+        for lo, hi in self.take_relocated():
+            todo.update((decl, key) for key, decl in self.by_key.irange((lo,), (hi,), inclusive=(True, False)))
+        return todo
+
+    def _keys_of(self, st: State, decl: int) -> set:
+        table = self.decls[decl][1]
+        return set(st.tables[table].rows) | self.members[decl]
+
+    def _evaluate(self, st: State, decl: int, key: Any, dirty: set[int] | None) -> None:
+        """The entry's prediction now, in place of its last one; the pages whose prediction changed
+        go into `dirty`."""
+        rule = self.rules[decl]
+        where = (rule, key)
+        span = self.sem.pinned_range(st, decl, key)
+        old = self.pinned_at.get(where)
+        if span is None:
+            new = None
+            if where in self.pinned_at:
+                del self.pinned_at[where]
+                self.members[decl].discard(key)
+        else:
+            moved = self.relocate_range(*span)
+            first = self.pinned_at.get(where, moved)
+            owned = moved is not None and (self.owns is None or self.owns(moved[0], max(moved[1] - moved[0], 1)))
+            new = moved if moved is not None and first == moved and owned else None
+            self.pinned_at[where] = new
+            self.members[decl].add(key)
+        if old == new:
+            return
+        if old is not None:
+            self._predict(decl, key, old, -1, dirty)
+        if new is not None:
+            self._predict(decl, key, new, +1, dirty)
+
+    def _predict(self, decl: int, key: Any, place: tuple[int, int], delta: int, dirty: set[int] | None) -> None:
+        entry = (place[0], decl, key)
+        if delta > 0:
+            self.by_key.add((key, decl))
+            self.by_place.add(entry)
+            if self.incremental and not self.driver.tracks(place[0], max(place[1] - place[0], 1)):
+                self.untracked.add((decl, key))
+        else:
+            self.by_key.discard((key, decl))
+            self.by_place.discard(entry)
+            self.untracked.discard((decl, key))
+        n = len(self.decls)
+        for page in pages_of(*place):
+            counts = self.cover.get(page)
+            if counts is None:
+                counts = self.cover[page] = [0] * n
+            counts[decl] += delta
+            if not any(counts):
+                del self.cover[page]
+            if dirty is not None:
+                dirty.add(page)
+
+    def _rule_of(self, page: int) -> str:
+        """The rule predicting a page: that of the first declaration with an entry on it."""
+        counts = self.cover[page]
+        return self.rules[next(d for d, c in enumerate(counts) if c)]
+
+    # ---- the kernel side
+
+    def _read_kernel(self, st: State, spans: list[tuple[int, int]], dirty: set[int]) -> None:
+        """Read the kernel's locks again on the driver's changed spans; entries predicting pages
+        there are evaluated again first (their memory may have gone)."""
+        if not spans:
+            return
+        for lo, hi in spans:
+            for base, decl, key in list(self.by_place.irange((lo,), (hi,), inclusive=(True, False))):
+                self._evaluate(st, decl, key, dirty)
+        for lo, hi in spans:
+            if (hi - lo) // PAGE_SIZE <= len(self.kernel):
+                gone = [p for p in pages_of(lo, hi) if p in self.kernel]
+            else:
+                gone = [p for p in self.kernel if lo <= p < hi]
+            self.kernel.difference_update(gone)
+            dirty.update(gone)
+        locked = self.driver.kernel_locked_in(spans)
+        self.kernel.update(locked)
+        dirty.update(locked)
+
+    def _compare(self, dirty: set[int]) -> None:
+        cover, kernel = self.cover, self.kernel
+        for p in dirty:
+            predicted, locked = p in cover, p in kernel
+            if predicted and not locked:
+                self.missing.add(p)
+            else:
+                self.missing.discard(p)
+            if locked and not predicted:
+                self.extra.add(p)
+            else:
+                self.extra.discard(p)

@@ -1,0 +1,168 @@
+"""checker.drivers.lockcheck: the executor's event-by-event page-lock check gives, at every event,
+the findings of the whole comparison (every pinned entry, every mapping's locks read from smaps)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checker.drivers import pinning
+from checker.drivers.execute import Execution, execute_trace
+from checker.drivers.executor import ReferenceDriver
+from checker.drivers.lockcheck import LockCheck, Mismatch
+from checker.engines.replay import semantics_for
+from checker.trace.reader import header_spec_ref, read_trace
+from tests.drivers import sloppy
+from tests.mutants import acl as acl_mutants
+from tests.mutants import cuda as cuda_mutants
+
+pytestmark = pytest.mark.usefixtures("real_pinning")
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = 4096
+PINNED, MAPPED = 0x10000000, 0x2
+ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
+
+# Drivers whose bugs are in what they lock: each gives findings of kind "pinning" somewhere.
+LOCK_BUGS = [ReferenceDriver, sloppy.PinnedDoesNotPin, sloppy.UnregisterKeepsLock,
+             acl_mutants.UnregisterKeepsLock, acl_mutants.PinnedDoesNotPin, acl_mutants.MallocHostNotLocked]
+
+
+class Whole:
+    """A driver's view without the change reports: a LockCheck on it compares whole every time."""
+
+    def __init__(self, driver):
+        self.kernel_locked_pages, self.owns = driver.kernel_locked_pages, driver.owns
+
+
+def assert_same_both_ways(path: str, cls: type, stale: list | None = None) -> list[Mismatch | None]:
+    """Execute the trace on `cls`; after each event, the incremental check's difference and its
+    entries' places must be those a whole comparison (in the same process, at the same moment)
+    finds. `stale` receives, per event, the entries that predict nothing any more."""
+    stale = [] if stale is None else stale
+    header, events = read_trace(path)
+    sem = semantics_for(header, None, path)
+    driver = cls()
+    driver.start(header_spec_ref(header, path), header.env)
+    try:
+        run = Execution(sem, driver, path)
+        assert run.locks is not None and run.locks.incremental
+        whole = LockCheck(sem, Whole(driver), run.relocator.relocate_range, lambda: [], run.relocator.maps_onto)
+        evs = list(events)
+        seen = []
+        for i, ev in enumerate(evs):
+            last = i == len(evs) - 1
+            run.step(ev, last=last)
+            seen.append(run.locks.mismatch())
+            assert seen[-1] == whole.after_event(run.driver_state, run.applied, last), (path, cls.__name__, ev.line)
+            assert run.locks.pinned_at == whole.pinned_at, (path, cls.__name__, ev.line)
+            stale.append({key for key, at in whole.pinned_at.items() if at is None})
+        return seen
+    finally:
+        driver.close()
+
+
+CORPUS = sorted((ROOT / "traces" / "acl").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("trace", CORPUS, ids=lambda p: p.stem)
+def test_corpus_traces_give_the_same_findings_both_ways(trace):
+    for cls in (ReferenceDriver, sloppy.PinnedDoesNotPin, acl_mutants.MallocHostNotLocked):
+        assert_same_both_ways(str(trace), cls)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", sorted((ROOT / "traces" / "cuda").glob("*.jsonl")), ids=lambda p: p.stem)
+def test_cuda_corpus_traces_give_the_same_findings_both_ways(trace):
+    for cls in (ReferenceDriver, *(getattr(cuda_mutants, n) for n in cuda_mutants.__all__)):
+        assert_same_both_ways(str(trace), cls)
+
+
+# ---- random Ascend traces, conforming or not, on drivers with and without lock bugs
+
+BASES = [0x7F00_0000_0000 + i * 64 * PAGE for i in range(4)]
+
+
+@st.composite
+def acl_events(draw) -> list[dict]:
+    """Calls over a few allocations, in any order: frees while registered, double registrations,
+    unregistrations of interior pointers and reuse of freed addresses all occur."""
+    events = []
+    for _ in range(draw(st.integers(1, 24))):
+        base = draw(st.sampled_from(BASES))
+        ptr = base + draw(st.sampled_from([0, 0, 100, PAGE, 3 * PAGE]))
+        size = draw(st.sampled_from([1, PAGE, 2 * PAGE + 8, 5 * PAGE]))
+        kind = draw(st.sampled_from(["malloc", "mallochost", "register", "register", "unregister", "free", "freehost",
+                                     "getdev"]))
+        ret = draw(st.sampled_from([0, 0, 0, 507910, 507911, 107000]))
+        if kind == "malloc":
+            events.append({"call": "malloc", "args": {"size": 8 * PAGE}, "out": {"ptr": base}})
+        elif kind == "mallochost":
+            events.append({"call": "aclrtMallocHost", "args": {"size": 8 * PAGE}, "ret": 0, "out": {"hostPtr": base}})
+        elif kind == "register":
+            flag = draw(st.sampled_from([PINNED, MAPPED, PINNED | MAPPED]))
+            events.append({"call": "aclrtHostRegisterV2", "args": {"ptr": ptr, "size": size, "flag": flag}, "ret": ret})
+        elif kind == "unregister":
+            events.append({"call": "aclrtHostUnregister", "args": {"ptr": ptr}, "ret": ret})
+        elif kind == "free":
+            events.append({"call": "free", "args": {"ptr": base}})
+        elif kind == "freehost":
+            events.append({"call": "aclrtFreeHost", "args": {"hostPtr": base}, "ret": 0})
+        else:
+            events.append({"call": "aclrtHostGetDevicePointer", "args": {"pHost": ptr, "flag": 0}, "ret": ret,
+                           **({"out": {"pDevice": 0x12_0000_0000 + ptr}} if ret == 0 else {})})
+    return events
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=acl_events(), cls=st.sampled_from(LOCK_BUGS))
+def test_random_traces_give_the_same_findings_both_ways(tmp_path, events, cls):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [ACL, *events]) + "\n")
+    assert_same_both_ways(str(path), cls)
+
+
+def test_a_mismatch_is_reported_at_every_event_it_lasts(tmp_path):
+    """A lock the driver left behind is a finding at each later event, not only where it arose."""
+    base = BASES[0]
+    events = [
+        {"call": "malloc", "args": {"size": 8 * PAGE}, "out": {"ptr": base}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": base, "size": 2 * PAGE, "flag": PINNED}, "ret": 0},
+        {"call": "aclrtHostUnregister", "args": {"ptr": base}, "ret": 0},
+        {"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 507911},
+        {"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 507911},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [ACL, *events]) + "\n")
+    assert [m is not None and len(m.extra) for m in assert_same_both_ways(str(path), sloppy.UnregisterKeepsLock)] \
+        == [False, False, 1, 1, 1]
+    report = execute_trace(str(path), sloppy.UnregisterKeepsLock)
+    assert [f.line for f in report.findings if f.rule == "EXEC-LOCK-EXTRA"] == [4, 5, 6]
+
+
+def test_without_the_kernel_probe_the_reading_falls_back_to_smaps(tmp_path, monkeypatch):
+    monkeypatch.setattr(pinning, "kernel_lock_probe", lambda: None)
+    trace = ROOT / "traces" / "acl" / "bad_free_while_registered.jsonl"
+    for cls in (ReferenceDriver, sloppy.PinnedDoesNotPin):
+        assert_same_both_ways(str(trace), cls)
+
+
+def test_an_allocation_recorded_over_a_live_one_makes_its_registration_stale(tmp_path):
+    """The recording hands out memory it never freed: the registration in it relocates elsewhere
+    now, with no memory of the driver's unmapped, so only the relocation says it went stale."""
+    base = BASES[0]
+    events = [
+        {"call": "malloc", "args": {"size": 8 * PAGE}, "out": {"ptr": base}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": base, "size": 2 * PAGE, "flag": PINNED}, "ret": 0},
+        {"call": "malloc", "args": {"size": 8 * PAGE}, "out": {"ptr": base}},
+        {"call": "aclrtHostGetDevicePointer", "args": {"pHost": base, "flag": 0}, "ret": 507911},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [ACL, *events]) + "\n")
+    stale: list = []
+    assert assert_same_both_ways(str(path), ReferenceDriver, stale) == [None] * 4
+    assert [("ACL-PIN-REGISTERED", base) in s for s in stale] == [False, False, True, True]
