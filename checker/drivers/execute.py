@@ -10,9 +10,9 @@ for each event, and compares:
   divergence   the driver's result differs from the recorded one, both allowed (informational)
   refused      an address argument relocates to no memory the trace allocated: the call is not made
                (or the driver refused it itself); informational
-  pinning      after the event, the pages the kernel reports locked (/proc/self/smaps) differ from
-               the pages the spec's `pinned` declarations predict (not checked for a spec that
-               has none: it predicts nothing)
+  pinning      after the event, the pages the kernel reports locked differ from the pages the
+               spec's `pinned` declarations predict (not checked for a spec that has none: it
+               predicts nothing); checker.drivers.lockcheck keeps both sides event by event
 
 Two model states are kept: one follows the recorded results (for the replay findings), the other the
 driver's results (to judge the driver and to predict its page locks), so one divergence does not

@@ -662,12 +662,15 @@ class _FastWalker:
         needs_outputs = cp.is_event and bool(cp.outputs)
         # and a call whose last draws found no step in other states gets fewer: half per such step in a row
         streak = self.streaks.get(name, 0)
+        # What the draws below read and the state they draw in stay as they are until one is taken.
+        keys = self.live_keys(name) if cp.wants_keys else ()
+        draw_inputs, is_event, machine = cp.draw_inputs, cp.is_event, maker is not None and checks is not None
         for _ in range(1 if passed else max(1, self.tries >> streak)):
             if needs_outputs and self.output_draws <= 0:
                 break
-            ins = cp.draw_inputs(rnd, self.live_keys(name) if cp.wants_keys else ())
-            wants_success = cp.is_event or rnd() < SUCCESS_BIAS  # an event has no failure to choose
-            if maker is None or checks is None or (checks and not _fits(ins, checks)):
+            ins = draw_inputs(rnd, keys)
+            wants_success = is_event or rnd() < SUCCESS_BIAS  # an event has no failure to choose
+            if not machine or (checks and not _fits(ins, checks)):
                 taken = self.general(cp, ins, None, wants_success, seen)
             else:
                 # The probe first: most draws break an obligation, and it tells so more cheaply
