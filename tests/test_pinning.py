@@ -491,3 +491,11 @@ def test_the_kernel_probe_is_confirmed_on_this_kernel(real_pinning):
         arena.lock(b + P, 2 * P)
         assert arena.kernel_locked_in([(b, b + 4 * P)]) == {b + P, b + 2 * P}
         assert probe(b, P) == 0 and probe(b + P, P) == errno.EINVAL
+
+
+def test_changed_spans_nobody_takes_stay_few_and_cover_every_change(real_pinning):
+    with PinnedArena() as arena:
+        buffers = [arena.allocate(P) for _ in range(p.MAX_CHANGED_SPANS + 10)]
+        spans = arena.take_changed_spans()
+        assert len(spans) <= p.MAX_CHANGED_SPANS
+        assert all(any(lo <= b < hi for lo, hi in spans) for b in buffers)

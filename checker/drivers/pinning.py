@@ -42,6 +42,9 @@ from .lockcounts import LockCounts
 
 PAGE_SIZE = mmap.PAGESIZE
 DEFAULT_MAX_LOCKED_BYTES = 256 * 1024 * 1024
+# Changed spans kept for `take_changed_spans`; past this they are merged (a covering span reads
+# more pages again, never fewer).
+MAX_CHANGED_SPANS = 4096
 
 CODE_MLOCK_REFUSED = "X0801"
 CODE_CAP_EXCEEDED = "X0802"
@@ -296,7 +299,7 @@ class PinnedArena:
         address = _address_of(view)
         region = Region(RegionKind.BUFFER, address, size, address, length, address)
         self._mappings[address] = _Mapping(region, view, fd)
-        self._changed.append((address, address + length))
+        self._note_change(address, address + length)
         return address
 
     def free(self, address: int) -> None:
@@ -337,7 +340,7 @@ class PinnedArena:
         region = Region(RegionKind.ALIAS, device, size, base, length, host.address)
         self._mappings[base] = _Mapping(region, view, offset=offset)
         self._aliases.setdefault(host.address, set()).add(base)
-        self._changed.append((base, base + length))
+        self._note_change(base, base + length)
         return device
 
     def unalias(self, device_address: int) -> None:
@@ -373,7 +376,7 @@ class PinnedArena:
         if err:
             raise MappingFailed(err, f"releasing {_show(address, length)} failed: {_strerror(err)}")
         self._counts.drop(address, address + length)  # those pages are gone, and their locks with them
-        self._changed.append((address, address + length))
+        self._note_change(address, address + length)
         _libc_mm().punch_hole(mapping.fd, lo, length)  # best effort: only the memory's return depends on it
         end = address + length
         region = Region(RegionKind.BUFFER, end, buffer.size - length, end, buffer.map_length - length, end)
@@ -469,6 +472,13 @@ class PinnedArena:
         for lo, hi in inside:
             pages += _locked_pages(probe, lo, hi)
         return frozenset(pages)
+
+    def _note_change(self, lo: int, hi: int) -> None:
+        changed = self._changed
+        changed.append((lo, hi))
+        if len(changed) > MAX_CHANGED_SPANS:  # nobody takes them (no event-by-event check): stay small
+            merged = _merged(changed)
+            self._changed = merged if len(merged) <= MAX_CHANGED_SPANS // 2 else [(merged[0][0], merged[-1][1])]
 
     def _live_parts(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The parts of sorted, disjoint spans that lie in the arena's mappings (found by bisection:
@@ -586,7 +596,7 @@ class PinnedArena:
         """Apply `do` to every run, or, if one fails, `undo` those already done and raise."""
         done: list[tuple[int, int]] = []
         for start, length in runs:
-            self._changed.append((start, start + length))
+            self._note_change(start, start + length)
             err = do(start, length)
             if err:
                 for d_start, d_length in reversed(done):
@@ -601,7 +611,7 @@ class PinnedArena:
             self._calls.munlock(start, length)
         self._unmap(mapping)
         del self._mappings[region.map_address]
-        self._changed.append((region.map_address, region.map_address + region.map_length))
+        self._note_change(region.map_address, region.map_address + region.map_length)
         if region.kind is RegionKind.ALIAS:
             siblings = self._aliases.get(region.buffer)
             if siblings is not None:
