@@ -166,3 +166,100 @@ def test_an_allocation_recorded_over_a_live_one_makes_its_registration_stale(tmp
     stale: list = []
     assert assert_same_both_ways(str(path), ReferenceDriver, stale) == [None] * 4
     assert [("ACL-PIN-REGISTERED", base) in s for s in stale] == [False, False, True, True]
+
+
+# ---- conditions that read more than their entry, on a driver of its own (no real memory)
+
+PINS_SPEC = """spec pins "pinned conditions that read a variable and another table"
+source DOC "d" "d"
+status int success 0
+record Buf { sz: u64 }
+record Hold { on: bool }
+table bufs: addr -> Buf sized by sz
+table holds: addr -> Hold
+var armed: bool = false
+event put(p: addr, s: u64) {
+  effect PINS-PUT: { bufs[p] = { sz: s } }
+    cite DOC "d"
+}
+event drop(p: addr) {
+  effect PINS-DROP: { if p in bufs { delete bufs[p] } }
+    cite DOC "d"
+}
+event hold(p: addr, on: bool) {
+  effect PINS-HOLD: { holds[p] = { on: on } }
+    cite DOC "d"
+}
+event arm(on: bool) {
+  effect PINS-ARM: { armed = on }
+    cite DOC "d"
+}
+pinned PINS-ARMED: b in bufs where armed
+  cite DOC "d"
+pinned PINS-HELD: b in bufs where exists h in holds: h.key == b.key and h.on
+  cite DOC "d"
+pinned PINS-BIG: b in bufs where b.sz > 8192
+  cite DOC "d"
+"""
+
+
+class FakeDriver:
+    """Locks a set of pages it is told to, and reports each change as a span."""
+
+    def __init__(self):
+        self.kernel: set[int] = set()
+        self.spans: list[tuple[int, int]] = []
+
+    def lock(self, lo, hi, on):
+        pages = set(range(lo, hi, PAGE))
+        self.kernel = self.kernel | pages if on else self.kernel - pages
+        self.spans.append((lo, hi))
+
+    def kernel_locked_pages(self):
+        return frozenset(self.kernel)
+
+    def take_changed_spans(self):
+        spans, self.spans = self.spans, []
+        return spans
+
+    def kernel_locked_in(self, spans):
+        return frozenset(p for p in self.kernel if any(lo <= p < hi for lo, hi in spans))
+
+    def tracks(self, address, size):
+        return True
+
+    def owns(self, address, size):
+        return True
+
+
+PIN_OPS = st.lists(st.tuples(st.sampled_from(["put", "drop", "hold", "arm", "lock", "unlock"]), st.integers(0, 3),
+                             st.sampled_from([PAGE, 3 * PAGE]), st.booleans()), max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=PIN_OPS)
+def test_conditions_that_read_the_state_are_evaluated_again_after_any_change(ops):
+    from checker.language.load import check_source
+    from checker.language.source import SourceFile
+    from checker.model.semantics import Semantics
+
+    sem = Semantics(check_source(SourceFile.of("<pins>", PINS_SPEC)), {})
+    assert [local for _, _, local in sem.pinned_decls] == [False, False, True]
+    st_ = sem.initial_state()
+    driver = FakeDriver()
+    same = (lambda lo, hi: (lo, hi)), (lambda: []), (lambda page: True)
+    check = LockCheck(sem, driver, *same)
+    whole = LockCheck(sem, Whole(driver), *same)
+    assert check.incremental and not whole.incremental
+    for op, which, size, on in ops:
+        base = 0x10_0000 + which * 4 * PAGE
+        journal = None
+        if op in ("lock", "unlock"):
+            driver.lock(base, base + size, op == "lock")
+        else:
+            args = {"put": {"p": base, "s": size}, "drop": {"p": base}, "hold": {"p": base, "on": on},
+                    "arm": {"on": on}}[op]
+            sem.apply(st_, op, args, {})
+            journal = st_.journal
+        assert check.after_event(st_, journal, False) == whole.after_event(st_, journal, False), (op, which, size, on)
+        assert check.pinned_at == whole.pinned_at
