@@ -34,10 +34,11 @@ class LockCounts:
 
     def segments(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int, int]]:
         """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
-        i = bisect.bisect_right(self._starts, lo) - 1
-        if i < 0:
-            i = 0
-        for start in self._starts[i:]:
+        starts = self._starts
+        i = max(bisect.bisect_right(starts, lo) - 1, 0)
+        while i < len(starts):  # by index: a slice of the rest would copy it for every call
+            start = starts[i]
+            i += 1
             end, count = self._segs[start]
             if hi is not None and start >= hi:
                 break
