@@ -137,3 +137,79 @@ def test_the_default_cache_is_private_to_the_user(tmp_path):
                     "from checker.language.parser import grammar_cache_file\nprint(grammar_cache_file())")
     path = Path(result.stdout.strip())
     assert path.parent == tmp_path / "regcheck" and (path.parent.stat().st_mode & 0o777) == 0o700, result
+
+
+# ---------------------------------------------------------------- the parsed-spec cache
+
+# Loads a spec file by path and prints a digest of its checked form and whether lark was imported.
+LOAD_PROBE = """
+    import hashlib, sys
+    from checker.language.load import load_spec
+    spec = load_spec({path!r})
+    print(hashlib.sha256(repr(sorted((k, repr(v)) for k, v in spec.rules.items())).encode()).hexdigest(),
+          "lark" in sys.modules)
+"""
+
+
+def load_probe(cache_dir: Path, path: Path) -> tuple[str, bool]:
+    head = f"import os\nos.environ['REGCHECK_CACHE_DIR'] = {str(cache_dir)!r}\n"
+    result = python(head + textwrap.dedent(LOAD_PROBE.format(path=str(path))))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    digest, lark = result.stdout.split()
+    return digest, lark == "True"
+
+
+def ast_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("spec-ast-*.pickle"))
+
+
+def test_a_spec_read_again_comes_from_the_cache_without_the_parser(tmp_path):
+    spec = tmp_path / "acl.spec"
+    spec.write_text((ROOT / "spec" / "acl.spec").read_text())
+    digest, parsed = load_probe(tmp_path / "cache", spec)
+    assert parsed and len(ast_files(tmp_path / "cache")) == 1
+    assert load_probe(tmp_path / "cache", spec) == (digest, False)  # the same spec, and lark never imported
+
+
+def test_the_cached_ast_is_the_parsed_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("REGCHECK_CACHE_DIR", str(tmp_path))
+    from checker.language.load import parsed, read_spec_source
+    from checker.language.parser import parse_spec
+    src = read_spec_source("cuda")
+    parsed(src, cached=True)
+    assert len(ast_files(tmp_path)) == 1
+    assert parsed(src, cached=True) == parse_spec(src.text, src.path)
+
+
+def test_an_edited_spec_is_parsed_again_and_a_corrupt_file_is_no_error(tmp_path):
+    spec = tmp_path / "acl.spec"
+    text = (ROOT / "spec" / "acl.spec").read_text()
+    spec.write_text(text)
+    first, _ = load_probe(tmp_path / "cache", spec)
+    spec.write_text(text.replace("ACL-REG-ALIGN", "ACL-REG-ALIGNED"))
+    edited, parsed = load_probe(tmp_path / "cache", spec)
+    assert parsed and edited != first and len(ast_files(tmp_path / "cache")) == 2
+    for f in ast_files(tmp_path / "cache"):
+        f.write_bytes(f.read_bytes()[:100])
+    assert load_probe(tmp_path / "cache", spec) == (edited, True)  # read again from the text, and stored whole
+    assert load_probe(tmp_path / "cache", spec) == (edited, False)
+
+
+def test_the_cache_keeps_a_bounded_number_of_specs(tmp_path, monkeypatch):
+    from checker.language import load
+    monkeypatch.setenv("REGCHECK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(load, "AST_CACHE_FILES", 3)
+    text = (ROOT / "spec" / "acl.spec").read_text()
+    for i in range(5):
+        load.parsed(load.SourceFile.of(f"<n{i}>", text), cached=True)
+    assert len(ast_files(tmp_path)) == 3
+
+
+def test_a_cache_folder_others_can_write_holds_no_ast(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    spec = tmp_path / "acl.spec"
+    spec.write_text((ROOT / "spec" / "acl.spec").read_text())
+    assert load_probe(shared, spec)[1] and load_probe(shared, spec)[1]  # parsed each time
+    assert ast_files(shared) == []

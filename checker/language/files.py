@@ -35,6 +35,22 @@ CODE_CANNOT_WRITE = "E0603"
 STDIN = "-"  # the path that stands for standard input, where a caller allows it
 
 
+def private_cache_dir() -> str | None:
+    """This user's cache folder: REGCHECK_CACHE_DIR, else $XDG_CACHE_HOME/regcheck, else
+    ~/.cache/regcheck (made 0700); None when it cannot be made or another user could write to it
+    (what is cached there is read with pickle, so nobody else may plant a file in it)."""
+    folder = os.environ.get("REGCHECK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "regcheck")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return None
+    return folder
+
+
 def open_input(path: str, code: str, what: str, verb: str = "open", stdin: bool = False) -> BinaryIO:
     """Open a file for reading, refusing what is not a regular file (a FIFO would block, a device
     such as /dev/zero never ends): RegcheckError `code` ("cannot VERB WHAT: why") otherwise.

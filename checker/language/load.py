@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import re
+import tempfile
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from . import syntax as S
 from .checked import CheckedSpec
 from .diagnostics import RegcheckError, error
-from .files import open_input
-from .parser import parse_spec
+from .files import open_input, private_cache_dir
 from .source import SourceFile, Span
 from .typecheck import check_spec
 
@@ -119,11 +122,12 @@ def set_spec_limits(max_bytes: int | None = None, max_nesting: int | None = None
         clear_spec_cache()  # a spec read under other limits is read again
 
 
-def check_source(src: SourceFile) -> CheckedSpec:
+def check_source(src: SourceFile, cached: bool = False) -> CheckedSpec:
     """Parse and check; a spec nested deeper than MAX_NESTING (251 `and` terms, 5,000 `not`s) is
-    E0104 before any recursive pass sees it."""
+    E0104 before any recursive pass sees it. With `cached`, the parse is kept in this user's cache
+    folder and read from there the next time (`parsed`)."""
     try:
-        spec = parse_spec(src.text, src.path)
+        spec = parsed(src, cached)
     except RecursionError:
         raise _too_deep(f"more than the parser can nest (at most {_limits['nesting']} levels are allowed)",
                         Span(src.path, 0, 0)) from None
@@ -136,6 +140,76 @@ def check_source(src: SourceFile) -> CheckedSpec:
     except RecursionError:  # a pass that recurses more per level than the limit allows for
         raise _too_deep(f"too deep to check (at most {_limits['nesting']} levels are allowed)",
                         Span(src.path, 0, 0)) from None
+
+
+def parsed(src: SourceFile, cached: bool = False) -> S.SpecFile:
+    """The spec file's AST. Parsing a bundled spec costs more than the rest of a short replay (lark's
+    import, its tables, the parse), so with `cached` the AST of a spec that parsed is pickled into
+    `private_cache_dir()` under a digest of its path and text and of the parser's own code and
+    grammar, and read from there while all of them stay the same (any failure to read it: parsed
+    again). Only specs read from files are cached (load_spec), and at most AST_CACHE_FILES of them."""
+    path = _ast_cache_path(src) if cached else None
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                spec = pickle.load(f)
+            if isinstance(spec, S.SpecFile):
+                return spec
+        except Exception:  # noqa: BLE001 - a missing, truncated or stale file: parse instead
+            pass
+    from .parser import parse_spec  # lark: imported only when a spec must be parsed
+
+    spec = parse_spec(src.text, src.path)
+    if path is not None:
+        _store_ast(path, spec)
+    return spec
+
+
+AST_CACHE_FILES = 64
+
+
+@lru_cache(maxsize=1)
+def _parser_fingerprint() -> bytes:
+    """The parser's code, its AST's classes and the grammar: a change to any makes every cached AST stale."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in ("grammar.lark", "parser.py", "syntax.py", "source.py"):
+        digest.update((here / name).read_bytes())
+    return digest.digest()
+
+
+def _ast_cache_path(src: SourceFile) -> str | None:
+    folder = private_cache_dir()
+    if folder is None:
+        return None
+    try:
+        fingerprint = _parser_fingerprint()
+    except OSError:
+        return None
+    key = hashlib.sha256(fingerprint + src.path.encode("utf-8", "surrogatepass") + b"\0" +
+                         src.text.encode("utf-8", "surrogatepass")).hexdigest()
+    return os.path.join(folder, f"spec-ast-{key[:40]}.pickle")
+
+
+def _store_ast(path: str, spec: S.SpecFile) -> None:
+    """Write the AST beside the others (atomically: a reader never sees half a file), then keep the
+    AST_CACHE_FILES newest. A failure only means the next run parses again."""
+    folder = os.path.dirname(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".spec-ast-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(spec, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        kept = sorted((e for e in os.scandir(folder) if e.name.startswith("spec-ast-")),
+                      key=lambda e: e.stat().st_mtime, reverse=True)
+        for old in kept[AST_CACHE_FILES:]:
+            os.unlink(old.path)
+    except (OSError, pickle.PicklingError, RecursionError):
+        pass
 
 
 def _too_deep(what: str, span: Span) -> RegcheckError:
@@ -170,7 +244,7 @@ def load_spec(name_or_path: str) -> CheckedSpec:
 
 @lru_cache(maxsize=16)
 def _load_found(name_or_path: str) -> CheckedSpec:
-    return check_source(read_spec_source(name_or_path))
+    return check_source(read_spec_source(name_or_path), cached=True)
 
 
 def clear_spec_cache() -> None:

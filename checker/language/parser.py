@@ -13,6 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import syntax as S
 from .diagnostics import Diagnostic, RegcheckError, error
+from .files import private_cache_dir
 from .source import Span
 
 # Friendly names for the grammar's terminals, used in "expected ..." messages.
@@ -41,18 +42,10 @@ def _grammar() -> Lark:
 
 
 def grammar_cache_file() -> str | None:
-    """Where the parse tables are cached: REGCHECK_CACHE_DIR, else $XDG_CACHE_HOME/regcheck, else
-    ~/.cache/regcheck; None (no cache) when that directory cannot be made private to this user."""
-    folder = os.environ.get("REGCHECK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "regcheck")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        info = os.stat(folder)
-    except OSError:
-        return None
-    if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        return None  # another user could plant a pickle there
-    return os.path.join(folder, f"grammar-lark-{lark_version}.cache")
+    """Where the parse tables are cached: in `files.private_cache_dir()`; None (no cache) when
+    there is no such folder."""
+    folder = private_cache_dir()
+    return None if folder is None else os.path.join(folder, f"grammar-lark-{lark_version}.cache")
 
 
 def parse_spec(text: str, path: str = "<spec>") -> S.SpecFile:
