@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
 import re
@@ -170,11 +171,17 @@ AST_CACHE_FILES = 64
 
 @lru_cache(maxsize=1)
 def _parser_fingerprint() -> bytes:
-    """The parser's code, its AST's classes and the grammar: a change to any makes every cached AST stale."""
+    """The parser's code, its AST's classes, the grammar and lark's release (its package's
+    __init__, which names it, read without importing lark): a change to any makes every cached AST
+    stale."""
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for name in ("grammar.lark", "parser.py", "syntax.py", "source.py"):
         digest.update((here / name).read_bytes())
+    lark = importlib.util.find_spec("lark")
+    if lark is None or lark.origin is None:
+        raise OSError("lark is not installed")
+    digest.update(Path(lark.origin).read_bytes())
     return digest.digest()
 
 
