@@ -70,3 +70,88 @@ def test_version_says_whether_the_c_module_is_in_use(capsys):
     assert out.startswith("regcheck ")
     assert ("C speedups: on" in out) == (NATIVE is not None)
     assert ("C speedups: off" in out) == (NATIVE is None)
+
+
+# ---- the C module's containers behave as the Python ones they stand for
+
+from collections import deque  # noqa: E402
+import pickle  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_wheres = st.tuples(st.sampled_from(["regs", "allocs", 7]),
+                    st.one_of(st.integers(-3, 40), st.sampled_from([2**63 - 1, -2**63, 2**64, "k"])))
+_values = st.one_of(st.tuples(st.integers(0, 50), st.sampled_from(["malloc", "free"])),
+                    st.sampled_from([(2**70, "big"), "odd"]))
+_made_ops = st.lists(st.tuples(st.sampled_from(["setdefault", "pop", "set", "del", "get", "in"]), _wheres, _values),
+                     max_size=80)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(_made_ops)
+def test_made_is_a_dict(ops):
+    """Replayer.created's Made gives what a dict gives, in a dict's order, after any operations
+    (keys and values it cannot hold in its slots included)."""
+    made, ref = NATIVE.Made(), {}
+    for op, where, value in ops:
+        if op == "setdefault":
+            assert made.setdefault(where, value) == ref.setdefault(where, value)
+        elif op == "pop":
+            assert made.pop(where, None) == ref.pop(where, None)
+        elif op == "set":
+            made[where] = ref[where] = value
+        elif op == "del":
+            if where in ref:
+                del made[where], ref[where]
+            else:
+                with pytest.raises(KeyError):
+                    del made[where]
+        elif op == "get":
+            assert made.get(where) == ref.get(where) and made.get(where, 5) == ref.get(where, 5)
+        else:
+            assert (where in made) == (where in ref)
+        assert len(made) == len(ref)
+    assert made.items() == list(ref.items()) and made.keys() == list(ref) and list(made) == list(ref)
+    assert dict(made) == ref and dict(pickle.loads(pickle.dumps(made))) == ref
+    for where in ref:
+        assert made[where] == ref[where]
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 5), st.lists(st.tuples(st.integers(-2, 3), st.one_of(st.integers(0, 9), st.just(2**64)),
+                                             st.integers(0, 9), st.integers(0, 99)), max_size=30))
+def test_ring_is_a_deque_of_4_tuples(maxlen, items):
+    """The removals' and the recent calls' Ring holds what a deque(maxlen) of 4-tuples holds."""
+    ring, ref = NATIVE.Ring(maxlen), deque(maxlen=maxlen)
+    for item in items:
+        ring.append(item)
+        ref.append(item)
+        assert len(ring) == len(ref) and list(ring) == list(ref) and list(reversed(ring)) == list(reversed(ref))
+    assert ring.maxlen == maxlen and [ring[i] for i in range(-len(ref), len(ref))] == [ref[i] for i in range(-len(ref), len(ref))]
+    assert list(pickle.loads(pickle.dumps(ring))) == list(ref)
+    with pytest.raises(TypeError):
+        ring.append((1, 2))
+    ring.clear()
+    assert list(ring) == []
+
+
+@needs_native
+def test_made_holds_many_entries_as_a_dict():
+    """Growth and deletion in the slots (page-aligned keys, which an int's hash keeps alike)."""
+    import random
+    rng, made, ref = random.Random(7), NATIVE.Made(), {}
+    live: list = []
+    for line in range(30_000):
+        if live and rng.random() < 0.45:
+            where = live.pop(rng.randrange(len(live)))
+            assert made.pop(where) == ref.pop(where)
+        else:
+            where = (rng.choice(["regs", "host_allocs"]), 0x7F00_0000_0000 + rng.randrange(1 << 16) * 4096)
+            if where not in ref:
+                live.append(where)
+            assert made.setdefault(where, (line, "call")) == ref.setdefault(where, (line, "call"))
+    assert len(made) == len(ref) and made.items() == list(ref.items())
+    assert all(made.get(w) == v for w, v in ref.items()) and made.get(("regs", 1)) is None

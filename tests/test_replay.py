@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -406,16 +407,18 @@ def test_the_c_remember_is_the_python_remember(events):
     """Event after event (each a journal of changes), both note the same creating lines, keep an
     update's creating line, and list the same removals."""
     ways = []
-    for make in (_remembering, _python_remembering):
-        created: dict = {}
-        removed: deque = deque(maxlen=4)
+    for make, made, window in ((_remembering, dict, partial(deque, maxlen=4)),
+                               (_python_remembering, dict, partial(deque, maxlen=4)),
+                               (_remembering, NATIVE.Made, partial(NATIVE.Ring, 4))):  # as the replayer's
+        created = made()
+        removed = window()
         journal: list = []
         remember = make(created, removed, journal)
         for line, changes in enumerate(events, 2):
             journal[:] = [(table, key, op, None) for table, key, op in changes]
             remember(line, f"call{line}")
-        ways.append((created, list(removed)))
-    assert ways[0] == ways[1]
+        ways.append((list(dict(created).items()), list(removed)))
+    assert ways[0] == ways[1] == ways[2]
 
 
 # ---- citations a user can follow

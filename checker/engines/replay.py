@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..fast.fastpath import DECODE_ERRORS, THREAD_WINDOW, fast_path
+from ..fast.fastpath import DECODE_ERRORS, THREAD_WINDOW, fast_path, window
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
@@ -201,11 +201,13 @@ class Replayer:
         self.path = path
         self.state: State = sem.initial_state()
         self.shapes = _shapes(sem)
-        # (table, key) -> (line, call) of the event that created each live entry
-        self.created: dict[tuple[str, Any], tuple[int, str]] = {}
+        # (table, key) -> (line, call) of the event that created each live entry: a dict, or where
+        # the C module is built its Made (the same mapping, without two tuples per entry)
+        self.created: dict[tuple[str, Any], tuple[int, str]] = {} if NATIVE is None else NATIVE.Made()
         # (table, key, line, call) of the last REMOVED_WINDOW removals, oldest first: appending is
         # all a removal costs; `_related` picks the latest removal of each entry not live again.
-        self.removed: deque[tuple[str, Any, int, str]] = deque(maxlen=REMOVED_WINDOW)
+        # (A deque, or the C module's Ring, which holds the same items without a tuple each.)
+        self.removed: deque[tuple[str, Any, int, str]] = window(REMOVED_WINDOW)
         # remember(line, call): after a success effect, note which line created or removed each entry
         # that `state.journal` lists (a closure: it runs for most events of a trace)
         self._remember = _remembering(self.created, self.removed, self.state.journal)
@@ -377,14 +379,14 @@ class Replayer:
         return findings
 
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
-        window = self.recent.get(call)
-        if window is None:
-            window = self.recent[call] = deque(maxlen=THREAD_WINDOW)
+        recent = self.recent.get(call)
+        if recent is None:
+            recent = self.recent[call] = window(THREAD_WINDOW)
         clash = None
-        for tid, t0, t1, line in window:
+        for tid, t0, t1, line in recent:
             if tid != ev.tid and t0 <= ev.t1 and ev.t0 <= t1:
                 clash = line
-        window.append((ev.tid, ev.t0, ev.t1, ev.line))
+        recent.append((ev.tid, ev.t0, ev.t1, ev.line))
         return clash
 
     # ---- explaining
@@ -487,20 +489,24 @@ class Replayer:
 
 
 def _remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
+    """remember(line, call): created[(table, key)] = (line, call) for each put of `journal` to an
+    entry not in `created` yet (an update keeps the creating line); each removal leaves `created`
+    and goes to `removed` as (table, key, line, call)."""
     if NATIVE is not None:  # the same function in C (checker/native/_native.c)
-        return partial(NATIVE.remember, created, removed.append, journal)
+        return partial(NATIVE.remember, created, removed, journal)
     return _python_remembering(created, removed, journal)
 
 
 def _python_remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
     def remember(line: int, call: str) -> None:
+        made = None
         for table, key, op, _ in journal:
             if table is None:
                 continue
             if op == "put":
-                where = (table, key)
-                if where not in created:  # an update keeps the creating line
-                    created[where] = (line, call)
+                if made is None:
+                    made = (line, call)
+                created.setdefault((table, key), made)  # an update keeps the creating line
             else:
                 created.pop((table, key), None)
                 removed.append((table, key, line, call))

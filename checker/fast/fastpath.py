@@ -122,21 +122,30 @@ def fast_path_deciding(sem: Semantics, st: State, remember: Callable[[int, str],
     machine = MACHINE_STEPS and NATIVE is not None and all(isinstance(t, NATIVE.TableCore) for t in tables)
     for struct, (call, make) in compiled.makers.items():
         decide = decider(sem, call)
-        window = None
+        calls = None
         if sem.calls[call].thread_rule is not None:
             if recent is None:
                 continue
-            window = recent.setdefault(call, deque(maxlen=THREAD_WINDOW))
+            calls = recent.get(call)
+            if calls is None:
+                calls = recent[call] = window(THREAD_WINDOW)
         if machine and struct in compiled.machines:
             program, structs = compiled.machines[struct]
             binding = (tables, st.vars, st.journal, st, remember, decide, {}, {}, call, UNSET, (EvalError, KeyError),
-                       window)
+                       calls)
             steps[struct] = NATIVE.Step(program.code, program.consts, program.sets, program.names, program.entries,
                                         program.param_kinds, program.output_kinds, structs, program.enums,
                                         program.success, binding)
         else:
-            steps[struct] = make(st, remember, {}, {}, decide, window)
+            steps[struct] = make(st, remember, {}, {}, decide, calls)
     return FastPath(compiled.decode, steps)
+
+
+def window(maxlen: int) -> deque:
+    """An empty window of the last `maxlen` 4-tuples appended, oldest first (the replayer's removals
+    and its windows of recent calls): a deque, or where the C module is built its Ring (the same
+    items, kept without a tuple object each, which the C steps scan and fill directly)."""
+    return deque(maxlen=maxlen) if NATIVE is None else NATIVE.Ring(maxlen)
 
 
 def _never(o: Any, line: int) -> bool:

@@ -77,13 +77,6 @@ class _TableOps:
         """The ordered index of a table grown past SMALL keys (the pure-Python one)."""
         return SortedList(keys)
 
-    def _add_key(self, keys, key) -> None:
-        try:
-            keys.add(key)
-        except (OverflowError, TypeError):  # a key SortedKeys cannot hold: a SortedList holds any
-            self.keys = SortedList(keys)
-            self.keys.add(key)
-
     def put(self, key, record: dict) -> None:
         rows = self.rows
         old = rows.get(key)
@@ -102,7 +95,11 @@ class _TableOps:
                         except (OverflowError, TypeError):
                             self.keys = SortedList(keys)
                 else:
-                    self._add_key(keys, key)
+                    try:
+                        keys.add(key)
+                    except (OverflowError, TypeError):  # a key SortedKeys cannot hold: a SortedList holds any
+                        self.keys = SortedList(keys)
+                        self.keys.add(key)
             else:
                 self._forget_size(old[field])
             size = record[field]
@@ -217,6 +214,8 @@ class _TableOps:
     # range asked about is an entry's own), then the window of `overlapping` / `containing` and the
     # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
     # `contains_addr` below on (k, k + size)). Written out in each, because they run for most events.
+    # The window skips the exact key: its test there is the exact hit's, with the same answer (the
+    # spec's predicates are pure), so asking it again would only repeat the predicate.
     def any_overlapping(self, base: int, end: int, pred: Callable | None = None) -> bool:
         rows = self.rows
         if not rows or end <= base:
@@ -230,7 +229,33 @@ class _TableOps:
             largest = self.max_size()
         if largest <= 0:
             return False
-        for k in self._keys_between(*overlap_window(base, end, largest)):
+        keys = self.keys
+        lo = base - largest + 1  # overlap_window(base, end, largest), inline
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            if i == len(keys) or keys[i] >= end:  # no key in the window (a range no entry is near)
+                return False
+            if keys[i] == base and (i + 1 == len(keys) or keys[i + 1] >= end):  # only the exact key's
+                return False
+            window = keys[i:bisect_left(keys, end, i)]
+        elif type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
+            maxes = keys._maxes
+            pos = bisect_left(maxes, lo)
+            if pos == len(maxes):
+                return False
+            sub = keys._lists[pos]
+            i = bisect_left(sub, lo)
+            if sub[i] >= end:  # (sub[i] exists: the sublist's largest key is >= lo)
+                return False
+            if sub[i] == base and (sub[i + 1] >= end if i + 1 < len(sub) else pos + 1 == len(maxes)):
+                return False  # only the exact key's
+            j = bisect_left(sub, end, i)
+            window = sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, end)
+        else:
+            window = self._keys_between(lo, end)
+        for k in window:
+            if k == base:
+                continue
             record = rows[k]
             size = record[field]
             if size > 0 and base < k + size and (pred is None or pred((k, record))):  # k < end: the window's bound
@@ -248,7 +273,33 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        for k in self._keys_between(*containment_window(base, end, largest)):
+        keys = self.keys
+        lo = (base if base < end else end) - largest  # containment_window(base, end, largest), inline
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            if i == len(keys) or keys[i] >= base + 1:  # no key in the window (a range no entry is near)
+                return False
+            if keys[i] == base and (i + 1 == len(keys) or keys[i + 1] >= base + 1):  # only the exact key's
+                return False
+            window = keys[i:bisect_left(keys, base + 1, i)]
+        elif type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
+            maxes = keys._maxes
+            pos = bisect_left(maxes, lo)
+            if pos == len(maxes):
+                return False
+            sub = keys._lists[pos]
+            i = bisect_left(sub, lo)
+            if sub[i] >= base + 1:  # (sub[i] exists: the sublist's largest key is >= lo)
+                return False
+            if sub[i] == base and (sub[i + 1] >= base + 1 if i + 1 < len(sub) else pos + 1 == len(maxes)):
+                return False  # only the exact key's
+            j = bisect_left(sub, base + 1, i)
+            window = sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, base + 1)
+        else:
+            window = self._keys_between(lo, base + 1)
+        for k in window:
+            if k == base:
+                continue
             record = rows[k]
             if k <= base and end <= k + record[field] and (pred is None or pred((k, record))):
                 return True
@@ -265,7 +316,33 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        for k in self._keys_between(*containment_window(x, x + 1, largest)):
+        keys = self.keys
+        lo = x - largest  # containment_window(x, x + 1, largest), inline
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            if i == len(keys) or keys[i] >= x + 1:  # no key in the window (a range no entry is near)
+                return False
+            if keys[i] == x and (i + 1 == len(keys) or keys[i + 1] >= x + 1):  # only the exact key's
+                return False
+            window = keys[i:bisect_left(keys, x + 1, i)]
+        elif type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
+            maxes = keys._maxes
+            pos = bisect_left(maxes, lo)
+            if pos == len(maxes):
+                return False
+            sub = keys._lists[pos]
+            i = bisect_left(sub, lo)
+            if sub[i] >= x + 1:  # (sub[i] exists: the sublist's largest key is >= lo)
+                return False
+            if sub[i] == x and (sub[i + 1] >= x + 1 if i + 1 < len(sub) else pos + 1 == len(maxes)):
+                return False  # only the exact key's
+            j = bisect_left(sub, x + 1, i)
+            window = sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, x + 1)
+        else:
+            window = self._keys_between(lo, x + 1)
+        for k in window:
+            if k == x:
+                continue
             record = rows[k]
             if k <= x < k + record[field] and (pred is None or pred((k, record))):
                 return True
@@ -289,7 +366,23 @@ class _TableOps:
             return keys[i:bisect_left(keys, hi, i)]
         if type(keys) is not SortedList:
             return keys.irange(lo, hi)
-        return [k for k, _ in self._window(lo, hi)]
+        maxes = keys._maxes  # as `_window`, without the records
+        pos = bisect_left(maxes, lo)
+        if pos == len(maxes):
+            return []
+        lists = keys._lists
+        sub = lists[pos]
+        idx = bisect_left(sub, lo)
+        stop = bisect_left(sub, hi, idx)
+        if stop < len(sub):
+            return sub[idx:stop]
+        out = sub[idx:]
+        for sub in lists[pos + 1:]:
+            stop = bisect_left(sub, hi)
+            out += sub[:stop]
+            if stop < len(sub):
+                break
+        return out
 
     def restore(self, key, old: dict | None) -> None:
         """Undo one journalled change (the journal itself is not touched)."""
@@ -338,7 +431,7 @@ class PyTable(_TableOps):
     __slots__ = _FIELDS
 
 
-NATIVE_INTERFACE = 3  # what checker/native/_native.c must say it implements
+NATIVE_INTERFACE = 4  # what checker/native/_native.c must say it implements
 
 
 def _native_module():

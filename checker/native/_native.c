@@ -2,7 +2,9 @@
  * with its Python original kept as the reference and the fallback (the module is built only where
  * pip finds a C compiler, the Python headers and a compiler with __int128, i.e. GCC or Clang):
  * - TableCore: a sized table's put, remove and interval-index probes (below);
- * - remember: checker.replay's note of which line made or removed each entry;
+ * - remember: checker.replay's note of which line made or removed each entry, into a Made (the
+ *   replayer's `created`, a dict's interface) and a Ring (its `removed` and its windows of recent
+ *   calls, a deque's);
  * - drive: the per-line loop of the replayer's fast path (checker.replay._replay_stream);
  * - Step: a register machine that runs a call's fast step compiled from the spec
  *   (checker.stepcode; the Python original is the step checker.fastpath generates).
@@ -29,7 +31,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 3
+#define NATIVE_INTERFACE 4
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -122,7 +124,22 @@ typedef struct {
     Py_ssize_t n;
     long long k[CHUNK_MAX];
     PyObject *o[CHUNK_MAX];
+    /* The size of each key's entry, where known (sized[i]): the table's put notes it, and a probe
+     * that reads it from the record (a key added by `add`, or after a put that Python did) keeps
+     * it, so that window walks test ranges here and look a record up only for a predicate. */
+    long long s[CHUNK_MAX];
+    unsigned char sized[CHUNK_MAX];
 } KeyChunk;
+
+/* Copy n entries of a chunk (keys, objects, sizes) from index `from` of `src` to index `to` of `dst`
+ * (overlapping ranges allowed). */
+static inline void chunk_move(KeyChunk *dst, Py_ssize_t to, KeyChunk *src, Py_ssize_t from, Py_ssize_t n)
+{
+    memmove(dst->k + to, src->k + from, (size_t)n * sizeof(long long));
+    memmove(dst->o + to, src->o + from, (size_t)n * sizeof(PyObject *));
+    memmove(dst->s + to, src->s + from, (size_t)n * sizeof(long long));
+    memmove(dst->sized + to, src->sized + from, (size_t)n);
+}
 
 typedef struct {
     PyObject_HEAD
@@ -134,31 +151,35 @@ typedef struct {
 
 static PyTypeObject SortedKeysType;
 
-/* The first chunk whose largest key is >= x (right: > x); nchunks when none is. */
-static Py_ssize_t sk_chunk(SortedKeys *sk, wide x, int right)
+/* The first index of the sorted a[0, n) whose value is >= x (right: > x), without branches in the
+ * loop (the search of Khuong and Morin's "Array layouts for comparison-based searching"). */
+static inline Py_ssize_t lower_bound(const long long *a, Py_ssize_t n, wide x, int right)
 {
-    Py_ssize_t lo = 0, hi = sk->nchunks;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (right ? (wide)sk->maxes[mid] <= x : (wide)sk->maxes[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (right)
+        x += 1; /* > x is >= x + 1 for integers (128 bits: no overflow) */
+    if (x <= (wide)LLONG_MIN || n == 0)
+        return 0;
+    if (x > (wide)LLONG_MAX)
+        return n;
+    long long v = (long long)x;
+    const long long *base = a;
+    while (n > 1) {
+        Py_ssize_t half = n / 2;
+        base = base[half] < v ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (base - a) + (*base < v);
 }
 
-static Py_ssize_t chunk_bisect(KeyChunk *c, wide x, int right)
+/* The first chunk whose largest key is >= x (right: > x); nchunks when none is. */
+static inline Py_ssize_t sk_chunk(SortedKeys *sk, wide x, int right)
 {
-    Py_ssize_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (right ? (wide)c->k[mid] <= x : (wide)c->k[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return lower_bound(sk->maxes, sk->nchunks, x, right);
+}
+
+static inline Py_ssize_t chunk_bisect(KeyChunk *c, wide x, int right)
+{
+    return lower_bound(c->k, c->n, x, right);
 }
 
 /* The place of the first key >= x: chunk *c, index *i (*c == nchunks at the end). */
@@ -201,8 +222,9 @@ static KeyChunk *sk_new_chunk(SortedKeys *sk, Py_ssize_t c)
     return chunk;
 }
 
-/* Insert key `o` (value k) after any equal keys (insort's order). 0, or -1 with an exception. */
-static int sk_insert(SortedKeys *sk, PyObject *o, long long k)
+/* Insert key `o` (value k) after any equal keys (insort's order), with the size of its entry
+ * when `sized`. 0, or -1 with an exception. */
+static int sk_insert(SortedKeys *sk, PyObject *o, long long k, long long size, int sized)
 {
     if (sk->nchunks == 0 && sk_new_chunk(sk, 0) == NULL)
         return -1;
@@ -210,14 +232,18 @@ static int sk_insert(SortedKeys *sk, PyObject *o, long long k)
     if (c == sk->nchunks)
         c--;
     KeyChunk *chunk = sk->chunks[c];
-    if (chunk->n == CHUNK_MAX) { /* split: the upper half moves to a new chunk after this one */
+    if (chunk->n == CHUNK_MAX && c == sk->nchunks - 1 && k >= chunk->k[CHUNK_MAX - 1]) {
+        /* past the last key of a full last chunk (keys that come in order): a new chunk of its own,
+         * so that such a table's chunks stay full instead of half full */
+        if ((chunk = sk_new_chunk(sk, ++c)) == NULL)
+            return -1;
+    } else if (chunk->n == CHUNK_MAX) { /* split: the upper half moves to a new chunk after this one */
         KeyChunk *upper = sk_new_chunk(sk, c + 1);
         if (upper == NULL)
             return -1;
         Py_ssize_t half = CHUNK_MAX / 2;
         upper->n = CHUNK_MAX - half;
-        memcpy(upper->k, chunk->k + half, (size_t)upper->n * sizeof(long long));
-        memcpy(upper->o, chunk->o + half, (size_t)upper->n * sizeof(PyObject *));
+        chunk_move(upper, 0, chunk, half, upper->n);
         chunk->n = half;
         sk->maxes[c] = chunk->k[half - 1];
         sk->maxes[c + 1] = upper->k[upper->n - 1];
@@ -225,10 +251,11 @@ static int sk_insert(SortedKeys *sk, PyObject *o, long long k)
             chunk = upper, c++;
     }
     Py_ssize_t i = chunk_bisect(chunk, k, 1);
-    memmove(chunk->k + i + 1, chunk->k + i, (size_t)(chunk->n - i) * sizeof(long long));
-    memmove(chunk->o + i + 1, chunk->o + i, (size_t)(chunk->n - i) * sizeof(PyObject *));
+    chunk_move(chunk, i + 1, chunk, i, chunk->n - i);
     chunk->k[i] = k;
     chunk->o[i] = Py_NewRef(o);
+    chunk->s[i] = size;
+    chunk->sized[i] = (unsigned char)sized;
     chunk->n++;
     sk->maxes[c] = chunk->k[chunk->n - 1];
     sk->len++;
@@ -240,8 +267,7 @@ static int sk_insert(SortedKeys *sk, PyObject *o, long long k)
 static void sk_merge(SortedKeys *sk, Py_ssize_t c)
 {
     KeyChunk *into = sk->chunks[c], *from = sk->chunks[c + 1];
-    memcpy(into->k + into->n, from->k, (size_t)from->n * sizeof(long long));
-    memcpy(into->o + into->n, from->o, (size_t)from->n * sizeof(PyObject *));
+    chunk_move(into, into->n, from, 0, from->n);
     into->n += from->n;
     sk->maxes[c] = sk->maxes[c + 1];
     PyMem_Free(from);
@@ -257,8 +283,7 @@ static void sk_delete_at(SortedKeys *sk, Py_ssize_t c, Py_ssize_t i)
 {
     KeyChunk *chunk = sk->chunks[c];
     PyObject *o = chunk->o[i];
-    memmove(chunk->k + i, chunk->k + i + 1, (size_t)(chunk->n - i - 1) * sizeof(long long));
-    memmove(chunk->o + i, chunk->o + i + 1, (size_t)(chunk->n - i - 1) * sizeof(PyObject *));
+    chunk_move(chunk, i, chunk, i + 1, chunk->n - i - 1);
     chunk->n--;
     if (chunk->n == 0) {
         PyMem_Free(chunk);
@@ -286,6 +311,17 @@ static int sk_find(SortedKeys *sk, long long k, Py_ssize_t *c, Py_ssize_t *i)
     return *c < sk->nchunks && sk->chunks[*c]->k[*i] == k;
 }
 
+/* The size of key `o`'s entry, as `sized` says: known or not (nothing when the key is not there). */
+static void sk_set_size(SortedKeys *sk, PyObject *o, long long size, int sized)
+{
+    long long k;
+    Py_ssize_t c, i;
+    if (as_i64(o, &k) && sk_find(sk, k, &c, &i)) {
+        sk->chunks[c]->s[i] = size;
+        sk->chunks[c]->sized[i] = (unsigned char)sized;
+    }
+}
+
 static void sk_clear_all(SortedKeys *sk)
 {
     for (Py_ssize_t c = 0; c < sk->nchunks; c++) {
@@ -310,7 +346,7 @@ static int sk_key(PyObject *o, long long *k)
 static PyObject *sk_add(SortedKeys *sk, PyObject *o)
 {
     long long k;
-    if (!sk_key(o, &k) || sk_insert(sk, o, k) < 0)
+    if (!sk_key(o, &k) || sk_insert(sk, o, k, 0, 0) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -397,6 +433,7 @@ static int sk_fill(SortedKeys *sk, PyObject *iterable)
         if ((chunk == NULL || chunk->n == CHUNK_MAX / 2) && (chunk = sk_new_chunk(sk, sk->nchunks)) == NULL)
             return Py_DECREF(items), -1;
         chunk->k[chunk->n] = k;
+        chunk->sized[chunk->n] = 0;
         chunk->o[chunk->n++] = Py_NewRef(o);
         sk->maxes[sk->nchunks - 1] = k;
         sk->len++;
@@ -419,14 +456,25 @@ static int sk_init(SortedKeys *sk, PyObject *args, PyObject *kwargs)
     return iterable == NULL ? 0 : sk_fill(sk, iterable);
 }
 
+/* An independent index of the same keys (and known sizes), chunk by chunk. */
 static PyObject *sk_copy(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *keys = sk_tolist(sk, NULL);
-    if (keys == NULL)
+    SortedKeys *copy = (SortedKeys *)PyObject_CallNoArgs((PyObject *)Py_TYPE(sk));
+    if (copy == NULL)
         return NULL;
-    PyObject *copy = PyObject_CallOneArg((PyObject *)Py_TYPE(sk), keys);
-    Py_DECREF(keys);
-    return copy;
+    for (Py_ssize_t c = 0; c < sk->nchunks; c++) {
+        KeyChunk *from = sk->chunks[c], *into = sk_new_chunk(copy, c);
+        if (into == NULL)
+            return Py_DECREF(copy), NULL;
+        chunk_move(into, 0, from, 0, from->n);
+        into->n = from->n;
+        for (Py_ssize_t i = 0; i < into->n; i++)
+            Py_INCREF(into->o[i]);
+        copy->maxes[c] = sk->maxes[c];
+        copy->len += into->n;
+    }
+    copy->version++;
+    return (PyObject *)copy;
 }
 
 static PyObject *sk_reduce(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
@@ -495,6 +543,7 @@ typedef struct Pred {
     PyObject *py;
     int (*fn)(struct Pred *pred, PyObject *key, PyObject *record);
     void *ctx;
+    PyObject *rows; /* where `fn` looks a candidate's record up when it is given none (NULL) */
 } Pred;
 
 /* pred((key, record)) as 1/0, or -1 with an exception set. */
@@ -528,10 +577,14 @@ static PyObject *slow(TableCore *self, PyObject *method, PyObject *const *args, 
 static PyObject slow_marker;
 #define SLOW (&slow_marker)
 
-/* One candidate of a window walk: its record, size and `TEST`, then the predicate. */
-#define WINDOW_CANDIDATE(WKEY, KVAL, TEST)                                                                       \
+/* One candidate of a window walk: its record, size and `TEST`, then the predicate. The exact key
+ * (`EXACT`) is skipped: its test here is the exact-key test's, which came first with the same
+ * answer (the predicates are pure), so asking it again would only repeat the predicate. */
+#define WINDOW_CANDIDATE(WKEY, KVAL, EXACT, TEST)                                                                \
     do {                                                                                                         \
         long long k = (KVAL), size;                                                                              \
+        if (k == (EXACT))                                                                                        \
+            break;                                                                                               \
         PyObject *record = PyDict_GetItemWithError(rows, (WKEY));                                                \
         if (record == NULL) {                                                                                    \
             PyErr_Clear();                                                                                       \
@@ -548,35 +601,27 @@ static PyObject slow_marker;
         }                                                                                                        \
     } while (0)
 
-/* Walk the keys in [lo, hi) and ask `test` of each; the window bound k < hi is the caller's. The three
- * windows below are checker/model/state.py's overlap_window and containment_window, written in C.
- * The keys are a list (a small table) or a SortedKeys (a large one). The list's size is re-read each
- * turn, and a SortedKeys walk stops (the Python method answers) if the index changed, because a
- * predicate runs Python code (the spec's predicates do not change tables, but a walk must never read
- * a place that is gone if one did). */
-#define WINDOW_LOOP(LO, HI, TEST)                                                                                \
+/* Walk the keys of a list in [lo, hi) and ask `test` of each; the window bound k < hi is the caller's.
+ * The three windows below are checker/model/state.py's overlap_window and containment_window,
+ * written in C (a SortedKeys index has its own walk, SK_WINDOW). The list's size is re-read each
+ * turn, because a predicate runs Python code (the spec's predicates do not change tables, but a
+ * walk must never read a place that is gone if one did). */
+#define WINDOW_LOOP(LO, HI, EXACT, TEST)                                                                         \
     do {                                                                                                         \
-        wide hi_ = (HI);                                                                                         \
-        if (Py_IS_TYPE(keys, &SortedKeysType)) {                                                                 \
-            SortedKeys *sk = (SortedKeys *)keys;                                                                 \
-            unsigned long long version = sk->version;                                                            \
-            Py_ssize_t c, i;                                                                                     \
-            sk_seek(sk, (LO), &c, &i);                                                                           \
-            for (; c < sk->nchunks; c++, i = 0) {                                                                \
-                for (; i < sk->chunks[c]->n; i++) {                                                              \
-                    if ((wide)sk->chunks[c]->k[i] >= hi_)                                                        \
-                        goto window_end;                                                                         \
-                    WINDOW_CANDIDATE(sk->chunks[c]->o[i], sk->chunks[c]->k[i], TEST);                            \
-                    if (sk->version != version)                                                                  \
-                        return SLOW;                                                                             \
-                }                                                                                                \
-            }                                                                                                    \
-            goto window_end;                                                                                     \
-        }                                                                                                        \
         Py_ssize_t i = bisect(keys, (LO), 0, 0), j;                                                              \
+        long long first_ = 0, next_ = 0;                                                                         \
         if (i < 0)                                                                                               \
             return SLOW;                                                                                         \
-        j = bisect(keys, hi_, i, 0);                                                                             \
+        if (i == PyList_GET_SIZE(keys))                                                                          \
+            break; /* no key in the window */                                                                    \
+        int known_ = as_i64(PyList_GET_ITEM(keys, i), &first_);                                                  \
+        if (known_ && (wide)first_ >= (wide)(HI))                                                                \
+            break; /* no key in the window */                                                                    \
+        if (known_ && first_ == (EXACT)                                                                          \
+            && (i + 1 == PyList_GET_SIZE(keys)                                                                   \
+                || (as_i64(PyList_GET_ITEM(keys, i + 1), &next_) && (wide)next_ >= (wide)(HI))))                 \
+            break; /* only the exact key, which is skipped */                                                    \
+        j = bisect(keys, (HI), i, 0);                                                                            \
         if (j < 0)                                                                                               \
             return SLOW;                                                                                         \
         for (; i < j && i < PyList_GET_SIZE(keys); i++) {                                                        \
@@ -584,9 +629,8 @@ static PyObject slow_marker;
             long long kv;                                                                                        \
             if (!as_i64(wkey, &kv))                                                                              \
                 return SLOW;                                                                                     \
-            WINDOW_CANDIDATE(wkey, kv, TEST);                                                                    \
+            WINDOW_CANDIDATE(wkey, kv, EXACT, TEST);                                                             \
         }                                                                                                        \
-    window_end:;                                                                                                 \
     } while (0)
 
 /* The exact-key test that comes first in every probe (the usual case: the range asked about is
@@ -621,6 +665,129 @@ static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long 
             Py_RETURN_TRUE;                                                                                      \
     } while (0)
 
+/* ---- the probes of a SortedKeys index: sizes from the index, records only for a predicate */
+
+enum { PROBE_OVERLAPPING, PROBE_CONTAINING, PROBE_CONTAINING_ADDR };
+
+/* The size of the entry at (chunk, i): the index's, or read from its record (and kept). 1, or 0
+ * when only the Python method can answer. */
+static inline int slot_size(KeyChunk *chunk, Py_ssize_t i, PyObject *rows, PyObject *field, long long *size)
+{
+    if (chunk->sized[i]) {
+        *size = chunk->s[i];
+        return 1;
+    }
+    PyObject *record = PyDict_GetItemWithError(rows, chunk->o[i]);
+    if (record == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!record_size(record, field, size))
+        return 0;
+    chunk->s[i] = *size;
+    chunk->sized[i] = 1;
+    return 1;
+}
+
+/* The predicate on the entry of `key`, its record not looked up yet: 1/0, -1 on error, 2 when only
+ * the Python method can answer. The step machine's predicates look the record up themselves
+ * if they read it (`rows`); a Python one is given it. */
+static int holds_key(Pred *pred, PyObject *rows, PyObject *key)
+{
+    if (pred->fn == NULL && pred->py == Py_None)
+        return 1;
+    if (pred->fn != NULL) {
+        pred->rows = rows;
+        int h = pred->fn(pred, key, NULL);
+        pred->rows = NULL;
+        return h;
+    }
+    PyObject *record = PyDict_GetItemWithError(rows, key);
+    if (record == NULL) {
+        PyErr_Clear();
+        return 2;
+    }
+    Py_INCREF(record);
+    int h = holds(pred, key, record);
+    Py_DECREF(record);
+    return h;
+}
+
+#define HOLDS_KEY(KEY)                                                                                           \
+    do {                                                                                                         \
+        int h = holds_key(pred, rows, (KEY));                                                                    \
+        if (h == 2)                                                                                              \
+            return SLOW;                                                                                         \
+        if (h < 0)                                                                                               \
+            return NULL;                                                                                         \
+        if (h)                                                                                                   \
+            Py_RETURN_TRUE;                                                                                      \
+    } while (0)
+
+/* WINDOW_LOOP on a SortedKeys, with the sizes of the index; then the answer is false. */
+#define SK_WINDOW(LO, HI, TEST)                                                                                  \
+    do {                                                                                                         \
+        wide hi_ = (HI);                                                                                         \
+        unsigned long long version = sk->version;                                                                \
+        Py_ssize_t c, i;                                                                                         \
+        sk_seek(sk, (LO), &c, &i);                                                                               \
+        for (; c < sk->nchunks; c++, i = 0) {                                                                    \
+            for (; i < sk->chunks[c]->n; i++) {                                                                  \
+                KeyChunk *chunk = sk->chunks[c];                                                                 \
+                long long k = chunk->k[i], size;                                                                 \
+                if ((wide)k >= hi_)                                                                              \
+                    Py_RETURN_FALSE;                                                                             \
+                if (k == base)                                                                                   \
+                    continue; /* the exact key: as WINDOW_CANDIDATE */                                           \
+                if (!slot_size(chunk, i, rows, field, &size))                                                    \
+                    return SLOW;                                                                                 \
+                if (TEST) {                                                                                      \
+                    HOLDS_KEY(chunk->o[i]);                                                                      \
+                    if (sk->version != version)                                                                  \
+                        return SLOW;                                                                             \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
+        Py_RETURN_FALSE;                                                                                         \
+    } while (0)
+
+/* The exact-key test on a SortedKeys: the entry of key `base`, if any, and `TEST` on its size. */
+#define SK_EXACT_HIT(TEST)                                                                                       \
+    do {                                                                                                         \
+        Py_ssize_t c, i;                                                                                         \
+        long long size;                                                                                          \
+        if (sk_find(sk, base, &c, &i)) {                                                                         \
+            if (!slot_size(sk->chunks[c], i, rows, field, &size))                                                \
+                return SLOW;                                                                                     \
+            if (TEST)                                                                                            \
+                HOLDS_KEY(kobj);                                                                                 \
+        }                                                                                                        \
+    } while (0)
+
+/* The probe bodies below (overlapping_body and the others) on a SortedKeys index. */
+static PyObject *sk_probe(PyObject *rows, SortedKeys *sk, PyObject *field, long long largest, PyObject *kobj,
+                          long long base, long long end, int mode, Pred *pred)
+{
+    if (sk->len != PyDict_GET_SIZE(rows))
+        return SLOW; /* not the index of these rows */
+    if (mode == PROBE_OVERLAPPING) {
+        if (end <= base)
+            Py_RETURN_FALSE;
+        SK_EXACT_HIT(size > 0);
+        if (largest <= 0)
+            Py_RETURN_FALSE;
+        SK_WINDOW((wide)base - largest + 1, (wide)end, size > 0 && (wide)base < (wide)k + size);
+    } else if (mode == PROBE_CONTAINING) {
+        SK_EXACT_HIT((wide)end <= (wide)base + size);
+        wide lo = (wide)(base < end ? base : end) - largest;
+        SK_WINDOW(lo, (wide)base + 1, k <= base && (wide)end <= (wide)k + size);
+    } else {
+        SK_EXACT_HIT(size > 0);
+        SK_WINDOW((wide)base - largest, (wide)base + 1, k <= base && (wide)base < (wide)k + size);
+    }
+    Py_RETURN_FALSE;
+}
+
 /* The bodies of the probes, on a non-empty table's rows, sorted keys (a list or a SortedKeys) and size field;
  * `kobj` is the int object of `base` (the key the exact-key test looks up). */
 typedef PyObject *(*probe_body)(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
@@ -634,7 +801,7 @@ static PyObject *overlapping_body(PyObject *rows, PyObject *keys, PyObject *fiel
     EXACT_HIT(kobj, base, end, 0);
     if (largest <= 0)
         Py_RETURN_FALSE;
-    WINDOW_LOOP((wide)base - largest + 1, (wide)end, size > 0 && (wide)base < (wide)k + size);
+    WINDOW_LOOP((wide)base - largest + 1, (wide)end, base, size > 0 && (wide)base < (wide)k + size);
     Py_RETURN_FALSE;
 }
 
@@ -643,7 +810,7 @@ static PyObject *containing_body(PyObject *rows, PyObject *keys, PyObject *field
 {
     EXACT_HIT(kobj, base, end, 1);
     wide lo = (wide)(base < end ? base : end) - largest;
-    WINDOW_LOOP(lo, (wide)base + 1, k <= base && (wide)end <= (wide)k + size);
+    WINDOW_LOOP(lo, (wide)base + 1, base, k <= base && (wide)end <= (wide)k + size);
     Py_RETURN_FALSE;
 }
 
@@ -651,12 +818,11 @@ static PyObject *containing_addr_body(PyObject *rows, PyObject *keys, PyObject *
                                       PyObject *kobj, long long x, long long Py_UNUSED(end), Pred *pred)
 {
     EXACT_HIT(kobj, x, 0, 0);
-    WINDOW_LOOP((wide)x - largest, (wide)x + 1, k <= x && (wide)x < (wide)k + size);
+    WINDOW_LOOP((wide)x - largest, (wide)x + 1, x, k <= x && (wide)x < (wide)k + size);
     Py_RETURN_FALSE;
 }
 
 static probe_body probe_bodies[3] = {overlapping_body, containing_body, containing_addr_body};
-enum { PROBE_OVERLAPPING, PROBE_CONTAINING, PROBE_CONTAINING_ADDR };
 
 /* A probe's answer (a new reference to True or False), NULL on error, or SLOW when it is the
  * Python method's to answer. `kobj` is the int object of `base`; `end` is unused by
@@ -677,7 +843,9 @@ static PyObject *probe_core(TableCore *self, int mode, PyObject *kobj, wide base
     Py_INCREF(rows);
     Py_INCREF(keys);
     Py_INCREF(field);
-    PyObject *r = probe_bodies[mode](rows, keys, field, largest, kobj, (long long)base, (long long)end, pred);
+    PyObject *r = Py_IS_TYPE(keys, &SortedKeysType)
+                      ? sk_probe(rows, (SortedKeys *)keys, field, largest, kobj, (long long)base, (long long)end, mode, pred)
+                      : probe_bodies[mode](rows, keys, field, largest, kobj, (long long)base, (long long)end, pred);
     Py_DECREF(rows);
     Py_DECREF(keys);
     Py_DECREF(field);
@@ -760,7 +928,8 @@ static int forget_size(TableCore *self, PyObject *size)
     if (count_size(self->size_count, size, -1, &was) < 0)
         return -1;
     if (was == 1 && self->largest != Py_None) {
-        int eq = PyObject_RichCompareBool(size, self->largest, Py_EQ);
+        long long a, b;
+        int eq = as_i64(size, &a) && as_i64(self->largest, &b) ? a == b : PyObject_RichCompareBool(size, self->largest, Py_EQ);
         if (eq < 0)
             return -1;
         if (eq)
@@ -775,7 +944,8 @@ static int note_size(TableCore *self, PyObject *size)
     if (count_size(self->size_count, size, 1, &was) < 0)
         return -1;
     if (self->largest != Py_None) {
-        int gt = PyObject_RichCompareBool(size, self->largest, Py_GT);
+        long long a, b;
+        int gt = as_i64(size, &a) && as_i64(self->largest, &b) ? a > b : PyObject_RichCompareBool(size, self->largest, Py_GT);
         if (gt < 0)
             return -1;
         if (gt)
@@ -817,6 +987,41 @@ static int note_size(TableCore *self, PyObject *size)
     return 0;
 }
 
+static int index_ready(TableCore *self);
+
+/* del keys[at] (0 <= at < len), as list.__delitem__ does it without the slice machinery. 0. */
+static int list_delete(PyObject *keys, Py_ssize_t at)
+{
+    PyListObject *list = (PyListObject *)keys;
+    Py_ssize_t n = Py_SIZE(list);
+    PyObject *gone = list->ob_item[at];
+    memmove(list->ob_item + at, list->ob_item + at + 1, (size_t)(n - at - 1) * sizeof(PyObject *));
+    Py_SET_SIZE(list, n - 1); /* the list keeps its memory, as a deletion that need not shrink it */
+    Py_DECREF(gone); /* last: the list is consistent before anything can run */
+    return 0;
+}
+
+/* Whether the index of a sized table says `key` has no entry, so that no lookup in the rows is
+ * needed (it holds the keys of the rows: the same number of them, and a key not there is not a
+ * key of the rows). For a list index, *at: where the key would go (insort's place), else -1. */
+static int index_says_absent(TableCore *self, PyObject *key, Py_ssize_t *at)
+{
+    long long k, before;
+    PyObject *keys = self->keys, *rows = self->rows;
+    *at = -1;
+    if (self->sized_by == NULL || self->sized_by == Py_None || rows == NULL || !PyDict_CheckExact(rows)
+        || !index_ready(self) || !as_i64(key, &k))
+        return 0;
+    if (Py_IS_TYPE(keys, &SortedKeysType)) {
+        SortedKeys *sk = (SortedKeys *)keys;
+        Py_ssize_t c, i;
+        return sk->len == PyDict_GET_SIZE(rows) && !sk_find(sk, k, &c, &i);
+    }
+    if (PyList_GET_SIZE(keys) != PyDict_GET_SIZE(rows) || (*at = bisect(keys, k, 0, 1)) < 0)
+        return *at = -1, 0;
+    return *at == 0 || (as_i64(PyList_GET_ITEM(keys, *at - 1), &before) && before != k);
+}
+
 static int bookkeeping_ready(TableCore *self)
 {
     return self->rows != NULL && PyDict_CheckExact(self->rows) && self->journal != NULL
@@ -840,13 +1045,16 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *key = args[0], *record = args[1];
     if (!bookkeeping_ready(self))
         goto slow_path;
-    PyObject *old = PyDict_GetItemWithError(self->rows, key);
+    Py_ssize_t list_at = -1; /* where the key goes in a list index, when known */
+    PyObject *old = index_says_absent(self, key, &list_at) ? NULL : PyDict_GetItemWithError(self->rows, key);
     if (old == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         goto slow_path;
     }
     PyObject *field = self->sized_by, *size = NULL, *old_size = NULL;
     Py_ssize_t at = -1;
+    long long size_value = 0;
+    int sized = 0;
     if (field != Py_None) {
         long long k, small;
         if (!index_ready(self) || !PyDict_CheckExact(record) || !as_i64(self->small, &small))
@@ -856,6 +1064,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_Clear();
             goto slow_path;
         }
+        sized = as_i64(size, &size_value);
         if (old == NULL) {
             if (!as_i64(key, &k))
                 goto slow_path; /* a huge key */
@@ -863,7 +1072,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
                 at = -2; /* a SortedKeys: inserted below */
             else if (PyList_GET_SIZE(self->keys) + 1 > small)
                 goto slow_path; /* the index moves to a SortedKeys */
-            else if ((at = bisect(self->keys, k, 0, 1)) < 0)
+            else if ((at = list_at >= 0 ? list_at : bisect(self->keys, k, 0, 1)) < 0)
                 goto slow_path;
         } else {
             if (!PyDict_CheckExact(old) || (old_size = PyDict_GetItemWithError(old, field)) == NULL
@@ -880,21 +1089,30 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     int failed = journal_append(self, key, "put", old) < 0;
     if (!failed && field != Py_None) {
         if (old == NULL)
-            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, PyLong_AsLongLong(key))
+            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, PyLong_AsLongLong(key), size_value, sized)
                                : PyList_Insert(self->keys, at, key)) < 0;
         else
             failed = forget_size(self, old_size) < 0;
         failed = failed || note_size(self, size) < 0;
     }
     failed = failed || PyDict_SetItem(self->rows, key, record) < 0;
+    if (field != Py_None && old != NULL && Py_IS_TYPE(self->keys, &SortedKeysType))
+        sk_set_size((SortedKeys *)self->keys, key, size_value, sized && !failed); /* the index's size follows */
     Py_XDECREF(old);
     Py_XDECREF(old_size);
     Py_XDECREF(size);
     if (failed)
         return NULL;
     Py_RETURN_NONE;
-slow_path:
-    return slow(self, s_slow_put, args, nargs);
+slow_path:;
+    PyObject *r = slow(self, s_slow_put, args, nargs);
+    if (self->keys != NULL && Py_IS_TYPE(self->keys, &SortedKeysType)) { /* a size Python put: read it again */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        sk_set_size((SortedKeys *)self->keys, key, 0, 0);
+        PyErr_Restore(type, value, tb);
+    }
+    return r;
 }
 
 static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
@@ -943,7 +1161,7 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
         if (at == -2)
             sk_delete_at((SortedKeys *)self->keys, sk_at_chunk, sk_at);
         else
-            failed = PyList_SetSlice(self->keys, at, at + 1, NULL) < 0;
+            failed = list_delete(self->keys, at) < 0;
         failed = failed || forget_size(self, size) < 0;
     }
     Py_DECREF(old);
@@ -1043,6 +1261,661 @@ static PyTypeObject TableCoreType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* ---------------------------------------------------------------- Ring
+ *
+ * A bounded window of 4-tuples, oldest first, as collections.deque(maxlen=n) keeps them (append,
+ * len, indexing, iteration, reversed()), stored as a flat array of objects instead of one tuple
+ * each: the replayer's removals (`Replayer.removed`, filled by `remember` below) and a
+ * non-thread-safe call's recent calls (the windows of `Replayer.recent`, scanned and filled by the
+ * steps). Items 1 and 2 are also kept as 64-bit ints where they are, for the steps' overlap scan. */
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t maxlen, start, n;
+    Py_ssize_t run;       /* how many of the newest items have the newest one's item 0 (the same object) */
+    PyObject **items;     /* 4 per slot */
+    long long *times;     /* 2 per slot: items 1 and 2 */
+    unsigned char *timed; /* per slot: both are 64-bit ints */
+} Ring;
+
+static PyTypeObject RingType;
+
+static inline Py_ssize_t ring_slot(Ring *rg, Py_ssize_t i)
+{
+    Py_ssize_t slot = rg->start + i;
+    return slot >= rg->maxlen ? slot - rg->maxlen : slot;
+}
+
+/* Append (a, b, c, d) (new references taken here); the oldest goes when the ring is full. 0 or -1. */
+static int ring_push(Ring *rg, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    if (rg->maxlen == 0)
+        return 0;
+    Py_ssize_t slot;
+    PyObject *gone[4] = {NULL, NULL, NULL, NULL};
+    PyObject *newest = rg->n ? rg->items[4 * ring_slot(rg, rg->n - 1)] : NULL;
+    rg->run = newest == a ? (rg->run < rg->maxlen ? rg->run + 1 : rg->maxlen) : 1;
+    if (rg->n == rg->maxlen) {
+        slot = rg->start;
+        memcpy(gone, rg->items + 4 * slot, sizeof gone);
+        rg->start = rg->start + 1 == rg->maxlen ? 0 : rg->start + 1;
+    } else {
+        slot = rg->start + rg->n;
+        if (slot >= rg->maxlen)
+            slot -= rg->maxlen;
+        rg->n++;
+    }
+    PyObject **it = rg->items + 4 * slot;
+    it[0] = Py_NewRef(a);
+    it[1] = Py_NewRef(b);
+    it[2] = Py_NewRef(c);
+    it[3] = Py_NewRef(d);
+    rg->timed[slot] = as_i64(b, &rg->times[2 * slot]) && as_i64(c, &rg->times[2 * slot + 1]);
+    for (int i = 0; i < 4; i++) /* last: the ring is consistent before anything can run */
+        Py_XDECREF(gone[i]);
+    return 0;
+}
+
+
+static PyObject *ring_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    Py_ssize_t maxlen;
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs)) || !PyArg_ParseTuple(args, "n:Ring", &maxlen))
+        return kwargs != NULL && PyDict_GET_SIZE(kwargs) ? PyErr_Format(PyExc_TypeError, "Ring takes no keywords")
+                                                         : NULL;
+    if (maxlen < 0)
+        return PyErr_Format(PyExc_ValueError, "maxlen must be non-negative");
+    Ring *rg = (Ring *)type->tp_alloc(type, 0);
+    if (rg == NULL)
+        return NULL;
+    rg->maxlen = maxlen;
+    rg->items = PyMem_Calloc((size_t)maxlen * 4 + 1, sizeof(PyObject *));
+    rg->times = PyMem_Calloc((size_t)maxlen * 2 + 1, sizeof(long long));
+    rg->timed = PyMem_Calloc((size_t)maxlen + 1, 1);
+    if (rg->items == NULL || rg->times == NULL || rg->timed == NULL) {
+        Py_DECREF(rg);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)rg;
+}
+
+static PyObject *ring_append(Ring *rg, PyObject *item)
+{
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4)
+        return PyErr_Format(PyExc_TypeError, "a Ring holds 4-tuples, not %R", item);
+    if (ring_push(rg, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2),
+                  PyTuple_GET_ITEM(item, 3)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t ring_length(Ring *rg)
+{
+    return rg->n;
+}
+
+static PyObject *ring_item(Ring *rg, Py_ssize_t i)
+{
+    if (i < 0 || i >= rg->n) {
+        PyErr_SetString(PyExc_IndexError, "Ring index out of range");
+        return NULL;
+    }
+    PyObject **it = rg->items + 4 * ring_slot(rg, i);
+    return PyTuple_Pack(4, it[0], it[1], it[2], it[3]);
+}
+
+static PyObject *ring_tolist(Ring *rg)
+{
+    PyObject *out = PyList_New(rg->n);
+    for (Py_ssize_t i = 0; out != NULL && i < rg->n; i++) {
+        PyObject *item = ring_item(rg, i);
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+static PyObject *ring_reduce(Ring *rg, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *items = ring_tolist(rg), *it = items == NULL ? NULL : PyObject_GetIter(items);
+    Py_XDECREF(items);
+    return it == NULL ? NULL : Py_BuildValue("(O(n)ON)", (PyObject *)Py_TYPE(rg), rg->maxlen, Py_None, it);
+}
+
+static int ring_traverse(Ring *rg, visitproc visit, void *arg)
+{
+    for (Py_ssize_t i = 0; i < rg->n; i++) {
+        PyObject **it = rg->items + 4 * ring_slot(rg, i);
+        for (int j = 0; j < 4; j++)
+            Py_VISIT(it[j]);
+    }
+    return 0;
+}
+
+static int ring_clear(Ring *rg)
+{
+    Py_ssize_t n = rg->n, start = rg->start;
+    rg->n = rg->start = rg->run = 0; /* empty before the items go */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t slot = start + i >= rg->maxlen ? start + i - rg->maxlen : start + i;
+        for (int j = 0; j < 4; j++)
+            Py_CLEAR(rg->items[4 * slot + j]);
+    }
+    return 0;
+}
+
+static PyObject *ring_clear_method(Ring *rg, PyObject *Py_UNUSED(ignored))
+{
+    ring_clear(rg);
+    Py_RETURN_NONE;
+}
+
+static void ring_dealloc(Ring *rg)
+{
+    PyObject_GC_UnTrack(rg);
+    if (rg->items != NULL)
+        ring_clear(rg);
+    PyMem_Free(rg->items);
+    PyMem_Free(rg->times);
+    PyMem_Free(rg->timed);
+    Py_TYPE(rg)->tp_free((PyObject *)rg);
+}
+
+static PyObject *ring_maxlen(Ring *rg, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(rg->maxlen);
+}
+
+static PyMethodDef ring_methods[] = {
+    {"append", (PyCFunction)ring_append, METH_O, "append(item): add a 4-tuple (the oldest goes when full)"},
+    {"clear", (PyCFunction)ring_clear_method, METH_NOARGS, "clear(): empty the ring"},
+    {"__reduce__", (PyCFunction)ring_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyGetSetDef ring_getset[] = {{"maxlen", (getter)ring_maxlen, NULL, "the most items kept", NULL}, {NULL}};
+
+static PySequenceMethods ring_as_sequence = {.sq_length = (lenfunc)ring_length, .sq_item = (ssizeargfunc)ring_item};
+
+static PyTypeObject RingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._native.Ring",
+    .tp_basicsize = sizeof(Ring),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Ring(maxlen): the last maxlen 4-tuples appended, oldest first (a deque(maxlen=...) of 4-tuples).",
+    .tp_traverse = (traverseproc)ring_traverse,
+    .tp_clear = (inquiry)ring_clear,
+    .tp_dealloc = (destructor)ring_dealloc,
+    .tp_as_sequence = &ring_as_sequence,
+    .tp_methods = ring_methods,
+    .tp_getset = ring_getset,
+    .tp_new = ring_new,
+};
+
+/* ---------------------------------------------------------------- Made
+ *
+ * Replayer.created where this module is built: (table, key) -> (line, call) of the event that made
+ * each live entry, as the dict it stands for (get, in, [], len, keys, items, iteration, setdefault,
+ * pop, assignment), but held in an open-addressing table of plain C entries when the table is a
+ * string, the key an int within 64 bits and the line one too: no tuple per key or per value, and a
+ * hash that spreads page-aligned addresses (an int's own hash, which a dict uses, keeps their
+ * zero low bits). Anything else is kept in a dict beside it (`other`). `remember` below fills it. */
+
+typedef struct {
+    long long key, line;
+    PyObject *call;         /* a strong reference; NULL: the slot is free */
+    unsigned long long tag; /* the entry's number (the order they came in, as a dict's) << 16 | its table */
+} MadeEntry;
+
+#define MADE_TABLES 0x10000 /* table indices the tags hold (more tables: `other`) */
+#define ENTRY_TABLE(E) ((Py_ssize_t)((E)->tag & (MADE_TABLES - 1)))
+
+typedef struct {
+    PyObject_HEAD
+    MadeEntry *slots;
+    Py_ssize_t cap, len; /* cap: a power of two, or 0 */
+    PyObject *tables;    /* the table names seen, a list: an entry's table is its index */
+    PyObject *other;     /* a dict: (table, key) -> value, for what the slots cannot hold */
+    unsigned long long count; /* entries ever added: the next one's number */
+} Made;
+
+static PyTypeObject MadeType;
+
+static inline size_t made_hash(Py_ssize_t table, long long key)
+{
+    unsigned long long x = (unsigned long long)key + (unsigned long long)table * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+/* The index of table name `name` in m->tables (added when `add`), -1 when absent, -2 on error. */
+static Py_ssize_t made_table(Made *m, PyObject *name, int add)
+{
+    Py_ssize_t n = PyList_GET_SIZE(m->tables);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_GET_ITEM(m->tables, i) == name)
+            return i;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int eq = PyUnicode_Compare(PyList_GET_ITEM(m->tables, i), name);
+        if (eq == -1 && PyErr_Occurred())
+            return -2;
+        if (eq == 0)
+            return i;
+    }
+    if (!add || n >= MADE_TABLES)
+        return -1;
+    return PyList_Append(m->tables, name) < 0 ? -2 : n;
+}
+
+/* The slot of (table, key): its index, or ~index of the free slot where it would go. */
+static inline Py_ssize_t made_slot(Made *m, Py_ssize_t table, long long key)
+{
+    size_t mask = (size_t)m->cap - 1, i = made_hash(table, key) & mask;
+    while (m->slots[i].call != NULL) {
+        if (m->slots[i].key == key && ENTRY_TABLE(&m->slots[i]) == table)
+            return (Py_ssize_t)i;
+        i = (i + 1) & mask;
+    }
+    return ~(Py_ssize_t)i;
+}
+
+static int made_grow(Made *m)
+{
+    Py_ssize_t cap = m->cap ? 2 * m->cap : 64;
+    MadeEntry *old = m->slots, *slots = PyMem_Calloc((size_t)cap, sizeof(MadeEntry));
+    if (slots == NULL)
+        return PyErr_NoMemory(), -1;
+    Py_ssize_t old_cap = m->cap;
+    m->slots = slots;
+    m->cap = cap;
+    for (Py_ssize_t i = 0; i < old_cap; i++)
+        if (old[i].call != NULL)
+            m->slots[~made_slot(m, ENTRY_TABLE(&old[i]), old[i].key)] = old[i];
+    PyMem_Free(old);
+    return 0;
+}
+
+#define MADE_NEW (~0ull) /* an entry's number when it is a new one */
+
+/* (table, key) := (line, call) unless it is there (`keep`) or always; a new entry's number is
+ * `number`, or the next one (MADE_NEW). 0, or -1 on error. */
+static int made_put(Made *m, Py_ssize_t table, long long key, long long line, PyObject *call, int keep,
+                    unsigned long long number)
+{
+    if ((m->len + 1) * 2 > m->cap && made_grow(m) < 0)
+        return -1;
+    Py_ssize_t i = made_slot(m, table, key);
+    if (i >= 0) {
+        if (!keep) {
+            m->slots[i].line = line;
+            Py_SETREF(m->slots[i].call, Py_NewRef(call));
+        }
+        return 0;
+    }
+    MadeEntry *e = &m->slots[~i];
+    e->key = key;
+    e->line = line;
+    e->tag = (number == MADE_NEW ? m->count++ : number) << 16 | (unsigned long long)table;
+    e->call = Py_NewRef(call);
+    m->len++;
+    return 0;
+}
+
+/* Drop (table, key) if there (linear probing's deletion: later entries of the run move up). 1 when
+ * it was there, else 0. */
+static int made_drop(Made *m, Py_ssize_t table, long long key)
+{
+    if (m->cap == 0)
+        return 0;
+    Py_ssize_t i = made_slot(m, table, key);
+    if (i < 0)
+        return 0;
+    PyObject *call = m->slots[i].call;
+    size_t mask = (size_t)m->cap - 1, hole = (size_t)i, j = (size_t)i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (m->slots[j].call == NULL)
+            break;
+        size_t home = made_hash(ENTRY_TABLE(&m->slots[j]), m->slots[j].key) & mask;
+        /* the entry at j may fill the hole unless its home lies cyclically in (hole, j] */
+        if (hole <= j ? (home <= hole || home > j) : (home <= hole && home > j)) {
+            m->slots[hole] = m->slots[j];
+            hole = j;
+        }
+    }
+    m->slots[hole].call = NULL;
+    m->len--;
+    Py_DECREF(call); /* last: the table is consistent before anything can run */
+    return 1;
+}
+
+/* A Python key (table, key) as the slots hold it: 1 with *table and *key, 0 when they cannot
+ * (no error), -1 on error. `add`: a new table name gets an index. */
+static int made_where(Made *m, PyObject *where, int add, Py_ssize_t *table, long long *key)
+{
+    if (!PyTuple_CheckExact(where) || PyTuple_GET_SIZE(where) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(where, 0))
+        || !as_i64(PyTuple_GET_ITEM(where, 1), key))
+        return 0;
+    *table = made_table(m, PyTuple_GET_ITEM(where, 0), add);
+    return *table == -2 ? -1 : *table >= 0;
+}
+
+/* A value (line, call) as the slots hold it: 1 with *line and *call (borrowed), else 0. */
+static int made_value(PyObject *value, long long *line, PyObject **call)
+{
+    if (!PyTuple_CheckExact(value) || PyTuple_GET_SIZE(value) != 2 || !as_i64(PyTuple_GET_ITEM(value, 0), line))
+        return 0;
+    *call = PyTuple_GET_ITEM(value, 1);
+    return 1;
+}
+
+/* Where `where` is: its slot (>= 0) or -1; and *item, its (number, value) in `other` (borrowed) or
+ * NULL. -2 on error. */
+static Py_ssize_t made_find(Made *m, PyObject *where, int add, Py_ssize_t *table, long long *key, PyObject **item)
+{
+    *item = NULL;
+    int holdable = made_where(m, where, add, table, key);
+    if (holdable < 0)
+        return -2;
+    if (!holdable)
+        *table = -1;
+    if (holdable && m->cap) {
+        Py_ssize_t i = made_slot(m, *table, *key);
+        if (i >= 0)
+            return i;
+    }
+    if (PyDict_GET_SIZE(m->other) && (*item = PyDict_GetItemWithError(m->other, where)) == NULL && PyErr_Occurred())
+        return -2;
+    return -1;
+}
+
+/* The value of `where` (a new reference), NULL with no error when absent, NULL with one on error. */
+static PyObject *made_get(Made *m, PyObject *where)
+{
+    Py_ssize_t table;
+    long long key;
+    PyObject *item;
+    Py_ssize_t i = made_find(m, where, 0, &table, &key, &item);
+    if (i == -2)
+        return NULL;
+    if (i >= 0) {
+        PyObject *line = PyLong_FromLongLong(m->slots[i].line);
+        return line == NULL ? NULL : Py_BuildValue("(NO)", line, m->slots[i].call);
+    }
+    return item == NULL ? NULL : Py_NewRef(PyTuple_GET_ITEM(item, 1));
+}
+
+/* where := value, unless it is there and `keep`; a value that was there keeps its place in the
+ * order. 0 or -1. */
+static int made_set(Made *m, PyObject *where, PyObject *value, int keep)
+{
+    Py_ssize_t table;
+    long long key, line;
+    PyObject *call, *item;
+    Py_ssize_t i = made_find(m, where, 1, &table, &key, &item);
+    if (i == -2)
+        return -1;
+    if ((i >= 0 || item != NULL) && keep)
+        return 0;
+    unsigned long long number = i >= 0 ? m->slots[i].tag >> 16 : MADE_NEW;
+    if (item != NULL && (number = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 0))) == (unsigned long long)-1
+        && PyErr_Occurred())
+        return -1;
+    if (table >= 0 && made_value(value, &line, &call)) { /* into the slots */
+        if (item != NULL && PyDict_DelItem(m->other, where) < 0)
+            return -1;
+        return made_put(m, table, key, line, call, 0, number);
+    }
+    if (i >= 0) /* into `other`, from the slots */
+        made_drop(m, table, key);
+    PyObject *n = PyLong_FromUnsignedLongLong(number == MADE_NEW ? m->count++ : number);
+    PyObject *entry = n == NULL ? NULL : PyTuple_Pack(2, n, value);
+    int r = entry == NULL ? -1 : PyDict_SetItem(m->other, where, entry);
+    Py_XDECREF(n);
+    Py_XDECREF(entry);
+    return r;
+}
+
+/* Drop `where`: 1 when it was there, 0 when not, -1 on error. */
+static int made_del(Made *m, PyObject *where)
+{
+    Py_ssize_t table;
+    long long key;
+    PyObject *item;
+    Py_ssize_t i = made_find(m, where, 0, &table, &key, &item);
+    if (i == -2)
+        return -1;
+    if (i >= 0)
+        return made_drop(m, table, key);
+    if (item == NULL)
+        return 0;
+    return PyDict_DelItem(m->other, where) < 0 ? -1 : 1;
+}
+
+static PyObject *made_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if ((args != NULL && PyTuple_GET_SIZE(args)) || (kwargs != NULL && PyDict_GET_SIZE(kwargs)))
+        return PyErr_Format(PyExc_TypeError, "Made takes no arguments");
+    Made *m = (Made *)type->tp_alloc(type, 0);
+    if (m == NULL)
+        return NULL;
+    m->tables = PyList_New(0);
+    m->other = PyDict_New();
+    if (m->tables == NULL || m->other == NULL)
+        return Py_DECREF(m), NULL;
+    return (PyObject *)m;
+}
+
+static Py_ssize_t made_length(Made *m)
+{
+    return m->len + PyDict_GET_SIZE(m->other);
+}
+
+static PyObject *made_subscript(Made *m, PyObject *where)
+{
+    PyObject *v = made_get(m, where);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_SetObject(PyExc_KeyError, where);
+    return v;
+}
+
+static int made_ass_subscript(Made *m, PyObject *where, PyObject *value)
+{
+    if (value != NULL)
+        return made_set(m, where, value, 0);
+    int was = made_del(m, where);
+    if (was == 0)
+        PyErr_SetObject(PyExc_KeyError, where);
+    return was > 0 ? 0 : -1;
+}
+
+static int made_contains(Made *m, PyObject *where)
+{
+    PyObject *v = made_get(m, where);
+    Py_XDECREF(v);
+    return v != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
+}
+
+/* [(where, value)] (items) or [where] (keys), in the order they came in (a dict's). */
+static PyObject *made_list(Made *m, int items)
+{
+    PyObject *all = PyList_New(0), *where, *entry; /* (number, where, value) */
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; all != NULL && i < m->cap; i++) {
+        MadeEntry *e = &m->slots[i];
+        if (e->call == NULL)
+            continue;
+        PyObject *row = Py_BuildValue("(K(OL)(LO))", e->tag >> 16, PyList_GET_ITEM(m->tables, ENTRY_TABLE(e)), e->key,
+                                      e->line, e->call);
+        if (row == NULL || PyList_Append(all, row) < 0)
+            Py_CLEAR(all);
+        Py_XDECREF(row);
+    }
+    while (all != NULL && PyDict_Next(m->other, &pos, &where, &entry)) {
+        PyObject *row = PyTuple_Pack(3, PyTuple_GET_ITEM(entry, 0), where, PyTuple_GET_ITEM(entry, 1));
+        if (row == NULL || PyList_Append(all, row) < 0)
+            Py_CLEAR(all);
+        Py_XDECREF(row);
+    }
+    if (all == NULL || PyList_Sort(all) < 0) /* the numbers differ: only they are compared */
+        return Py_XDECREF(all), NULL;
+    Py_ssize_t n = PyList_GET_SIZE(all);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(all, i);
+        PyObject *item = items ? PyTuple_Pack(2, PyTuple_GET_ITEM(row, 1), PyTuple_GET_ITEM(row, 2))
+                               : Py_NewRef(PyTuple_GET_ITEM(row, 1));
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, item);
+    }
+    Py_DECREF(all);
+    return out;
+}
+
+static PyObject *made_keys(Made *m, PyObject *Py_UNUSED(ignored))
+{
+    return made_list(m, 0);
+}
+
+static PyObject *made_items(Made *m, PyObject *Py_UNUSED(ignored))
+{
+    return made_list(m, 1);
+}
+
+static PyObject *made_iter(Made *m)
+{
+    PyObject *keys = made_list(m, 0), *it = keys ? PyObject_GetIter(keys) : NULL;
+    Py_XDECREF(keys);
+    return it;
+}
+
+static PyObject *made_get_method(Made *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2)
+        return PyErr_Format(PyExc_TypeError, "get expects 1 or 2 arguments");
+    PyObject *v = made_get(m, args[0]);
+    if (v != NULL || PyErr_Occurred())
+        return v;
+    return Py_NewRef(nargs == 2 ? args[1] : Py_None);
+}
+
+static PyObject *made_setdefault(Made *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "setdefault expects 2 arguments");
+    if (made_set(m, args[0], args[1], 1) < 0)
+        return NULL;
+    return made_subscript(m, args[0]);
+}
+
+static PyObject *made_pop(Made *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2)
+        return PyErr_Format(PyExc_TypeError, "pop expects 1 or 2 arguments");
+    PyObject *v = made_get(m, args[0]);
+    if (v == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        if (nargs == 2)
+            return Py_NewRef(args[1]);
+        PyErr_SetObject(PyExc_KeyError, args[0]);
+        return NULL;
+    }
+    if (made_del(m, args[0]) < 0)
+        return Py_DECREF(v), NULL;
+    return v;
+}
+
+static int made_clear(Made *m)
+{
+    MadeEntry *slots = m->slots;
+    Py_ssize_t cap = m->cap;
+    m->slots = NULL;
+    m->cap = m->len = 0;
+    for (Py_ssize_t i = 0; i < cap; i++)
+        Py_XDECREF(slots[i].call);
+    PyMem_Free(slots);
+    if (m->other != NULL)
+        PyDict_Clear(m->other);
+    return 0;
+}
+
+static PyObject *made_clear_method(Made *m, PyObject *Py_UNUSED(ignored))
+{
+    made_clear(m);
+    Py_RETURN_NONE;
+}
+
+static PyObject *made_reduce(Made *m, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *items = made_list(m, 1), *it = items ? PyObject_GetIter(items) : NULL;
+    Py_XDECREF(items);
+    return it == NULL ? NULL : Py_BuildValue("(O()OON)", (PyObject *)Py_TYPE(m), Py_None, Py_None, it);
+}
+
+static int made_traverse(Made *m, visitproc visit, void *arg)
+{
+    for (Py_ssize_t i = 0; i < m->cap; i++)
+        Py_VISIT(m->slots[i].call);
+    Py_VISIT(m->tables);
+    Py_VISIT(m->other);
+    return 0;
+}
+
+static int made_tp_clear(Made *m)
+{
+    made_clear(m);
+    Py_CLEAR(m->tables);
+    Py_CLEAR(m->other);
+    return 0;
+}
+
+static void made_dealloc(Made *m)
+{
+    PyObject_GC_UnTrack(m);
+    made_tp_clear(m);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static PyMethodDef made_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))made_get_method, METH_FASTCALL, "get(where, default=None)"},
+    {"setdefault", (PyCFunction)(void (*)(void))made_setdefault, METH_FASTCALL, "setdefault(where, value)"},
+    {"pop", (PyCFunction)(void (*)(void))made_pop, METH_FASTCALL, "pop(where[, default])"},
+    {"keys", (PyCFunction)made_keys, METH_NOARGS, "keys(): a list of the (table, key) pairs"},
+    {"items", (PyCFunction)made_items, METH_NOARGS, "items(): a list of ((table, key), (line, call))"},
+    {"clear", (PyCFunction)made_clear_method, METH_NOARGS, "clear(): empty it"},
+    {"__reduce__", (PyCFunction)made_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyMappingMethods made_as_mapping = {
+    .mp_length = (lenfunc)made_length,
+    .mp_subscript = (binaryfunc)made_subscript,
+    .mp_ass_subscript = (objobjargproc)made_ass_subscript,
+};
+
+static PySequenceMethods made_as_sequence = {.sq_contains = (objobjproc)made_contains};
+
+static PyTypeObject MadeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._native.Made",
+    .tp_basicsize = sizeof(Made),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Made(): (table, key) -> (line, call) of the event that made each live entry (a dict's interface).",
+    .tp_traverse = (traverseproc)made_traverse,
+    .tp_clear = (inquiry)made_tp_clear,
+    .tp_dealloc = (destructor)made_dealloc,
+    .tp_as_mapping = &made_as_mapping,
+    .tp_as_sequence = &made_as_sequence,
+    .tp_iter = (getiterfunc)made_iter,
+    .tp_methods = made_methods,
+    .tp_new = made_new,
+};
+
 /* ---------------------------------------------------------------- the step machine
  *
  * Step: one call's fast step (checker.fastpath) as code for a small register machine, compiled
@@ -1102,7 +1975,11 @@ typedef struct {
         *unset, *enum_codes, *enum_names, *structs, *errors;
     PyObject *spellings; /* per loaded register: (flag names or None, lo, hi), or None; NULL: none spelt */
     PyObject *window; /* a non-thread-safe call's recent calls, a deque of (tid, t0, t1, line); else NULL */
-    PyObject *remember_args; /* (created, removed_append, journal) when `remember` is this module's, else NULL */
+    PyObject *remember_args; /* (created, removed, journal) when `remember` is this module's, else NULL */
+    /* enum members read lately (strong references) and their codes: the decoder gives a literal's
+     * member as the same string object each time, so most reads need no lookup */
+    PyObject *enum_seen[4];
+    long long enum_seen_code[4];
 } Step;
 
 static PyObject *remember(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
@@ -1114,6 +1991,7 @@ typedef struct {
     wide *r;
     PyObject **ob;
     PyObject *ekey, *erecord; /* the candidate entry, in a predicate */
+    PyObject *erows;          /* where its record is when erecord is not looked up yet (else NULL) */
     int mask;
     int gave_up; /* set by a predicate that gave up (it answers false; the step then gives up) */
     /* The entries looked up so far in this run, by table and key object (a clause and the next
@@ -1145,11 +2023,22 @@ static int unbox(Step *st, PyObject *o, int kind, wide *out)
     if (kind == K_ENUM) {
         if (!PyUnicode_CheckExact(o))
             return 0;
-        o = PyDict_GetItemWithError(st->enum_codes, o);
-        if (o == NULL) {
+        size_t slot = ((size_t)o >> 4) & 3;
+        if (st->enum_seen[slot] == o) {
+            *out = st->enum_seen_code[slot];
+            return 1;
+        }
+        PyObject *code = PyDict_GetItemWithError(st->enum_codes, o);
+        if (code == NULL) {
             PyErr_Clear();
             return 0;
         }
+        if (!as_i64(code, &v))
+            return 0;
+        Py_XSETREF(st->enum_seen[slot], Py_NewRef(o));
+        st->enum_seen_code[slot] = v;
+        *out = v;
+        return 1;
     }
     if (!as_i64(o, &v))
         return 0;
@@ -1322,7 +2211,10 @@ static PyObject *lookup(Run *x, int t, PyObject *key)
     for (int i = 0; i < x->nseen; i++)
         if (x->seen[i].table == t && x->seen[i].key == key)
             return x->seen[i].record;
-    PyObject *record = PyDict_GetItemWithError(table_rows(x->st, t), key);
+    Py_ssize_t at;
+    TableCore *table = (TableCore *)PyTuple_GET_ITEM(x->st->tables, t);
+    PyObject *record = table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType) && index_says_absent(table, key, &at)
+                           ? NULL : PyDict_GetItemWithError(table->rows, key);
     if (record == NULL && PyErr_Occurred())
         return NULL;
     if (x->nseen < 4) {
@@ -1346,13 +2238,15 @@ static int run_code(Run *x, int pc, wide *ret);
 static int predicate_fn(Pred *pred, PyObject *key, PyObject *record)
 {
     Run *x = (Run *)pred->ctx;
-    PyObject *k = x->ekey, *rec = x->erecord;
+    PyObject *k = x->ekey, *rec = x->erecord, *rows = x->erows;
     x->ekey = key;
     x->erecord = record;
+    x->erows = record == NULL ? pred->rows : NULL; /* no record: EROWF looks it up there */
     wide v = 0;
     int r = run_code(x, (int)(Py_ssize_t)pred->py, &v);
     x->ekey = k;
     x->erecord = rec;
+    x->erows = rows;
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -1641,6 +2535,12 @@ static int run_code(Run *x, int pc, wide *ret)
     }
     NEXT;
     OP(EROWF) /* d, field name, kind */
+    if (x->erecord == NULL && x->erows != NULL && x->ekey != NULL) { /* the candidate's record, now */
+        x->erecord = PyDict_GetItemWithError(x->erows, x->ekey);
+        x->erows = NULL;
+        if (x->erecord == NULL && PyErr_Occurred())
+            return -1;
+    }
     if (x->erecord == NULL || !PyDict_CheckExact(x->erecord))
         return 0;
     if ((got = load_item(x, c[0], x->erecord, c[1], c[2])) <= 0)
@@ -1904,6 +2804,25 @@ static int thread_clash(Step *st, PyObject *o, Py_ssize_t lineno, PyObject **see
     if (t0 == NULL || t1 == NULL || tid == NULL || t0 == st->unset || tid == st->unset || !as_i64(t0, &a)
         || !as_i64(t1, &b))
         return 0;
+    if (Py_IS_TYPE(st->window, &RingType)) { /* the usual window: its times are C ints */
+        Ring *rg = (Ring *)st->window;
+        /* every call in the window from this tid object (one thread's calls, the usual case): no clash */
+        int one_thread = rg->n == 0 || (rg->run >= rg->n && rg->items[4 * ring_slot(rg, rg->n - 1)] == tid);
+        for (Py_ssize_t i = 0; !one_thread && i < rg->n; i++) {
+            Py_ssize_t slot = ring_slot(rg, i);
+            const long long *w = rg->times + 2 * slot;
+            if (!rg->timed[slot] || w[0] > b || a > w[1])
+                continue;
+            PyObject *wt = rg->items[4 * slot];
+            if (wt == tid)
+                continue; /* the same tid object: equal (tids are ints or strings) */
+            int clash = PyObject_RichCompareBool(wt, tid, Py_NE);
+            if (clash != 0)
+                return clash;
+        }
+        *seen = Py_NewRef(Py_None); /* the caller appends (tid, t0, t1, line) itself */
+        return 0;
+    }
     PyObject *it = PyObject_GetIter(st->window), *item;
     if (it == NULL)
         return -1;
@@ -1931,12 +2850,18 @@ static int step_run_mode(Step *st, PyObject *o, Py_ssize_t lineno, int mask_only
     memset(ob, 0, sizeof(PyObject *) * (size_t)st->nregs);
     /* the constants' registers follow the parameters' and outputs' */
     memcpy(r + st->nparams + st->noutputs, st->consts, sizeof(wide) * (size_t)st->nconsts);
-    Run x = {st, r, ob, NULL, NULL, st->mask0, 0, {{0}}, 0, mask_only};
+    Run x = {st, r, ob, NULL, NULL, NULL, st->mask0, 0, {{0}}, 0, mask_only};
     Py_INCREF(st); /* the step's code and caches must outlive a run that calls Python code */
     PyObject *seen = NULL;
     int got = st->window != NULL && !mask_only ? thread_clash(st, o, lineno, &seen) : 0;
     got = got != 0 ? (got > 0 ? 0 : -1) : step_body(&x, o, lineno);
-    if (got == 1 && seen != NULL) { /* handled: the window has this line now */
+    if (got == 1 && seen == Py_None) { /* handled: the window (a Ring) has this line now */
+        PyObject *line = PyLong_FromSsize_t(lineno);
+        got = line == NULL ? -1
+              : ring_push((Ring *)st->window, FIELD(o, st->off_tid), FIELD(o, st->off_t0), FIELD(o, st->off_t1), line) < 0
+                  ? -1 : 1;
+        Py_XDECREF(line);
+    } else if (got == 1 && seen != NULL) { /* handled: the window has this line now */
         PyObject *r = PyObject_CallMethodOneArg(st->window, s_append, seen);
         got = r == NULL ? -1 : 1;
         Py_XDECREF(r);
@@ -2182,7 +3107,7 @@ static int step_init(Step *st, PyObject *args, PyObject *kwargs)
     st->unset = Py_NewRef(unset);
     st->structs = Py_NewRef(structs);
     st->errors = Py_NewRef(errors);
-    /* checker.replay's remember is partial(remember, created, removed.append, journal): call it directly */
+    /* checker.replay's remember is partial(remember, created, removed, journal): call it directly */
     PyObject *func = PyObject_GetAttrString(py_remember, "func");
     PyObject *fargs = func ? PyObject_GetAttrString(py_remember, "args") : NULL;
     PyObject *fkw = fargs ? PyObject_GetAttrString(py_remember, "keywords") : NULL;
@@ -2277,6 +3202,8 @@ static int step_traverse(Step *self, visitproc visit, void *arg)
 static int step_clear(Step *self)
 {
     STEP_OBJECTS(CLEAR_FIELD)
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(self->enum_seen[i]);
     return 0;
 }
 
@@ -2363,53 +3290,105 @@ static PyTypeObject StepType = {
     .tp_methods = step_methods,
 };
 
-/* remember(created, removed_append, journal, line, call): checker.replay's pure `remember` (see
- * `_remembering` there): each put of the journal not yet in `created` is noted as made by
- * (line, call); each removal leaves `created` and is appended as (table, key, line, call). */
+/* Append (table, key, line, call) to `removed`: a Ring, or anything with an append. 0 or -1. */
+static int removed_push(PyObject *removed, PyObject *table, PyObject *key, PyObject *line, PyObject *call)
+{
+    if (Py_IS_TYPE(removed, &RingType))
+        return ring_push((Ring *)removed, table, key, line, call);
+    PyObject *gone = PyTuple_Pack(4, table, key, line, call);
+    PyObject *r = gone == NULL ? NULL : PyObject_CallMethodOneArg(removed, s_append, gone);
+    Py_XDECREF(gone);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* remember(created, removed, journal, line, call): checker.replay's pure `remember` (see
+ * `_remembering` there): each put of the journal not yet in `created` (a Made, or a dict) is noted
+ * as made by (line, call); each removal leaves `created` and is appended to `removed` (a Ring, or
+ * anything with an append) as (table, key, line, call). */
 static PyObject *remember(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "remember expects 5 arguments");
         return NULL;
     }
-    PyObject *created = args[0], *removed_append = args[1], *journal = args[2], *line = args[3], *call = args[4];
-    if (!PyDict_Check(created) || !PyList_Check(journal)) {
-        PyErr_SetString(PyExc_TypeError, "remember expects a dict and a list");
+    PyObject *created = args[0], *removed = args[1], *journal = args[2], *line = args[3], *call = args[4];
+    int is_made = Py_IS_TYPE(created, &MadeType);
+    if (!(is_made || PyDict_Check(created)) || !PyList_Check(journal)) {
+        PyErr_SetString(PyExc_TypeError, "remember expects a dict (or a Made) and a list");
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(journal); i++) {
+    Made *m = (Made *)created;
+    long long line_value = 0;
+    /* the slots of a Made directly, while nothing is in its `other` (which may hold any key) */
+    int direct = is_made && as_i64(line, &line_value);
+    PyObject *made = NULL, *last_table = NULL; /* made: (line, call), made once */
+    Py_ssize_t table_index = -1;               /* of last_table in a Made */
+    int failed = 0;
+    for (Py_ssize_t i = 0; !failed && i < PyList_GET_SIZE(journal); i++) {
         PyObject *change = PyList_GET_ITEM(journal, i);
         if (!PyTuple_Check(change) || PyTuple_GET_SIZE(change) != 4) {
             PyErr_SetString(PyExc_ValueError, "a journal entry is (table, key, op, old)");
-            return NULL;
+            failed = 1;
+            break;
         }
         PyObject *table = PyTuple_GET_ITEM(change, 0), *key = PyTuple_GET_ITEM(change, 1),
                  *op = PyTuple_GET_ITEM(change, 2);
         if (table == Py_None)
             continue;
-        int is_put = op == s_put ? 1 : PyObject_RichCompareBool(op, s_put, Py_EQ);
-        if (is_put < 0)
-            return NULL;
+        int is_put = op == s_put ? 1 : op == s_remove ? 0 : PyObject_RichCompareBool(op, s_put, Py_EQ);
+        if (is_put < 0) {
+            failed = 1;
+            break;
+        }
+        long long k;
+        if (direct && PyDict_GET_SIZE(m->other) == 0 && PyUnicode_CheckExact(table) && as_i64(key, &k)) {
+            if (table != last_table) {
+                table_index = made_table(m, table, 1);
+                if (table_index < 0) {
+                    failed = 1;
+                    break;
+                }
+                last_table = table;
+            }
+            if (is_put) /* an update keeps the creating line */
+                failed = made_put(m, table_index, k, line_value, call, 1, MADE_NEW) < 0;
+            else {
+                made_drop(m, table_index, k);
+                failed = removed_push(removed, table, key, line, call) < 0;
+            }
+            continue;
+        }
         PyObject *where = PyTuple_Pack(2, table, key);
-        if (where == NULL)
-            return NULL;
-        int known = PyDict_Contains(created, where), failed = known < 0;
-        if (!failed && is_put && !known) { /* an update keeps the creating line */
-            PyObject *made = PyTuple_Pack(2, line, call);
-            failed = made == NULL || PyDict_SetItem(created, where, made) < 0;
-            Py_XDECREF(made);
-        } else if (!failed && !is_put) {
-            failed = known && PyDict_DelItem(created, where) < 0;
-            PyObject *gone = failed ? NULL : PyTuple_Pack(4, table, key, line, call);
-            PyObject *r = gone == NULL ? NULL : PyObject_CallOneArg(removed_append, gone);
-            failed = r == NULL;
-            Py_XDECREF(gone);
-            Py_XDECREF(r);
+        if (where == NULL || (is_put && made == NULL && (made = PyTuple_Pack(2, line, call)) == NULL)) {
+            Py_XDECREF(where);
+            failed = 1;
+            break;
+        }
+        if (is_put && is_made)
+            failed = made_set(m, where, made, 1) < 0;
+        else if (is_put)
+            failed = PyDict_SetDefault(created, where, made) == NULL;
+        else {
+            if (is_made)
+                failed = made_del(m, where) < 0;
+            else {
+#if PY_VERSION_HEX >= 0x030D0000
+                PyObject *was = NULL;
+                failed = PyDict_Pop(created, where, &was) < 0;
+#else
+                PyObject *was = _PyDict_Pop(created, where, Py_None);
+                failed = was == NULL;
+#endif
+                Py_XDECREF(was);
+            }
+            failed = failed || removed_push(removed, table, key, line, call) < 0;
         }
         Py_DECREF(where);
-        if (failed)
-            return NULL;
     }
+    Py_XDECREF(made);
+    if (failed)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -2497,7 +3476,7 @@ static PyMethodDef functions[] = {
     {"drive", (PyCFunction)(void (*)(void))drive, METH_FASTCALL,
      "drive(lines, decode, steps, errors, lineno, budget): run the fast steps until a line needs the general path"},
     {"remember", (PyCFunction)(void (*)(void))remember, METH_FASTCALL,
-     "remember(created, removed_append, journal, line, call): note which line made or removed each entry"},
+     "remember(created, removed, journal, line, call): note which line made or removed each entry"},
     {NULL},
 };
 
@@ -2530,7 +3509,8 @@ PyMODINIT_FUNC PyInit__native(void)
     s_slow_probe[PROBE_CONTAINING] = s_slow_containing;
     s_slow_probe[PROBE_CONTAINING_ADDR] = s_slow_containing_addr;
     if (PyType_Ready(&TableCoreType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&PredType) < 0
-        || PyType_Ready(&SortedKeysType) < 0)
+        || PyType_Ready(&SortedKeysType) < 0 || PyType_Ready(&RingType) < 0
+        || PyType_Ready(&MadeType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -2550,6 +3530,8 @@ PyMODINIT_FUNC PyInit__native(void)
     if (PyModule_AddObjectRef(m, "TableCore", (PyObject *)&TableCoreType) < 0
         || PyModule_AddObjectRef(m, "SortedKeys", (PyObject *)&SortedKeysType) < 0
         || PyModule_AddObjectRef(m, "Step", (PyObject *)&StepType) < 0
+        || PyModule_AddObjectRef(m, "Ring", (PyObject *)&RingType) < 0
+        || PyModule_AddObjectRef(m, "Made", (PyObject *)&MadeType) < 0
         || PyModule_AddIntConstant(m, "MAX_REGS", MAX_REGS) < 0 || PyModule_AddIntConstant(m, "MAX_MASK_BITS", MAX_MASK_BITS) < 0
         || PyModule_AddIntConstant(m, "INTERFACE", NATIVE_INTERFACE) < 0) {
         Py_DECREF(m);
