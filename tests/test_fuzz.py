@@ -110,3 +110,23 @@ def test_a_driver_that_cannot_start_is_reported():
     result = fuzz("acl", StartFails, FuzzOptions(max_examples=5))
     assert result.failure is not None and result.failure.rule == "EXEC-DRIVER-ERROR"
     assert "OSError: no device" in result.failure.message and result.failure.events == ()
+
+
+def test_a_seed_gives_the_same_run_whether_the_spec_was_parsed_or_read_from_the_cache(tmp_path):
+    """Hypothesis draws constants from the source of this project's loaded modules; the parser is
+    loaded only on a cache miss, so without care the first run and the next would differ."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = dict(os.environ, REGCHECK_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, "-m", "checker", "fuzz", "cupva", "--max-examples", "30", "--seed", "1"]
+
+    def run() -> str:
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+        return re.sub(r"\d+\.\d+ s", "<time>", out)
+
+    first = run()  # parses the spec, and caches it
+    assert list((tmp_path / "cache").glob("spec-ast-*.pickle"))
+    assert "driver calls" in first and run() == first

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any, Callable, Mapping, Sequence
 
 from ..drivers.execute import Execution
@@ -343,6 +344,10 @@ def fuzz(spec_name: str, driver: Callable[[], Driver] | str | None = None,
     from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
     from hypothesis.stateful import get_state_machine_test
 
+    # Hypothesis also draws constants found in the source of the loaded modules of this project:
+    # the spec parser is loaded only when a spec is not read from the parse cache, so it is loaded
+    # here, or the same seed would give other runs depending on the cache.
+    import_module("checker.language.parser")
     if options.shrink not in SHRINK_MODES:
         raise ValueError(f"shrink must be one of {SHRINK_MODES}")
     factory = driver if callable(driver) else load_factory(driver)
