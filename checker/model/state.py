@@ -7,7 +7,7 @@ import heapq
 import os
 import sys
 from bisect import bisect_left, insort
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from sortedcontainers import SortedList
 
@@ -213,9 +213,36 @@ class _TableOps:
     # Whole `exists` tests for the fast path: an exact hit on the key first (the usual case: the
     # range asked about is an entry's own), then the window of `overlapping` / `containing` and the
     # exact test of each key in one loop (the same truth as `overlaps` / `contains_range` /
-    # `contains_addr` below on (k, k + size)). Written out in each, because they run for most events.
+    # `contains_addr` below on (k, k + size)), written out in each because they run for most events;
+    # the window's keys come from `_window_keys`, shared by the three.
     # The window skips the exact key: its test there is the exact hit's, with the same answer (the
     # spec's predicates are pure), so asking it again would only repeat the predicate.
+    def _window_keys(self, lo: int, hi: int, exact: int) -> Sequence:
+        """The keys in [lo, hi), or none when the window holds no key but `exact` (whose test the
+        probe has made already): the probes' windows, each usual case found by one bisection."""
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, lo)
+            if i == len(keys) or keys[i] >= hi:  # no key in the window (a range no entry is near)
+                return ()
+            if keys[i] == exact and (i + 1 == len(keys) or keys[i + 1] >= hi):  # only the exact key's
+                return ()
+            return keys[i:bisect_left(keys, hi, i)]
+        if type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
+            maxes = keys._maxes
+            pos = bisect_left(maxes, lo)
+            if pos == len(maxes):
+                return ()
+            sub = keys._lists[pos]
+            i = bisect_left(sub, lo)
+            if sub[i] >= hi:  # (sub[i] exists: the sublist's largest key is >= lo)
+                return ()
+            if sub[i] == exact and (sub[i + 1] >= hi if i + 1 < len(sub) else pos + 1 == len(maxes)):
+                return ()  # only the exact key's
+            j = bisect_left(sub, hi, i)
+            return sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, hi)
+        return self._keys_between(lo, hi)
+
     def any_overlapping(self, base: int, end: int, pred: Callable | None = None) -> bool:
         rows = self.rows
         if not rows or end <= base:
@@ -229,31 +256,8 @@ class _TableOps:
             largest = self.max_size()
         if largest <= 0:
             return False
-        keys = self.keys
         lo = base - largest + 1  # overlap_window(base, end, largest), inline
-        if type(keys) is list:
-            i = bisect_left(keys, lo)
-            if i == len(keys) or keys[i] >= end:  # no key in the window (a range no entry is near)
-                return False
-            if keys[i] == base and (i + 1 == len(keys) or keys[i + 1] >= end):  # only the exact key's
-                return False
-            window = keys[i:bisect_left(keys, end, i)]
-        elif type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
-            maxes = keys._maxes
-            pos = bisect_left(maxes, lo)
-            if pos == len(maxes):
-                return False
-            sub = keys._lists[pos]
-            i = bisect_left(sub, lo)
-            if sub[i] >= end:  # (sub[i] exists: the sublist's largest key is >= lo)
-                return False
-            if sub[i] == base and (sub[i + 1] >= end if i + 1 < len(sub) else pos + 1 == len(maxes)):
-                return False  # only the exact key's
-            j = bisect_left(sub, end, i)
-            window = sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, end)
-        else:
-            window = self._keys_between(lo, end)
-        for k in window:
+        for k in self._window_keys(lo, end, base):
             if k == base:
                 continue
             record = rows[k]
@@ -273,31 +277,8 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        keys = self.keys
         lo = (base if base < end else end) - largest  # containment_window(base, end, largest), inline
-        if type(keys) is list:
-            i = bisect_left(keys, lo)
-            if i == len(keys) or keys[i] >= base + 1:  # no key in the window (a range no entry is near)
-                return False
-            if keys[i] == base and (i + 1 == len(keys) or keys[i + 1] >= base + 1):  # only the exact key's
-                return False
-            window = keys[i:bisect_left(keys, base + 1, i)]
-        elif type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
-            maxes = keys._maxes
-            pos = bisect_left(maxes, lo)
-            if pos == len(maxes):
-                return False
-            sub = keys._lists[pos]
-            i = bisect_left(sub, lo)
-            if sub[i] >= base + 1:  # (sub[i] exists: the sublist's largest key is >= lo)
-                return False
-            if sub[i] == base and (sub[i + 1] >= base + 1 if i + 1 < len(sub) else pos + 1 == len(maxes)):
-                return False  # only the exact key's
-            j = bisect_left(sub, base + 1, i)
-            window = sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, base + 1)
-        else:
-            window = self._keys_between(lo, base + 1)
-        for k in window:
+        for k in self._window_keys(lo, base + 1, base):
             if k == base:
                 continue
             record = rows[k]
@@ -316,31 +297,8 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        keys = self.keys
         lo = x - largest  # containment_window(x, x + 1, largest), inline
-        if type(keys) is list:
-            i = bisect_left(keys, lo)
-            if i == len(keys) or keys[i] >= x + 1:  # no key in the window (a range no entry is near)
-                return False
-            if keys[i] == x and (i + 1 == len(keys) or keys[i + 1] >= x + 1):  # only the exact key's
-                return False
-            window = keys[i:bisect_left(keys, x + 1, i)]
-        elif type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
-            maxes = keys._maxes
-            pos = bisect_left(maxes, lo)
-            if pos == len(maxes):
-                return False
-            sub = keys._lists[pos]
-            i = bisect_left(sub, lo)
-            if sub[i] >= x + 1:  # (sub[i] exists: the sublist's largest key is >= lo)
-                return False
-            if sub[i] == x and (sub[i + 1] >= x + 1 if i + 1 < len(sub) else pos + 1 == len(maxes)):
-                return False  # only the exact key's
-            j = bisect_left(sub, x + 1, i)
-            window = sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, x + 1)
-        else:
-            window = self._keys_between(lo, x + 1)
-        for k in window:
+        for k in self._window_keys(lo, x + 1, x):
             if k == x:
                 continue
             record = rows[k]
