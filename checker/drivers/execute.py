@@ -138,11 +138,11 @@ class Execution:
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
         # A spec without `pinned` declarations predicts no page locks, so there is nothing to compare
         # (cupva locks nothing; for cuda and hip whether pages are locked is not modelled, docs/cuda-hip.md).
-        self.check_locks = bool(sem.spec.pinned) and callable(getattr(driver, "kernel_locked_pages", None))
         # An entry whose memory was released under it (the caller's bug: freed while registered)
         # predicts nothing until it goes, even when the recording reuses its addresses.
+        check_locks = bool(sem.spec.pinned) and callable(getattr(driver, "kernel_locked_pages", None))
         self.locks = LockCheck(sem, driver, self.relocator.relocate_range, self.relocator.take_changed,
-                               self.relocator.maps_onto) if self.check_locks else None
+                               self.relocator.maps_onto) if check_locks else None
         self.applied: list | None = None  # the driver-following model's changes in this event
 
     def step(self, ev, last: bool = False) -> list[Finding]:
