@@ -105,7 +105,7 @@ class LockCheck:
     def mismatch(self) -> Mismatch | None:
         if not self.missing and not self.extra:
             return None
-        extra = tuple(sorted(p for p in self.extra if self.maps_onto(p))) if self.extra else ()
+        extra = tuple(sorted(p for p in self.extra if self.maps_onto(p)))
         if not self.missing and not extra:
             return None
         first = min(self.missing) if self.missing else 0
