@@ -43,6 +43,16 @@ def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loo
             r.state.snapshot(), dict(r.created), list(r.removed))
 
 
+def default_sigint() -> None:
+    """A child's `preexec_fn`: SIGINT back to its default before the child's Python starts, which
+    then installs its KeyboardInterrupt handler. A test run started in the background of a
+    non-interactive shell ignores SIGINT, its children inherit that, and Python keeps an ignored
+    SIGINT ignored: a test that interrupts a child would wait for nothing."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 # The start of a child process that locks memory under a small RLIMIT_MEMLOCK. Root's
 # CAP_IPC_LOCK would bypass the limit, so the child first drops it from itself; `dropped` says
 # whether that worked. After it: `p` is checker.drivers.pinning, and `ctypes`, `json`, `resource` are imported.

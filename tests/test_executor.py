@@ -36,7 +36,7 @@ from checker.drivers.pinning import (
     vmlck_bytes,
 )
 from checker.model.semantics import Semantics
-from tests.helpers import MEMLOCK_LIMITED
+from tests.helpers import MEMLOCK_LIMITED, default_sigint
 
 P = PAGE_SIZE
 ROOT = Path(__file__).resolve().parents[1]
@@ -530,12 +530,12 @@ finally:
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, 128 + signal.SIGTERM)])
 def test_signals_unlock_before_the_process_stops(real_pinning, signum, code):
     child = subprocess.Popen([sys.executable, "-c", PROLOGUE + SIGNAL_ENDING], env=child_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         first = child.stdout.readline()
         assert first == f"locked {8 * P // 1024}\n", child.stderr.read()
         child.send_signal(signum)
-        rest, stderr = child.communicate(timeout=10)
+        rest, stderr = child.communicate(timeout=60)  # generous: a loaded machine
     finally:
         if child.poll() is None:
             child.kill()

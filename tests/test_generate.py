@@ -23,15 +23,12 @@ from tests.helpers import run_cli
 SPECS = ("acl", "cupva")
 # cuda and hip too, marked slow (their suites take several seconds each to generate)
 ALL_SPECS = SPECS + tuple(pytest.param(n, marks=pytest.mark.slow) for n in ("cuda", "hip"))
-_DEFAULT_SUITES: dict = {}
 
 
 def default_suite(name: str):
-    """The suite `regcheck generate NAME` writes (default options), computed once per session;
-    `bundled_suite` may generate some specs shallower for the mutation tests."""
-    if name not in _DEFAULT_SUITES:
-        _DEFAULT_SUITES[name] = bundled_suite(name) if name in SPECS else generate_suite(name)
-    return _DEFAULT_SUITES[name]
+    """The suite `regcheck generate NAME` writes (default options), computed once per session and
+    shared with the other test modules (`bundled_suite` generates with the default options too)."""
+    return bundled_suite(name)
 
 
 def covers(suite, rule: str, fragment: str) -> list[str]:

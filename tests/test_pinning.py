@@ -31,7 +31,7 @@ from checker.drivers.pinning import (
     uninstall_signal_cleanup,
     vmlck_bytes,
 )
-from tests.helpers import MEMLOCK_LIMITED
+from tests.helpers import MEMLOCK_LIMITED, default_sigint
 
 P = PAGE_SIZE
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,8 @@ def pages(base: int, first: int, count: int) -> set[int]:
 def run_child(code: str, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
-        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint, **kw
     )
 
 
@@ -310,6 +311,7 @@ def signalled_child(signum: int, *args: str) -> tuple[int, list[str], str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         first = child.stdout.readline().split()
@@ -317,7 +319,7 @@ def signalled_child(signum: int, *args: str) -> tuple[int, list[str], str]:
         assert int(first[1]) >= 8 * P
         assert status_vmlck(child.pid) >= 8 * P  # the kernel agrees just before the signal
         child.send_signal(signum)
-        rest, stderr = child.communicate(timeout=5)
+        rest, stderr = child.communicate(timeout=60)  # generous: a loaded machine
     finally:
         if child.poll() is None:
             child.kill()
@@ -365,7 +367,9 @@ print("locked", p.vmlck_bytes() // 1024, flush=True)
 
 def test_ignored_signals_stay_ignored():
     uninstall_signal_cleanup()  # an earlier test's driver may have installed it in this process
-    previous_int = signal.getsignal(signal.SIGINT)
+    # SIGINT as a foreground process has it (a background run of the tests ignores it)
+    outer_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous_int = signal.default_int_handler
     previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         install_signal_cleanup()
@@ -377,6 +381,7 @@ def test_ignored_signals_stay_ignored():
     finally:
         uninstall_signal_cleanup()
         signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, outer_int)
 
 
 def test_pinning_permitted_reports_a_reason():
@@ -429,6 +434,59 @@ def test_locks_taken_outside_the_arena_are_seen_through_vmlck(real_pinning):
 def ctypes_address(m) -> int:
     import ctypes
     return ctypes.addressof(ctypes.c_char.from_buffer(m))
+
+
+SMAPS_SAMPLE = """\
+00400000-00401000 r-xp 00000000 08:01 131 /usr/bin/python3.11
+Size:                  4 kB
+Locked:                0 kB
+VmFlags: rd ex mr mw me dw
+7f0000000000-7f0000004000 rw-s 00000000 00:01 77   /memfd:regcheck (deleted)
+Size:                 16 kB
+Rss:                  16 kB
+Locked:               16 kB
+THPeligible:    0
+VmFlags: rd wr sh mr mw me ms lo sd
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+Size:                132 kB
+VmFlags: rd wr mr mw me gd ac
+"""
+
+
+def smaps_by_lines(path: str) -> list[tuple[int, int, frozenset[str]]]:
+    """The reading the regex replaced, line by line: the reference it must agree with."""
+    out, start, end = [], -1, -1
+    for line in Path(path).read_text().splitlines():
+        head = line.split(" ", 1)[0]
+        if "-" in head and ":" not in head:
+            start, end = (int(x, 16) for x in head.split("-"))
+        elif line.startswith("VmFlags:"):
+            out.append((start, end, frozenset(line.split()[1:])))
+    return out
+
+
+def test_smaps_is_read_mapping_by_mapping(tmp_path):
+    from checker.drivers import pinning
+    sample = tmp_path / "smaps"
+    sample.write_text(SMAPS_SAMPLE)
+    vmas = list(pinning._smaps_vmas(str(sample)))
+    assert [(hex(a), hex(b)) for a, b, _ in vmas] == [
+        ("0x400000", "0x401000"), ("0x7f0000000000", "0x7f0000004000"), ("0x7ffd00000000", "0x7ffd00021000")]
+    assert ["lo" in flags for _, _, flags in vmas] == [False, True, False]
+    assert vmas == smaps_by_lines(str(sample))
+
+
+def test_this_processs_smaps_reads_as_it_does_line_by_line(real_pinning, tmp_path):
+    from checker.drivers import pinning
+    with PinnedArena() as a:
+        base = a.allocate(4 * P)
+        a.lock(base + P, 2 * P)
+        a.alias(base, 4 * P)
+        copy = tmp_path / "smaps"  # one snapshot, so both read the same text
+        copy.write_text(Path("/proc/self/smaps").read_text())
+        vmas = list(pinning._smaps_vmas(str(copy)))
+        assert vmas == smaps_by_lines(str(copy)) and len(vmas) > 10
+        assert any(lo <= base + P < hi and "lo" in flags for lo, hi, flags in vmas)
 
 
 # --- the kernel's locks read for some spans alone (checker.drivers.lockcheck reads them so)

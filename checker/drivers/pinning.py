@@ -29,6 +29,7 @@ import ctypes
 import errno as errno_codes
 import mmap
 import os
+import re
 import signal
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -738,17 +739,18 @@ def _locked_pages(probe: Callable[[int, int], int], lo: int, hi: int) -> list[in
     return _locked_pages(probe, lo, mid) + _locked_pages(probe, mid, hi)
 
 
+# A mapping's header line (start-end and the rest) through its VmFlags line, lazily: one match per
+# mapping. A regex over the whole text rather than a Python loop over its lines, as the loop cost
+# more than the kernel's writing of the text (4,000 lines for a process with z3 loaded).
+_SMAPS_ENTRY = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (?:[^\n]*\n)+?VmFlags:([^\n]*)", re.MULTILINE)
+
+
 def _smaps_vmas(path: str = "/proc/self/smaps") -> Iterator[tuple[int, int, frozenset[str]]]:
     """(start, end, VmFlags) for every mapping of the process."""
-    start = end = -1
     with open(path, encoding="ascii", errors="replace") as f:
-        for line in f:
-            head = line.split(" ", 1)[0]
-            if "-" in head and ":" not in head:
-                lo, hi = head.split("-")
-                start, end = int(lo, 16), int(hi, 16)
-            elif line.startswith("VmFlags:"):
-                yield start, end, frozenset(line.split()[1:])
+        text = f.read()
+    for m in _SMAPS_ENTRY.finditer(text):
+        yield int(m[1], 16), int(m[2], 16), frozenset(m[3].split())
 
 
 # (VmLck, arena changes) then, and the locked VMAs read then; `_arena_changes` counts every arena
