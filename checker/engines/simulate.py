@@ -30,8 +30,9 @@ where the C module is built, else its generated Python steps, which take the sam
 - fewer draws are spent on calls that find no step: a call none of whose draws found one is
   passed over (up to PASSES times) until a table or variable its clauses read changes, a call
   whose steps found nothing several times in a row gets fewer draws (half per such step), output
-  draws are counted per step (not per draw of inputs), and addresses are drawn near the entries of
-  the tables the call's clauses read (not of every table);
+  draws are counted per step (not per draw of inputs), outputs the step declined are not handed to
+  it again while the state stays as it is (it would decline them again), and addresses are drawn
+  near the entries of the tables the call's clauses read (not of every table);
 - draws come from pools precomputed per call, one `random()` each, and the State and its
   binding of the fast path serve all runs of a configuration.
 """
@@ -45,7 +46,7 @@ from bisect import bisect
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..fast.fastpath import EventMaker, event_makers, fast_path, fast_path_deciding
 from ..language import syntax as S
@@ -299,19 +300,20 @@ class _CallPlan:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """What the fast walk precomputes once per spec: the calls' draws and cumulative weights."""
+    """What the fast walk precomputes once per spec: the calls' draws and cumulative weights (a
+    call is `calls[bisect(cumulative, random() * total)]`, which the walk spells out: a method
+    call would cost as much as the draw)."""
 
     calls: tuple[_CallPlan, ...]
     cumulative: tuple[float, ...]
+    total: float
 
     @staticmethod
     def of(spec: CheckedSpec) -> "_Plan":
         calls = tuple(_call_plan(spec, c) for c in spec.calls)
         weights = [1.0 if spec.calls[c.name].params else SWITCH_WEIGHT for c in calls]
-        return _Plan(calls, tuple(accumulate(weights)))
-
-    def pick(self, rnd: Callable[[], float]) -> _CallPlan:
-        return self.calls[bisect(self.cumulative, rnd() * self.cumulative[-1])]
+        cumulative = tuple(accumulate(weights))
+        return _Plan(calls, cumulative, cumulative[-1])
 
 
 def _state_reads(spec: CheckedSpec, e: S.Expr) -> frozenset:
@@ -335,9 +337,9 @@ def _call_plan(spec: CheckedSpec, call: str) -> _CallPlan:
     inputs = [_draw(spec, t, False) for _, t in info.params]
     outputs = [_draw(spec, t, True) for _, t in info.outputs]
     return _CallPlan(call, info.decl.kind == "event", tuple(n for n, _ in info.params),
-                     tuple(n for n, _ in info.outputs), _tuple_draw([d for d, _ in inputs]),
-                     _tuple_draw([d for d, _ in outputs]),
-                     tuple(x for _, x in inputs + outputs),
+                     tuple(n for n, _ in info.outputs), _tuple_draw(inputs, f"inputs of {call}"),
+                     _tuple_draw(outputs, f"outputs of {call}"),
+                     tuple(x for _, x, _ in inputs + outputs),
                      any(t.kind == "int" and t.name == "addr" for _, t in info.params), _clause_reads(spec, call))
 
 
@@ -351,45 +353,50 @@ def _clause_reads(spec: CheckedSpec, call: str) -> frozenset | None:
     return frozenset().union(*(_state_reads(spec, e) for e in conds))
 
 
-def _tuple_draw(draws: list[Draw]) -> Draw:
-    """One draw of a tuple of values (spelt out for the usual few: a generator costs more than a draw)."""
-    match draws:
-        case []:
-            return lambda rnd, keys: ()
-        case [a]:
-            return lambda rnd, keys: (a(rnd, keys),)
-        case [a, b]:
-            return lambda rnd, keys: (a(rnd, keys), b(rnd, keys))
-        case [a, b, c]:
-            return lambda rnd, keys: (a(rnd, keys), b(rnd, keys), c(rnd, keys))
-    every = tuple(draws)
-    return lambda rnd, keys: tuple(d(rnd, keys) for d in every)
+# One value's draw: the code of a Python expression in `rnd` (the walk's `random`) and `keys` (the
+# live keys addresses are drawn near), with a `{}` for each of its constants; the least and greatest
+# integer it draws (None: not an integer, or unbounded); its constants.
+ValueDraw = tuple[str, tuple | None, tuple]
 
 
-def _pick(pool: Sequence) -> Draw:
-    n = len(pool)
-    return lambda rnd, keys: pool[int(rnd() * n)]
+def _tuple_draw(draws: list[ValueDraw], what: str) -> Draw:
+    """One draw of a tuple of values, as one function whose code spells out each value's draw: a
+    call per value (or per pick from a pool) costs more than the draw itself. The values are drawn
+    in order, each with the same `random()` calls as the pure walk's pools."""
+    consts: list = []
+    parts = []
+    for code, _, values in draws:
+        parts.append(code.format(*(f"C[{len(consts) + i}]" for i in range(len(values)))))
+        consts += values
+    ns = {"C": tuple(consts), "NEAR": NEAR, "ADDRESSES": ADDRESSES}
+    source = f"lambda rnd, keys: ({''.join(p + ', ' for p in parts)})"
+    return eval(compile(source, f"<regcheck simulate draw of the {what}>", "eval"), ns)  # from the templates below
 
 
-def _draw(spec: CheckedSpec, t: Type, output: bool) -> tuple[Draw, tuple | None]:
-    """The draw of one value of type t (the pure walk's pools, each drawn with one `random()`),
-    and the least and greatest integer it draws (None: not an integer, or unbounded)."""
+def _pick(pool: Sequence) -> ValueDraw:
+    """One of pool's values, with one `random()`; its extremes where they are integers."""
+    ints = all(type(v) is int for v in pool)
+    return f"{{}}[int(rnd() * {len(pool)})]", (min(pool), max(pool)) if ints else None, (tuple(pool),)
+
+
+def _draw(spec: CheckedSpec, t: Type, output: bool) -> ValueDraw:
+    """The draw of one value of type t: the pure walk's pools, each drawn with one `random()`."""
     match t.kind:
         case "bool":
-            return (lambda rnd, keys: rnd() < 0.5), None
+            return "(rnd() < 0.5)", None, ()
         case "enum":
-            return _pick(tuple(spec.enums[t.name])), None
+            return _pick(tuple(spec.enums[t.name]))
         case "flags":
             members = tuple(spec.flags[t.name].values())
             every = 1
             for m in members:
                 every |= m
-            return _draw_flags(members), (0, every)
+            return "{}(rnd, keys)", (0, every), (_draw_flags(members),)
         case "int":
             return _draw_int(t.name, output)
         case "version":
-            return (lambda rnd, keys: (6, 6)), None
-    return (lambda rnd, keys: 0), (0, 0)
+            return "(6, 6)", None, ()
+    return "0", (0, 0), ()
 
 
 def _draw_flags(members: tuple[int, ...]) -> Draw:
@@ -407,27 +414,24 @@ def _draw_flags(members: tuple[int, ...]) -> Draw:
     return draw
 
 
-def _draw_int(width: str, output: bool) -> tuple[Draw, tuple | None]:
-    if width == "addr" and output:
-        return _pick(OUTPUT_ADDRESSES), (min(OUTPUT_ADDRESSES), max(OUTPUT_ADDRESSES))
+# An input address: near a live entry (exact, inside, or a page before/after) 6 times in 10, else
+# one of ADDRESSES; unbounded.
+ADDRESS_DRAW = (f"(max(0, keys[int(rnd() * len(keys))] + NEAR[int(rnd() * {len(NEAR)})]) if keys and rnd() < 0.6"
+                f" else ADDRESSES[int(rnd() * {len(ADDRESSES)})])", None, ())
+
+
+def _draw_int(width: str, output: bool) -> ValueDraw:
     if width == "addr":
-        return _draw_address, None  # near live keys: any
+        return _pick(OUTPUT_ADDRESSES) if output else ADDRESS_DRAW
     if width == "u64":
-        return _pick(SIZES), (min(SIZES), max(SIZES))
+        return _pick(SIZES)
     if width == "i64":
-        sizes = _pick(SIZES)
-        return (lambda rnd, keys: -1 if rnd() < 0.05 else sizes(rnd, keys)), (-1, max(SIZES))
+        code, (_, hi), pools = _pick(SIZES)
+        return f"(-1 if rnd() < 0.05 else {code})", (-1, hi), pools
     if width == "u32":
-        return _pick((0, 0, 0, 1)), (0, 1)
+        return _pick((0, 0, 0, 1))
     bounds = INT_BOUNDS.get(width)
-    small = (0, 1, 2) if bounds is None else tuple(max(bounds[0], min(bounds[1], v)) for v in (0, 1, 2))
-    return _pick(small), (min(small), max(small))
-
-
-def _draw_address(rnd, keys):
-    if keys and rnd() < 0.6:  # near a live entry: exact, inside, or a page before/after
-        return max(0, keys[int(rnd() * len(keys))] + NEAR[int(rnd() * len(NEAR))])
-    return ADDRESSES[int(rnd() * len(ADDRESSES))]
+    return _pick((0, 1, 2) if bounds is None else tuple(max(bounds[0], min(bounds[1], v)) for v in (0, 1, 2)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,18 +453,26 @@ class _Invariant:
         """The lines of a check function (`_compile_check`) that return False when it is broken."""
         e = self.expr
         if self.table is None or not self.body_reads.isdisjoint(changed):
-            return [f"    if not ({em.expr(e, CodeScope())}): return False"]
-        lines = _each_entry(em, e.var, e.table, e.body)
+            return _holds(em, e, {})
+        changed_entries = f"E[{e.table!r}]"
+        lines = _holds(em, e, {e.var: changed_entries})
         if self.pairwise:  # the pairs (v, w) with w changed: P for every v
             inner = e.body
-            lines += _each_entry(em, inner.var, e.table, S.Quant("forall", e.var, e.table, inner.body, e.span))
+            swapped = S.Quant("forall", inner.var, e.table,
+                              S.Quant("forall", e.var, e.table, inner.body, e.span), e.span)
+            lines += _holds(em, swapped, {inner.var: changed_entries})
         return lines
 
 
-def _each_entry(em: Emitter, var: str, table: str, body: S.Expr) -> list[str]:
-    """Lines returning False unless body holds with `var` bound to each changed entry of table."""
-    return [f"    for L_{var} in E[{table!r}]:",
-            f"        if not ({em.expr(body, CodeScope(frozenset({var})))}): return False"]
+def _holds(em: Emitter, e: S.Expr, sources: Mapping[str, str], bound: frozenset = frozenset(),
+           indent: str = "    ") -> list[str]:
+    """Lines returning False unless e holds, its leading `forall v in T` as loops over T's entries
+    (`sources[v]`, where given: the changed ones): in the check's own frame, where the emitter's
+    `_fa` would call a predicate per entry (most of a re-check's time)."""
+    if isinstance(e, S.Quant) and e.kind == "forall":
+        source = sources.get(e.var, f"T[{e.table!r}].rows.items()")
+        return [f"{indent}for L_{e.var} in {source}:"] + _holds(em, e.body, sources, bound | {e.var}, indent + "    ")
+    return [f"{indent}if not ({em.expr(e, CodeScope(bound))}): return False"]
 
 
 _invariant_plans: "weakref.WeakKeyDictionary[Semantics, tuple[_Invariant, ...]]" = weakref.WeakKeyDictionary()
@@ -529,11 +541,21 @@ class _Outcomes:
     allowed: Any  # the Allowed
     failures: tuple  # the error outcomes a step may take (none for an event)
     plain_success: bool  # a documented success: the fast path's step takes it
+    may_succeed: bool  # a success, documented or not (the pure walk tries one, when it is wanted)
 
     @staticmethod
     def of(allowed, is_event: bool) -> "_Outcomes":
         return _Outcomes(allowed, () if is_event else allowed.errors + allowed.env_errors,
-                         allowed.success and not allowed.unspecified)
+                         allowed.success and not allowed.unspecified, allowed.success or bool(allowed.unspecified))
+
+
+class _CallBinding(NamedTuple):
+    """What a step of one call reads from its configuration's `_Bound` (one lookup per step)."""
+
+    maker: EventMaker | None  # the fast path's step; None: the call has none
+    probe: EventMaker | None
+    checks: tuple | None  # `_range_checks`; None: the call has no step the walk can take
+    outcomes: dict  # mask -> its _Outcomes
 
 
 class _Bound:
@@ -565,6 +587,8 @@ class _Bound:
         # per call: the inputs whose draws may lie outside what the step takes
         self.checks = {cp.name: _range_checks(cp, self.makers[cp.name].bounds) for cp in plan.calls
                        if cp.name in self.makers}
+        self.bindings = {cp.name: _CallBinding(self.makers.get(cp.name), self.probes.get(cp.name),
+                                               self.checks.get(cp.name), self.outcomes[cp.name]) for cp in plan.calls}
 
     def recording_decider(self, sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]:
         cell = self.mask
@@ -602,13 +626,16 @@ class _FastWalker:
     def __init__(self, bound: _Bound, rng: random.Random, tries: int):
         self.plan, self.sem, self.st, self.rng, self.tries = bound.plan, bound.sem, bound.st, rng, tries
         self.rnd = rng.random
-        self.mask, self.makers, self.probes, self.probe_status = bound.mask, bound.makers, bound.probes, bound.probe_status
-        self.bound, self.tables_of, self.checks = bound, bound.tables_of, bound.checks
+        self.mask, self.bindings, self.probe_status = bound.mask, bound.bindings, bound.probe_status
+        self.bound, self.tables_of, self.changes = bound, bound.tables_of, bound.changes
         self.effects, self.success = bound.effects, bound.sem.success
         self.keys: dict[tuple, tuple] = {}  # tables -> their live keys, which addresses are drawn near
         self.records: list[tuple] = []  # (call plan, inputs, outputs, status) per step taken
         self.futile: dict[str, frozenset | None] = {}  # calls no draw found a step for -> what decided that
         self.streaks: dict[str, int] = {}  # call -> its steps in a row that found nothing
+        # (call, inputs) -> the outputs the step declined with them in the state as it is: it would
+        # decline them again, and outputs come from small pools, so that many output draws repeat one
+        self.declined: dict[tuple, set] = {}
 
     def run(self, max_steps: int, seen: Counter) -> _RunOutcome:
         successes = fast = 0
@@ -638,26 +665,30 @@ class _FastWalker:
         keys = self.keys.get(tables)
         if keys is None:
             rows = self.st.tables
-            keys = self.keys[tables] = tuple(k for t in tables for k in rows[t].rows)
+            keys = ()
+            for t in tables:  # not a generator: one resumption per key costs more than the tuples
+                keys += tuple(rows[t].rows)
+            self.keys[tables] = keys
         return keys
 
     def step(self, seen: Counter) -> int | None:
         """Draw a call and take one step with it: _FAST or _GENERAL for a success (st changed),
         _FAILURE for an allowed failure, None when no inputs that keep its obligations were found."""
-        rnd, futile = self.rnd, self.futile
-        cp = self.plan.pick(rnd)
+        rnd, futile, plan = self.rnd, self.futile, self.plan
+        calls, cumulative, total = plan.calls, plan.cumulative, plan.total
+        cp = calls[bisect(cumulative, rnd() * total)]
         # A call for which no draw found a step is likely to fare so again while what its clauses
         # read stays as it is (the pure walk spends most of its time on such draws): another call
         # is drawn in its place, up to PASSES times, and else it gets one draw, not `tries`.
         for _ in range(PASSES):
             if cp.name not in futile:
                 break
-            cp = self.plan.pick(rnd)
+            cp = calls[bisect(cumulative, rnd() * total)]
         name = cp.name
         passed = name in futile
         self.output_draws = 2 if passed else self.tries * 2  # for the whole step, not per draw of inputs
-        maker, checks = self.makers.get(name), self.checks.get(name)
-        probe, mask, status, outcomes = self.probes.get(name), self.mask, self.probe_status, self.bound.outcomes[name]
+        maker, probe, checks, outcomes = self.bindings[name]
+        mask, status = self.mask, self.probe_status
         # an event whose every success needs outputs has nothing left to try once they are all drawn
         needs_outputs = cp.is_event and bool(cp.outputs)
         # and a call whose last draws found no step in other states gets fewer: half per such step in a row
@@ -665,12 +696,17 @@ class _FastWalker:
         # What the draws below read and the state they draw in stay as they are until one is taken.
         keys = self.live_keys(name) if cp.wants_keys else ()
         draw_inputs, is_event, machine = cp.draw_inputs, cp.is_event, maker is not None and checks is not None
+        ranges = checks or ()
         for _ in range(1 if passed else max(1, self.tries >> streak)):
             if needs_outputs and self.output_draws <= 0:
                 break
             ins = draw_inputs(rnd, keys)
             wants_success = is_event or rnd() < SUCCESS_BIAS  # an event has no failure to choose
-            if not machine or (checks and not _fits(ins, checks)):
+            fits = machine  # and the inputs lie where the step's decoder would take them (`_range_checks`)
+            for i, lo, hi in ranges:  # (spelt out here: a call per draw would cost more than the tests)
+                if not lo <= ins[i] <= hi:
+                    fits = False
+            if not fits:
                 taken = self.general(cp, ins, None, wants_success, seen)
             else:
                 # The probe first: most draws break an obligation, and it tells so more cheaply
@@ -694,7 +730,9 @@ class _FastWalker:
                             taken = _FAST
                         else:
                             taken = self.failure(cp, ins, known.failures, seen)
-                    else:  # a failure wanted, or the documents are silent: the pure walk's way
+                    elif not known.may_succeed or (known.failures and not wants_success):
+                        taken = self.failure(cp, ins, known.failures, seen)  # as the pure walk's way would
+                    else:  # the documents are silent: the pure walk's way
                         taken = self.general(cp, ins, known.allowed, wants_success, seen)
             if taken is not None:
                 if streak:
@@ -748,12 +786,21 @@ class _FastWalker:
                 self.succeeded(cp, ins, (), seen)
                 return True
             return False
-        for _ in range(min(draws, self.output_draws)):
-            self.output_draws -= 1
-            outs = cp.draw_outputs(rnd, ())
+        refused = self.declined.get((cp.name, ins))
+        if refused is None:
+            refused = self.declined[(cp.name, ins)] = set()
+        draw_outputs, left = cp.draw_outputs, self.output_draws
+        for _ in range(min(draws, left)):
+            left -= 1
+            outs = draw_outputs(rnd, ())
+            if outs in refused:
+                continue
             if step(make(ins, outs, success), 0):
+                self.output_draws = left
                 self.succeeded(cp, ins, outs, seen)
                 return True
+            refused.add(outs)
+        self.output_draws = left
         return False
 
     def outputs(self, cp: _CallPlan, inputs: Mapping) -> tuple | None:
@@ -776,7 +823,7 @@ class _FastWalker:
         """After a success: the invariants (and TYPES) broken, re-checking only what read a change
         (`st.journal`, see `_Invariant`) and the types of what changed: the rest held before and
         read the same values (with `full`, all of them are checked). Also forgets what the change
-        makes stale (live keys, futile calls)."""
+        makes stale (live keys, futile calls, declined outputs)."""
         st = self.st
         journal = st.journal
         if not journal:
@@ -790,17 +837,26 @@ class _FastWalker:
                 touched[table][key] = None
             else:
                 touched[table] = {key: None}
-        change = self.bound.change(tuple(touched), tuple(changed_vars))
+        kind = (tuple(touched), tuple(changed_vars))
+        change = self.changes.get(kind) or self.bound.change(*kind)
+        self.declined.clear()
         if touched:
             self.keys.clear()
         if self.futile:
             names = change.names
-            self.futile = {c: reads for c, reads in self.futile.items() if reads is not None and reads.isdisjoint(names)}
+            kept = {}  # (a loop: a comprehension's frame costs more than the few calls it filters)
+            for c, reads in self.futile.items():
+                if reads is not None and reads.isdisjoint(names):
+                    kept[c] = reads
+            self.futile = kept
         tables = st.tables
         entries = {}
         for t, keys in touched.items():
             rows = tables[t].rows
-            entries[t] = [(k, rows[k]) for k in keys if k in rows]
+            entries[t] = found = []
+            for k in keys:  # (a loop, as above)
+                if k in rows:
+                    found.append((k, rows[k]))
         if full:
             return failing_invariants(self.sem, st)
         try:
@@ -852,14 +908,6 @@ def _range_checks(cp: _CallPlan, bounds: tuple) -> tuple[tuple[int, int, int], .
             return None
         checks.append((i, taken[0], taken[1]))
     return tuple(checks)
-
-
-def _fits(values: tuple, checks: tuple) -> bool:
-    """Whether every input `checks` names lies in its range."""
-    for i, lo, hi in checks:
-        if not lo <= values[i] <= hi:
-            return False
-    return True
 
 
 def _config_pool(spec: CheckedSpec) -> dict[str, list]:
