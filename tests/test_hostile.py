@@ -171,11 +171,13 @@ def test_range_lock_counts_agree_with_per_page_counts():
     from checker.drivers.lockcounts import LockCounts
 
     page = 4096
-    ops = [(1, 0, 4), (1, 2, 6), (-1, 0, 4), (1, 10, 12), (0, 3, 11), (1, 0, 20), (-1, 0, 20), (1, 5, 6)]
+    ops = [(1, 0, 4), (1, 2, 6), (0, 7, 9), (-1, 0, 4), (1, 10, 12), (0, 3, 11), (1, 0, 20), (-1, 0, 20), (1, 5, 6)]
     counts, model = LockCounts(), {}
     for op, lo, hi in ops:
         if op == 0:
-            counts.drop(lo * page, hi * page)
+            held = {p * page for p in range(lo, hi) if p * page in model}
+            dropped = counts.drop(lo * page, hi * page)
+            assert {p for start, n in dropped for p in range(start, start + n, page)} == held
             for p in range(lo, hi):
                 model.pop(p * page, None)
         else:

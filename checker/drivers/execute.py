@@ -33,6 +33,7 @@ from sortedcontainers import SortedDict
 
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value, spec_notes
 from ..language.analysis import memory_shape
+from ..model.outcomes import CONFORMS, Judgement, describe_outcomes
 from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import header_spec_ref, read_trace
@@ -89,6 +90,9 @@ class Relocator:
         """The driver's address for a recorded one, or None when no recorded allocation holds it."""
         if address == 0:
             return 0  # null stays null: every API checks it itself
+        entry = self._by_base.get(address)
+        if entry is not None:  # the usual case, an allocation's own base: no bisection
+            return entry[1]
         i = self._by_base.bisect_right(address) - 1
         if i < 0:
             return None
@@ -134,6 +138,11 @@ class Execution:
         self.sem, self.driver, self.path = sem, driver, path
         self.replayer = Replayer(sem, path)
         self.shape = memory_shape(sem.spec)
+        # Per call: its address arguments, each with whether it names an allocation to release, and
+        # its allocator (or None); read from the shape once, since every event asks.
+        self.plans = {name: (tuple((p, p in self.shape.releases.get(name, ())) for p in params),
+                             self.shape.allocators.get(name))
+                      for name, params in self.shape.addr_params.items()}
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
         # A spec without `pinned` declarations predicts no page locks, so there is nothing to compare
@@ -173,13 +182,13 @@ class Execution:
 
     def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
         out = dict(args)
-        releases = self.shape.releases.get(name, frozenset())
-        for p in self.shape.addr_params.get(name, ()):
-            moved = (self.relocator.relocate_base if p in releases else self.relocator.relocate)(args[p])
+        params, alloc = self.plans[name]
+        relocator = self.relocator
+        for p, release in params:
+            moved = (relocator.relocate_base if release else relocator.relocate)(args[p])
             if moved is None:
                 return out, p
             out[p] = moved
-        alloc = self.shape.allocators.get(name)
         recorded_base = outs.get(alloc.output) if alloc is not None else None
         if recorded_base is not None:
             # Ask for the recorded base's offset in its page in front, so the relocated base keeps it.
@@ -191,7 +200,7 @@ class Execution:
         sem, rep = self.sem, self.replayer
         found: list[Finding] = []
         driver_status = result.ret
-        alloc = self.shape.allocators.get(name)
+        alloc = self.plans[name][1]
         model_outs = dict(result.out)
         substituted = False
         if alloc is not None and driver_status == sem.success:
@@ -243,11 +252,11 @@ class Execution:
         return found
 
 
-def _status_only(sem: Semantics, allowed, status):
+def _status_only(sem: Semantics, allowed, status) -> Judgement:
     """A judgement of the status alone (outputs not compared)."""
-    from ..model.outcomes import Judgement, describe_outcomes
-    ok = allowed.allows_status(status, sem.success)
-    return Judgement(ok, () if ok else tuple(e.rule for e in allowed.errors), "" if ok else describe_outcomes(allowed, sem.success))
+    if allowed.allows_status(status, sem.success):
+        return CONFORMS
+    return Judgement(False, tuple(e.rule for e in allowed.errors), describe_outcomes(allowed, sem.success))
 
 
 def verdict_of(findings) -> str:

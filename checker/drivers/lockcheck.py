@@ -82,11 +82,13 @@ class LockCheck:
         if not self.incremental or last:
             self.rebuild(st)
         else:
-            dirty: set[int] = set()
-            for decl, key in self._entries_to_evaluate(st, journal):
-                self._evaluate(st, decl, key, dirty)
-            self._read_kernel(st, self.driver.take_changed_spans(), dirty)
-            self._compare(dirty)
+            spans, relocated = self.driver.take_changed_spans(), self.take_relocated()
+            if journal or spans or relocated or self.untracked:  # else (most queries) neither side changed
+                dirty: set[int] = set()
+                for decl, key in self._entries_to_evaluate(st, journal, spans, relocated):
+                    self._evaluate(st, decl, key, dirty)
+                self._read_kernel(spans, dirty)
+                self._compare(dirty)
         return self.mismatch()
 
     def rebuild(self, st: State) -> None:
@@ -114,7 +116,10 @@ class LockCheck:
 
     # ---- the model side
 
-    def _entries_to_evaluate(self, st: State, journal: list | None) -> set[tuple[int, Any]]:
+    def _entries_to_evaluate(self, st: State, journal: list | None, spans: list[tuple[int, int]],
+                             relocated: list[tuple[int, int]]) -> set[tuple[int, Any]]:
+        """Every entry whose prediction the event may have changed, once each (an entry can have
+        several reasons: evaluating it again would only repeat the answer)."""
         todo: set[tuple[int, Any]] = set(self.untracked)
         if journal:
             changed: dict[str, set] = {}
@@ -124,8 +129,11 @@ class LockCheck:
             for decl, (_, table, local) in enumerate(self.decls):
                 keys = changed.get(table, ()) if local else self._keys_of(st, decl)
                 todo.update((decl, key) for key in keys)
-        for lo, hi in self.take_relocated():
+        for lo, hi in relocated:
             todo.update((decl, key) for key, decl in self.by_key.irange((lo,), (hi,), inclusive=(True, False)))
+        # The driver's memory changed there: those entries' memory may have gone.
+        for lo, hi in spans:
+            todo.update((decl, key) for _, decl, key in self.by_place.irange((lo,), (hi,), inclusive=(True, False)))
         return todo
 
     def _keys_of(self, st: State, decl: int) -> set:
@@ -169,16 +177,16 @@ class LockCheck:
             self.by_key.discard((key, decl))
             self.by_place.discard(entry)
             self.untracked.discard((decl, key))
-        n = len(self.decls)
-        for page in pages_of(*place):
-            counts = self.cover.get(page)
+        n, cover, pages = len(self.decls), self.cover, pages_of(*place)
+        for page in pages:
+            counts = cover.get(page)
             if counts is None:
-                counts = self.cover[page] = [0] * n
+                counts = cover[page] = [0] * n
             counts[decl] += delta
             if not any(counts):
-                del self.cover[page]
-            if dirty is not None:
-                dirty.add(page)
+                del cover[page]
+        if dirty is not None:
+            dirty.update(pages)
 
     def _rule_of(self, page: int) -> str:
         """The rule predicting a page: that of the first declaration with an entry on it."""
@@ -187,23 +195,21 @@ class LockCheck:
 
     # ---- the kernel side
 
-    def _read_kernel(self, st: State, spans: list[tuple[int, int]], dirty: set[int]) -> None:
-        """Read the kernel's locks again on the driver's changed spans; entries predicting pages
-        there are evaluated again first (their memory may have gone)."""
+    def _read_kernel(self, spans: list[tuple[int, int]], dirty: set[int]) -> None:
+        """Read the kernel's locks again on the driver's changed spans (the entries predicting pages
+        there were evaluated again first, by `_entries_to_evaluate`)."""
         if not spans:
             return
+        kernel = self.kernel
         for lo, hi in spans:
-            for base, decl, key in list(self.by_place.irange((lo,), (hi,), inclusive=(True, False))):
-                self._evaluate(st, decl, key, dirty)
-        for lo, hi in spans:
-            if (hi - lo) // PAGE_SIZE <= len(self.kernel):
-                gone = [p for p in pages_of(lo, hi) if p in self.kernel]
+            if (hi - lo) // PAGE_SIZE <= len(kernel):
+                gone = [p for p in pages_of(lo, hi) if p in kernel]
             else:
-                gone = [p for p in self.kernel if lo <= p < hi]
-            self.kernel.difference_update(gone)
+                gone = [p for p in kernel if lo <= p < hi]
+            kernel.difference_update(gone)
             dirty.update(gone)
         locked = self.driver.kernel_locked_in(spans)
-        self.kernel.update(locked)
+        kernel.update(locked)
         dirty.update(locked)
 
     def _compare(self, dirty: set[int]) -> None:

@@ -97,6 +97,8 @@ class LockCounts:
     def drop(self, lo: int, hi: int) -> list[tuple[int, int]]:
         """Forget every count in [lo, hi); returns the (start, length) runs that had one."""
         held = [(s, e - s) for s, e, _ in self.segments(lo, hi)]
+        if not held:  # no segment meets the range (the usual unmapping: memory never locked)
+            return []
         self._split(lo)
         self._split(hi)
         i = bisect.bisect_left(self._starts, lo)

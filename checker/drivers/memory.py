@@ -104,8 +104,14 @@ class HostMemory:
             yield Allocation(base, block.size, block.kind)
 
 
+_ABSENT = object()  # no entry (a table's values are anything, None included)
+
+
 def _at_or_before(table: SortedDict, address: int) -> tuple[int, Any] | None:
     """The entry with the greatest key <= address, if any."""
+    value = table.get(address, _ABSENT)
+    if value is not _ABSENT:  # the usual case, an entry's own base: a dict lookup, no bisection
+        return address, value
     i = table.bisect_right(address)
     return table.peekitem(i - 1) if i else None
 

@@ -173,11 +173,13 @@ class Semantics:
     # ---- asking
     def allowed(self, st: State, call: str, args: Mapping[str, Any]) -> Allowed:
         """Broken obligations and the outcome set of `call(args)` in `st`."""
+        cc = self.calls[call]
         try:
-            m = self.calls[call].mask(st, args)
+            m = cc.mask(st, args)
         except EvalError as exc:
             raise self._unevaluable(call, st, args, exc) from None
-        return self.allowed_for_mask(call, m)
+        allowed = cc.cache.get(m)  # as `allowed_for_mask`, inline: it runs for every event
+        return allowed if allowed is not None else self.allowed_for_mask(call, m)
 
     def _unevaluable(self, call: str, st: State, args: Mapping, exc: EvalError) -> RegcheckError:
         """The error for a mask of `call` that could not be evaluated, located at its clause: the
