@@ -117,6 +117,57 @@ def test_page_locks_are_checked_for_drivers_without_a_lock_view():
     assert run_test(test, PinningViaComposition, check_locks=False).passed  # the switch works
 
 
+class UnpinsThroughItsArena(ReferenceDriver):
+    """Unlocks what PINNED locked, through its own arena: its lock reports (the reference driver's
+    own methods) say so, so the runner reads its locks event by event, as `regcheck execute` does."""
+
+    def call(self, name, args):
+        result = super().call(name, args)
+        if name == "aclrtHostRegisterV2" and result.ret == 0 and args["flag"] & 0x10000000:
+            self.arena.unlock(args["ptr"], args["size"])
+        return result
+
+
+class ReportsItsOwnView(ReferenceDriver):
+    def kernel_locked_pages(self):  # overridden: not the reference driver's own report any more
+        return super().kernel_locked_pages()
+
+
+@pytest.fixture
+def smaps_readings(monkeypatch) -> list:
+    from checker.drivers import pinning
+    readings: list = []
+    real = pinning._smaps_vmas
+    monkeypatch.setattr(pinning, "_smaps_vmas", lambda: readings.append(1) or real())
+    return readings
+
+
+def pinned_registration_then_more():
+    test = first_covering("acl", "ACL-PIN-REGISTERED: locked")
+    assert len(test.events) >= 3 and test.events[1].call == "aclrtHostRegisterV2", test.name
+    return test
+
+
+def test_a_driver_reporting_its_locks_as_the_reference_does_is_read_event_by_event(smaps_readings):
+    test = pinned_registration_then_more()
+    assert run_test(test, ReferenceDriver).passed
+    assert len(smaps_readings) == 1  # the whole reading at the last event; the others probed the changed spans
+    smaps_readings.clear()
+    result = run_test(test, UnpinsThroughItsArena)
+    assert result.status == FAIL and len(smaps_readings) == 1
+    first = result.problems[0]
+    assert (first.kind, first.rule, first.event) == ("pinning", "ACL-PIN-REGISTERED", 2)  # where it happened
+
+
+def test_a_driver_with_a_lock_report_of_its_own_is_read_whole_after_every_event(smaps_readings):
+    test = pinned_registration_then_more()
+    assert run_test(test, ReportsItsOwnView).passed
+    assert len(smaps_readings) >= 2
+    smaps_readings.clear()
+    result = run_test(test, PinningViaComposition)  # no lock report at all: the same
+    assert result.status == FAIL and result.problems[0].event == 2 and len(smaps_readings) >= 2
+
+
 def test_a_driver_that_does_not_unpin_fails():
     test = first_covering("acl", "ACL-PIN-REGISTERED: released")
     result = run_test(test, "tests.drivers.sloppy:UnregisterKeepsLock")

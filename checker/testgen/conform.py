@@ -20,7 +20,8 @@ A test
 
 Page locks are read from this process's /proc/self/smaps, restricted to the memory the driver's
 allocation calls returned (`ObservedDriver`): every driver that runs in this process is checked the
-same way, whether or not it reports its own locks.
+same way, whether or not it reports its own locks, except a driver that reports them with the
+reference driver's own methods, which a test reads as `regcheck execute` does (`ObservedDriver`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..drivers.execute import Execution
-from ..drivers.executor import load_factory
+from ..drivers.executor import ReferenceDriver, load_factory
 from ..drivers.pinning import PAGE_SIZE, forget_locked_reading, kernel_locked_vmas
 from ..drivers.protocol import Driver, Result
 from ..engines.runs import semantics_for
@@ -143,13 +144,23 @@ class ObservedDriver:
     not it has a `kernel_locked_pages()` of its own). The reading is checker.drivers.pinning's
     `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; `refresh()`
     forces the next one to be fresh (the runner does so at each test's last event).
+
+    The one exception, with `event_by_event` (the runner's tests, whose last event is known): a
+    driver whose lock reporting is the reference driver's own, unchanged (a ReferenceDriver
+    subclass that overrides none of its four reporting methods, as the mutants and sloppy drivers
+    of the tests). Every change to the kernel's locks on its memory is a call its arena makes, so
+    its locks are read as `regcheck execute` reads them: event by event, on the spans its arena
+    changed, and whole (smaps) at the test's last event. Reading smaps after every event cost about
+    70% of a conformance run of the reference driver. The fuzzer's runs have no last event known in
+    advance, so they keep the whole reading after every event.
     """
 
-    # Not forwarded to the driver: this view's pages are not the driver's arena's, so the executor
-    # compares them whole after every event (checker.drivers.lockcheck).
+    # Not forwarded to the driver (but see `_reads_locks_as_the_reference`): this view's pages are not
+    # the driver's arena's, so the executor compares them whole after every event (checker.drivers.lockcheck).
     take_changed_spans = kernel_locked_in = tracks = None
 
-    def __init__(self, driver: Driver, allocators: Mapping[str, Any], check_locks: bool = True):
+    def __init__(self, driver: Driver, allocators: Mapping[str, Any], check_locks: bool = True,
+                 event_by_event: bool = False):
         self._driver = driver
         self._allocators = allocators
         self.last: Result | None = None
@@ -157,6 +168,9 @@ class ObservedDriver:
         self._cached: tuple[Any, int, frozenset[int]] | None = None  # (reading, blocks then, pages)
         if not check_locks:
             self.kernel_locked_pages = None
+        elif event_by_event and _reads_locks_as_the_reference(driver):
+            for name in _LOCK_REPORTS:
+                setattr(self, name, getattr(driver, name))
 
     def kernel_locked_pages(self) -> frozenset[int]:
         if not self._blocks:
@@ -195,6 +209,15 @@ class ObservedDriver:
         return frozenset(pages)
 
 
+_LOCK_REPORTS = ("kernel_locked_pages", "take_changed_spans", "kernel_locked_in", "tracks")
+
+
+def _reads_locks_as_the_reference(driver: Driver) -> bool:
+    """Whether the driver reports its locks with ReferenceDriver's own methods, none overridden."""
+    return isinstance(driver, ReferenceDriver) and all(
+        getattr(type(driver), name) is getattr(ReferenceDriver, name) for name in _LOCK_REPORTS)
+
+
 # ---------------------------------------------------------------- one test
 
 
@@ -221,7 +244,7 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
             problems.append(Problem(0, "start", "driver error", test.rule, "start() to succeed", type(exc).__name__,
                                     str(exc)))
             return TestResult(test.name, test.rule, FAIL, tuple(problems), time.perf_counter() - t0)
-        observed = ObservedDriver(driver, memory_shape(sem.spec).allocators, check_locks)
+        observed = ObservedDriver(driver, memory_shape(sem.spec).allocators, check_locks, event_by_event=True)
         run = Execution(sem, observed, test.name)
         for i, (ev, exp) in enumerate(zip(test.events, test.expectations), 1):
             ev = TraceEvent(i + 1, ev.call, ev.args, ev.ret, ev.out, ev.tid, ev.t0, ev.t1)
@@ -231,7 +254,7 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
             before = sem.allowed(run.driver_state, ev.call, args) if exp is not None else None
             observed.last = None
             try:
-                findings = run.step(ev)
+                findings = run.step(ev, last=i == len(test.events))
             except DriverRaised as exc:
                 problems.append(Problem(i, ev.call, "driver error", exp.rule if exp else "", _expected(exp, sem),
                                         "an exception", str(exc)))
