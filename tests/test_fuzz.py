@@ -130,3 +130,32 @@ def test_a_seed_gives_the_same_run_whether_the_spec_was_parsed_or_read_from_the_
     first = run()  # parses the spec, and caches it
     assert list((tmp_path / "cache").glob("spec-ast-*.pickle"))
     assert "driver calls" in first and run() == first
+
+
+class LocksBehindItsArena(ReferenceDriver):
+    """Locks the first page of its first host buffer itself, at a later call that changes nothing of
+    that buffer: its arena never hears of it, so the event-by-event reading (its lock reports are
+    the reference driver's own) misses it, and only the whole reading at the run's end sees it."""
+
+    def __init__(self):
+        super().__init__()
+        self.first: int | None = None
+
+    def call(self, name, args):
+        from checker.drivers.pinning import PAGE_SIZE, libc_calls
+
+        result = super().call(name, args)
+        if name == "malloc" and self.first is None and result.out.get("ptr"):
+            self.first = result.out["ptr"]
+        elif self.first is not None and name != "malloc":
+            assert libc_calls().mlock(self.first, PAGE_SIZE) == 0
+        return result
+
+
+def test_a_lock_taken_behind_the_arena_is_found_at_the_end_of_a_run():
+    result = fuzz("acl", LocksBehindItsArena, FuzzOptions(max_examples=30, steps=8, seed=0))
+    assert result.failure is not None and result.failure.rule == "EXEC-LOCK-EXTRA", result.failure
+    events = result.failure.events
+    assert events and "locked that the spec does not predict" in result.failure.message
+    # the saved trace, re-run on a fresh driver, fails the same way (the end-of-run check included)
+    assert run_test(result.failure.test, LocksBehindItsArena).status == "fail"

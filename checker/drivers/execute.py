@@ -180,6 +180,12 @@ class Execution:
             findings.extend(self._compare_locks(ev, last))
         return findings
 
+    def lock_check_at_the_end(self, ev) -> list[Finding]:
+        """After a run whose last event (`ev`) was not known as last when it was stepped: the page
+        locks compared whole, with smaps read afresh, as `step(ev, last=True)` would have (the
+        findings at `ev`)."""
+        return self._compare_locks(ev, True) if self.locks is not None else []
+
     def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
         out = dict(args)
         params, alloc = self.plans[name]

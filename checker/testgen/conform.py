@@ -145,14 +145,14 @@ class ObservedDriver:
     `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; `refresh()`
     forces the next one to be fresh (the runner does so at each test's last event).
 
-    The one exception, with `event_by_event` (the runner's tests, whose last event is known): a
+    The one exception, with `event_by_event` (the runner's tests and the fuzzer's runs): a
     driver whose lock reporting is the reference driver's own, unchanged (a ReferenceDriver
     subclass that overrides none of its four reporting methods, as the mutants and sloppy drivers
     of the tests). Every change to the kernel's locks on its memory is a call its arena makes, so
     its locks are read as `regcheck execute` reads them: event by event, on the spans its arena
     changed, and whole (smaps) at the test's last event. Reading smaps after every event cost about
-    70% of a conformance run of the reference driver. The fuzzer's runs have no last event known in
-    advance, so they keep the whole reading after every event.
+    70% of a conformance run of the reference driver. The fuzzer's runs read such a driver so too,
+    with the whole reading after a run's last call (checker.testgen.fuzz).
     """
 
     # Not forwarded to the driver (but see `_reads_locks_as_the_reference`): this view's pages are not

@@ -148,18 +148,28 @@ class _Runner:
         except Exception as exc:  # noqa: BLE001 - a driver that cannot start is a finding
             raise FuzzFailed(env, [], [Finding(1, "executor", "EXEC-DRIVER-ERROR", "start", f"the driver's start() raised "
                                                f"{type(exc).__name__}: {exc}")]) from exc
-        self.observed = ObservedDriver(self.driver, memory_shape(self.sem.spec).allocators)
+        # A driver whose lock reports are the reference driver's own is read event by event; what
+        # only the whole reading sees comes at the run's end (`findings_at_the_end`).
+        self.observed = ObservedDriver(self.driver, memory_shape(self.sem.spec).allocators, event_by_event=True)
         self.run = Execution(self.sem, self.observed, "<fuzz>")
         self.events: list[TraceEvent] = []
         self.expectations: list[Expectation | None] = []
         self.drawn: list[Drawn] = []
         self.allocs: list[tuple[int, int]] = []
         self.tainted = False  # after an `undefined` obligation was broken: nothing more is judged
+        self.failed = False  # a call's findings failed the run
 
     def close(self) -> None:
         if self.driver is not None:
             self.driver.close()
             self.driver = None
+
+    def findings_at_the_end(self) -> list[Finding]:
+        """After the run's last call, when it failed on none: the page locks compared whole (see
+        ObservedDriver), unless nothing was judged (no call, or an `undefined` obligation broken)."""
+        if self.tainted or not self.events or self.observed.take_changed_spans is None:
+            return []  # (a driver read whole after every event was read so after the last one too)
+        return [f for f in self.run.lock_check_at_the_end(self.events[-1]) if f.kind == "pinning"]
 
     def node(self) -> Node:
         return Node(self.run.driver_state, (), tuple(self.allocs))
@@ -259,9 +269,15 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
             self.env_key = tuple(sorted(config.items()))
 
         def teardown(self):
-            if self.runner is not None:
-                self.runner.close()
-                self.runner = None
+            runner, self.runner = self.runner, None
+            if runner is None:
+                return
+            try:
+                bad = [] if runner.failed else runner.findings_at_the_end()
+            finally:
+                runner.close()
+            if bad:
+                raise FuzzFailed(runner.env, runner.drawn, bad)
 
         def step(self, call: str, data) -> None:
             runner = self.runner
@@ -280,6 +296,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
             args = data.draw(st.sampled_from(pick), label=f"{call} arguments")
             bad = runner.call(Drawn(call, args))
             if bad:
+                runner.failed = True  # (teardown then adds no check of its own to this failure)
                 raise FuzzFailed(runner.env, runner.drawn, bad)
 
         def _kinds(self, node: Node, call: str, full: bool) -> dict[str, list]:
@@ -394,7 +411,7 @@ def _replay(spec_name: str, factory, env: Mapping, drawn: Sequence[Drawn], count
             bad = runner.call(d)
             if bad:
                 return runner, bad
-        return runner, []
+        return runner, runner.findings_at_the_end()
     finally:
         runner.close()
 
