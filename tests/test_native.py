@@ -155,3 +155,31 @@ def test_made_holds_many_entries_as_a_dict():
             assert made.setdefault(where, (line, "call")) == ref.setdefault(where, (line, "call"))
     assert len(made) == len(ref) and made.items() == list(ref.items())
     assert all(made.get(w) == v for w, v in ref.items()) and made.get(("regs", 1)) is None
+
+
+def _lines_read(data: bytes, limit: int, native: bool) -> list:
+    """What trace.reader._bounded_lines gives over `data` (its C iterator or its Python one), up to
+    and including the LineTooLong that stops it."""
+    import io
+    from unittest import mock
+
+    from checker.model import state
+    from checker.trace import reader
+    with mock.patch.object(state, "NATIVE", NATIVE if native else None):
+        lines = reader._bounded_lines(io.BytesIO(data), limit)
+    assert (type(lines) is NATIVE.Lines) == native
+    out: list = []
+    try:
+        out.extend(lines)
+    except reader.LineTooLong as exc:
+        out.append(("too long", exc.limit, exc.head))
+    return out
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"bb", b"\n", b"\r\n", b"\r", b"xyz"]), max_size=12).map(b"".join),
+       st.integers(1, 5))
+def test_lines_reads_as_the_python_iterator(data, limit):
+    """The C line iterator gives the lines the Python one gives, and stops at the same overlong line."""
+    assert _lines_read(data, limit, True) == _lines_read(data, limit, False)

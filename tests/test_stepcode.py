@@ -165,6 +165,33 @@ def test_random_ops_traces_replay_the_same_on_the_machine(machine, events):
     assert outcome(text, True, machine=machine) == outcome(text, False)
 
 
+TWICE = str(REPO / "tests" / "data" / "probe_twice.spec")  # one `exists` in two clauses and, after a put, in the effect
+MARK = st.fixed_dictionaries({
+    "call": st.just("mark"),
+    "args": st.fixed_dictionaries({"c": st.sampled_from([4096, 6144, 8192, 12288]), "s": st.sampled_from([0, 1, 4096]),
+                                   "t": st.integers(0, 8)}),
+    "ret": st.one_of(st.just(0), st.integers(1, 2)),
+})
+
+
+def test_one_exists_in_two_clauses_is_one_predicate():
+    sem = Semantics(load_spec(TWICE), {})
+    program = stepcode.compile_step(sem, "mark", NATIVE.OPCODES, NATIVE.MAX_REGS, NATIVE.MAX_MASK_BITS)
+    probes = [operands for _, name, operands in stepcode.disassemble(program, NATIVE.OPCODES) if name == "PROBE"]
+    assert len(probes) == 4 and len({p[-1] for p in probes}) == 1  # two clauses, two `if`s: one predicate
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(MARK, max_size=12))
+def test_a_probe_asked_again_after_a_change_is_asked_afresh(events):
+    """The machine remembers a probe's answer within a step only until the step changes a table or
+    a variable: the effect's second `if` asks, after its put, what the clauses asked before it
+    (a stale answer would leave `hits` short of the general path's)."""
+    text = orjson.dumps({"regcheck": 1, "spec": TWICE, "env": {}}) + b"\n" + b"".join(
+        orjson.dumps(e) + b"\n" for e in events)
+    assert outcome(text, True) == outcome(text, False)
+
+
 def test_a_probe_the_python_table_answers_gets_the_predicate():
     """An entry whose size is beyond 64 bits sends the probe to the Python table; the machine's
     predicate (the entry's origin) goes with it as a callable."""

@@ -340,7 +340,7 @@ def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = Fa
         return None
     slots = [(f"f{i}", t | UnsetType, UNSET) if optional else (f"f{i}", t) for i, (_, t) in enumerate(fields)]
     return msgspec.defstruct(name, slots, rename={f"f{i}": n for i, (n, _) in enumerate(fields)},
-                             forbid_unknown_fields=True)
+                             forbid_unknown_fields=True, gc=False)  # gc=False: as the event struct's
 
 
 def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[type, type, type] | None:
@@ -356,8 +356,10 @@ def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[
     fields.append(("ret", status | UnsetType, UNSET) if info.decl.kind == "event" else ("ret", status))
     fields += [("out", out | UnsetType, UNSET), ("tid", TID | UnsetType, UNSET),
                ("t0", TIME | UnsetType, UNSET), ("t1", TIME | UnsetType, UNSET), ("expect", EXPECT | UnsetType, UNSET)]
+    # kw_only: a required "ret" may follow the optional "args". gc=False: a decoded line cannot be in
+    # a reference cycle (nothing changes it), so the collector need not track one struct per line.
     event = msgspec.defstruct(f"Event{index}", fields, tag_field="call", tag=call, forbid_unknown_fields=True,
-                              kw_only=True)  # kw_only: a required "ret" may follow the optional "args"
+                              kw_only=True, gc=False)
     return event, args, out
 
 

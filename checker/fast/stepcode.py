@@ -145,6 +145,9 @@ class _Compiler:
         self.locals: dict[str, int] = {}
         self.entry_var: str | None = None  # the quantified variable, inside a predicate
         self.predicates: list[tuple[_Label, S.Quant, list[S.Expr]]] = []
+        # One predicate per distinct quantifier: the machine then knows a probe asked again (the
+        # same `exists` in two clauses) by its predicate's place, and answers it without walking.
+        self.predicate_labels: dict[S.Quant, _Label] = {}
 
     # ---- the program
     def program(self) -> Program:
@@ -536,8 +539,10 @@ class _Compiler:
             mode, (a, b) = (PROBE_OVERLAPPING if conj.op == "overlaps" else PROBE_CONTAINING), self.range(other)
         d = self.reg()
         if rest:
-            label = _Label()
-            self.predicates.append((label, q, rest))
+            label = self.predicate_labels.get(q)
+            if label is None:
+                label = self.predicate_labels[q] = _Label()
+                self.predicates.append((label, q, rest))
             self.emit("PROBE", d, table, mode, a, b, label)
         else:
             self.emit("PROBE", d, table, mode, a, b, -1)

@@ -389,7 +389,7 @@ class PyTable(_TableOps):
     __slots__ = _FIELDS
 
 
-NATIVE_INTERFACE = 4  # what checker/native/_native.c must say it implements
+NATIVE_INTERFACE = 5  # what checker/native/_native.c must say it implements
 
 
 def _native_module():

@@ -31,7 +31,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 4
+#define NATIVE_INTERFACE 5
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -141,7 +141,7 @@ static inline void chunk_move(KeyChunk *dst, Py_ssize_t to, KeyChunk *src, Py_ss
     memmove(dst->sized + to, src->sized + from, (size_t)n);
 }
 
-typedef struct {
+typedef struct SortedKeys {
     PyObject_HEAD
     KeyChunk **chunks;
     long long *maxes;
@@ -222,16 +222,34 @@ static KeyChunk *sk_new_chunk(SortedKeys *sk, Py_ssize_t c)
     return chunk;
 }
 
+/* Where a key absent from index `sk` would go, as sk_find found it (c == -1: not known), and the
+ * index's version then: the table's put looks first, and its insertion then needs no second search. */
+typedef struct {
+    struct SortedKeys *sk;
+    Py_ssize_t c, i;
+    unsigned long long version;
+} SkPlace;
+
 /* Insert key `o` (value k) after any equal keys (insort's order), with the size of its entry
- * when `sized`. 0, or -1 with an exception. */
-static int sk_insert(SortedKeys *sk, PyObject *o, long long k, long long size, int sized)
+ * when `sized`; `hint` (or NULL): where sk_find said k would go. 0, or -1 with an exception. */
+static int sk_insert(SortedKeys *sk, PyObject *o, long long k, long long size, int sized, const SkPlace *hint)
 {
     if (sk->nchunks == 0 && sk_new_chunk(sk, 0) == NULL)
         return -1;
-    Py_ssize_t c = sk_chunk(sk, k, 1);
+    Py_ssize_t c, i;
+    KeyChunk *chunk;
+    if (hint != NULL && hint->sk == sk && hint->c >= 0 && hint->c < sk->nchunks && hint->version == sk->version
+        && sk->chunks[hint->c]->n < CHUNK_MAX) {
+        /* k is absent, so the first key > k (insort's place) is the first key >= k, where sk_find looked */
+        c = hint->c;
+        i = hint->i;
+        chunk = sk->chunks[c];
+        goto insert;
+    }
+    c = sk_chunk(sk, k, 1);
     if (c == sk->nchunks)
         c--;
-    KeyChunk *chunk = sk->chunks[c];
+    chunk = sk->chunks[c];
     if (chunk->n == CHUNK_MAX && c == sk->nchunks - 1 && k >= chunk->k[CHUNK_MAX - 1]) {
         /* past the last key of a full last chunk (keys that come in order): a new chunk of its own,
          * so that such a table's chunks stay full instead of half full */
@@ -250,7 +268,8 @@ static int sk_insert(SortedKeys *sk, PyObject *o, long long k, long long size, i
         if ((wide)k >= (wide)upper->k[0])
             chunk = upper, c++;
     }
-    Py_ssize_t i = chunk_bisect(chunk, k, 1);
+    i = chunk_bisect(chunk, k, 1);
+insert:
     chunk_move(chunk, i + 1, chunk, i, chunk->n - i);
     chunk->k[i] = k;
     chunk->o[i] = Py_NewRef(o);
@@ -346,7 +365,7 @@ static int sk_key(PyObject *o, long long *k)
 static PyObject *sk_add(SortedKeys *sk, PyObject *o)
 {
     long long k;
-    if (!sk_key(o, &k) || sk_insert(sk, o, k, 0, 0) < 0)
+    if (!sk_key(o, &k) || sk_insert(sk, o, k, 0, 0, NULL) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -724,13 +743,42 @@ static int holds_key(Pred *pred, PyObject *rows, PyObject *key)
             Py_RETURN_TRUE;                                                                                      \
     } while (0)
 
-/* WINDOW_LOOP on a SortedKeys, with the sizes of the index; then the answer is false. */
+/* The place of the first key >= lo, given (*c, *i), the place of the first key >= some x >= lo (the
+ * exact-key test's): a window's lower bound is usually within a few keys of it, so a walk back is
+ * cheaper than a second bisection; past a few steps, the bisection. */
+static void sk_seek_from(SortedKeys *sk, wide lo, Py_ssize_t *c, Py_ssize_t *i)
+{
+    Py_ssize_t cc = *c, ii = *i;
+    for (int steps = 0;; steps++) {
+        if (ii == 0) {
+            if (cc == 0 || (wide)sk->maxes[cc - 1] < lo)
+                break;
+            cc--;
+            ii = sk->chunks[cc]->n; /* chunks are never empty */
+        }
+        if ((wide)sk->chunks[cc]->k[ii - 1] < lo)
+            break;
+        if (steps == 8) {
+            sk_seek(sk, lo, c, i);
+            return;
+        }
+        ii--;
+    }
+    *c = cc;
+    *i = ii;
+}
+
+/* WINDOW_LOOP on a SortedKeys, with the sizes of the index; then the answer is false. It starts
+ * from the exact-key test's place (at_c, at_i) when the index has not changed since (at_version). */
 #define SK_WINDOW(LO, HI, TEST)                                                                                  \
     do {                                                                                                         \
-        wide hi_ = (HI);                                                                                         \
+        wide hi_ = (HI), lo_ = (LO);                                                                             \
         unsigned long long version = sk->version;                                                                \
-        Py_ssize_t c, i;                                                                                         \
-        sk_seek(sk, (LO), &c, &i);                                                                               \
+        Py_ssize_t c = at_c, i = at_i;                                                                           \
+        if (version == at_version && lo_ <= (wide)base)                                                          \
+            sk_seek_from(sk, lo_, &c, &i);                                                                       \
+        else                                                                                                     \
+            sk_seek(sk, lo_, &c, &i);                                                                            \
         for (; c < sk->nchunks; c++, i = 0) {                                                                    \
             for (; i < sk->chunks[c]->n; i++) {                                                                  \
                 KeyChunk *chunk = sk->chunks[c];                                                                 \
@@ -751,13 +799,14 @@ static int holds_key(Pred *pred, PyObject *rows, PyObject *key)
         Py_RETURN_FALSE;                                                                                         \
     } while (0)
 
-/* The exact-key test on a SortedKeys: the entry of key `base`, if any, and `TEST` on its size. */
+/* The exact-key test on a SortedKeys: the entry of key `base`, if any, and `TEST` on its size;
+ * (at_c, at_i): the place of the first key >= base, for the window (SK_WINDOW). */
 #define SK_EXACT_HIT(TEST)                                                                                       \
     do {                                                                                                         \
-        Py_ssize_t c, i;                                                                                         \
         long long size;                                                                                          \
-        if (sk_find(sk, base, &c, &i)) {                                                                         \
-            if (!slot_size(sk->chunks[c], i, rows, field, &size))                                                \
+        at_version = sk->version;                                                                                \
+        if (sk_find(sk, base, &at_c, &at_i)) {                                                                   \
+            if (!slot_size(sk->chunks[at_c], at_i, rows, field, &size))                                          \
                 return SLOW;                                                                                     \
             if (TEST)                                                                                            \
                 HOLDS_KEY(kobj);                                                                                 \
@@ -770,6 +819,8 @@ static PyObject *sk_probe(PyObject *rows, SortedKeys *sk, PyObject *field, long 
 {
     if (sk->len != PyDict_GET_SIZE(rows))
         return SLOW; /* not the index of these rows */
+    Py_ssize_t at_c, at_i;
+    unsigned long long at_version;
     if (mode == PROBE_OVERLAPPING) {
         if (end <= base)
             Py_RETURN_FALSE;
@@ -899,24 +950,39 @@ static int journal_append(TableCore *self, PyObject *key, const char *op, PyObje
     return r;
 }
 
+/* The key of the small dict `counts` that equals the int `size` (a new reference), else `size`:
+ * a record's size is another int object than the count's key, and the two lookups of count_size
+ * then find it by its pointer instead of comparing ints. */
+static PyObject *count_key(PyObject *counts, PyObject *size)
+{
+    long long v, kv;
+    Py_ssize_t pos = 0;
+    PyObject *key;
+    if (PyDict_GET_SIZE(counts) <= 4 && PyLong_CheckExact(size) && as_i64(size, &v))
+        while (PyDict_Next(counts, &pos, &key, NULL))
+            if (key == size || (PyLong_CheckExact(key) && as_i64(key, &kv) && kv == v))
+                return Py_NewRef(key);
+    return Py_NewRef(size);
+}
+
 /* counts[size] += delta (deleting it at 0); *was: the count before. -1 on error. */
 static int count_size(PyObject *counts, PyObject *size, long delta, long *was)
 {
-    PyObject *c = PyDict_GetItemWithError(counts, size);
-    if (c == NULL && PyErr_Occurred())
-        return -1;
+    PyObject *key = count_key(counts, size), *v = NULL;
+    PyObject *c = PyDict_GetItemWithError(counts, key);
     long n = c == NULL ? 0 : PyLong_AsLong(c);
-    if (n == -1 && PyErr_Occurred())
-        return -1;
+    int r = -1;
+    if ((c == NULL || n == -1) && PyErr_Occurred())
+        goto done;
     *was = n;
     n += delta;
     if (n == 0)
-        return PyDict_DelItem(counts, size);
-    PyObject *v = PyLong_FromLong(n);
-    if (v == NULL)
-        return -1;
-    int r = PyDict_SetItem(counts, size, v);
-    Py_DECREF(v);
+        r = PyDict_DelItem(counts, key);
+    else if ((v = PyLong_FromLong(n)) != NULL)
+        r = PyDict_SetItem(counts, key, v);
+done:
+    Py_XDECREF(v);
+    Py_DECREF(key);
     return r;
 }
 
@@ -1004,18 +1070,24 @@ static int list_delete(PyObject *keys, Py_ssize_t at)
 /* Whether the index of a sized table says `key` has no entry, so that no lookup in the rows is
  * needed (it holds the keys of the rows: the same number of them, and a key not there is not a
  * key of the rows). For a list index, *at: where the key would go (insort's place), else -1. */
-static int index_says_absent(TableCore *self, PyObject *key, Py_ssize_t *at)
+static int index_says_absent(TableCore *self, PyObject *key, Py_ssize_t *at, SkPlace *place)
 {
     long long k, before;
     PyObject *keys = self->keys, *rows = self->rows;
     *at = -1;
+    if (place != NULL)
+        place->c = -1;
     if (self->sized_by == NULL || self->sized_by == Py_None || rows == NULL || !PyDict_CheckExact(rows)
         || !index_ready(self) || !as_i64(key, &k))
         return 0;
     if (Py_IS_TYPE(keys, &SortedKeysType)) {
         SortedKeys *sk = (SortedKeys *)keys;
         Py_ssize_t c, i;
-        return sk->len == PyDict_GET_SIZE(rows) && !sk_find(sk, k, &c, &i);
+        if (sk->len != PyDict_GET_SIZE(rows) || sk_find(sk, k, &c, &i))
+            return 0;
+        if (place != NULL)
+            *place = (SkPlace){sk, c, i, sk->version};
+        return 1;
     }
     if (PyList_GET_SIZE(keys) != PyDict_GET_SIZE(rows) || (*at = bisect(keys, k, 0, 1)) < 0)
         return *at = -1, 0;
@@ -1046,17 +1118,18 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     if (!bookkeeping_ready(self))
         goto slow_path;
     Py_ssize_t list_at = -1; /* where the key goes in a list index, when known */
-    PyObject *old = index_says_absent(self, key, &list_at) ? NULL : PyDict_GetItemWithError(self->rows, key);
+    SkPlace place;           /* where it goes in a SortedKeys, when known */
+    PyObject *old = index_says_absent(self, key, &list_at, &place) ? NULL : PyDict_GetItemWithError(self->rows, key);
     if (old == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         goto slow_path;
     }
     PyObject *field = self->sized_by, *size = NULL, *old_size = NULL;
     Py_ssize_t at = -1;
-    long long size_value = 0;
+    long long size_value = 0, k = 0;
     int sized = 0;
     if (field != Py_None) {
-        long long k, small;
+        long long small;
         if (!index_ready(self) || !PyDict_CheckExact(record) || !as_i64(self->small, &small))
             goto slow_path;
         size = PyDict_GetItemWithError(record, field);
@@ -1089,7 +1162,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     int failed = journal_append(self, key, "put", old) < 0;
     if (!failed && field != Py_None) {
         if (old == NULL)
-            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, PyLong_AsLongLong(key), size_value, sized)
+            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, k, size_value, sized, &place)
                                : PyList_Insert(self->keys, at, key)) < 0;
         else
             failed = forget_size(self, old_size) < 0;
@@ -1451,6 +1524,121 @@ static PyTypeObject RingType = {
     .tp_methods = ring_methods,
     .tp_getset = ring_getset,
     .tp_new = ring_new,
+};
+
+/* ---------------------------------------------------------------- Lines
+ *
+ * checker/trace/reader.py's _bounded_lines in C: the iterator iter(next_line, b"") it builds there,
+ * where next_line is readline(cap), handed to `check` when longer than `limit` bytes (the Python
+ * function that tells a line's end from an overlong line and raises LineTooLong). The Python
+ * function call per line was 7-9% of a fast-path replay; here it is one C call of readline. Same
+ * order and answers as the Python iterator: the length test first, then the end test (an empty
+ * line, or StopIteration from readline), after which the iterator stays exhausted. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *readline; /* NULL: exhausted */
+    PyObject *cap, *check;
+    Py_ssize_t limit;
+} Lines;
+
+static PyObject *lines_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *readline, *cap, *check;
+    Py_ssize_t limit;
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs)) || !PyArg_ParseTuple(args, "OOnO:Lines", &readline, &cap, &limit, &check))
+        return kwargs != NULL && PyDict_GET_SIZE(kwargs) ? PyErr_Format(PyExc_TypeError, "Lines takes no keywords")
+                                                         : NULL;
+    Lines *ln = (Lines *)type->tp_alloc(type, 0);
+    if (ln == NULL)
+        return NULL;
+    ln->readline = Py_NewRef(readline);
+    ln->cap = Py_NewRef(cap);
+    ln->check = Py_NewRef(check);
+    ln->limit = limit;
+    return (PyObject *)ln;
+}
+
+/* 1 when `raw` is the end of the file (b"", as calliter compares with its sentinel), 0 if not, -1 on error. */
+static int lines_at_end(PyObject *raw)
+{
+    if (PyBytes_CheckExact(raw))
+        return PyBytes_GET_SIZE(raw) == 0;
+    PyObject *empty = PyBytes_FromStringAndSize(NULL, 0);
+    if (empty == NULL)
+        return -1;
+    int end = PyObject_RichCompareBool(raw, empty, Py_EQ);
+    Py_DECREF(empty);
+    return end;
+}
+
+static PyObject *lines_next(Lines *ln)
+{
+    if (ln->readline == NULL)
+        return NULL;
+    PyObject *raw = PyObject_CallOneArg(ln->readline, ln->cap);
+    if (raw == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_StopIteration)) { /* as calliter: the end */
+            PyErr_Clear();
+            Py_CLEAR(ln->readline);
+        }
+        return NULL;
+    }
+    Py_ssize_t n = PyBytes_CheckExact(raw) ? PyBytes_GET_SIZE(raw) : PyObject_Size(raw);
+    if (n < 0) {
+        Py_DECREF(raw);
+        return NULL;
+    }
+    if (n > ln->limit) { /* rare: an overlong line, or one that fits only without its end */
+        Py_SETREF(raw, PyObject_CallOneArg(ln->check, raw));
+        if (raw == NULL)
+            return NULL;
+    }
+    int end = lines_at_end(raw);
+    if (end != 0) {
+        Py_DECREF(raw);
+        if (end > 0)
+            Py_CLEAR(ln->readline);
+        return NULL;
+    }
+    return raw;
+}
+
+static int lines_traverse(Lines *ln, visitproc visit, void *arg)
+{
+    Py_VISIT(ln->readline);
+    Py_VISIT(ln->cap);
+    Py_VISIT(ln->check);
+    return 0;
+}
+
+static int lines_clear(Lines *ln)
+{
+    Py_CLEAR(ln->readline);
+    Py_CLEAR(ln->cap);
+    Py_CLEAR(ln->check);
+    return 0;
+}
+
+static void lines_dealloc(Lines *ln)
+{
+    PyObject_GC_UnTrack(ln);
+    lines_clear(ln);
+    Py_TYPE(ln)->tp_free((PyObject *)ln);
+}
+
+static PyTypeObject LinesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._native.Lines",
+    .tp_basicsize = sizeof(Lines),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Lines(readline, cap, limit, check): readline(cap) until b\"\", a line longer than limit through check "
+              "(checker.trace.reader._bounded_lines).",
+    .tp_traverse = (traverseproc)lines_traverse,
+    .tp_clear = (inquiry)lines_clear,
+    .tp_dealloc = (destructor)lines_dealloc,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)lines_next,
+    .tp_new = lines_new,
 };
 
 /* ---------------------------------------------------------------- Made
@@ -1999,6 +2187,9 @@ typedef struct {
     struct { int table; PyObject *key, *record; } seen[4];
     int nseen;
     int mask_only; /* Step.mask_of: stop after the mask */
+    /* The probes answered so far in this run (run_probe_again); emptied with `seen`, and by SET. */
+    struct { int table, mode, pred_pc; wide base, end; int truth; } probed[4];
+    int nprobed;
 } Run;
 
 #define FIELD(O, OFF) (*(PyObject **)((char *)(O) + (OFF)))
@@ -2197,6 +2388,7 @@ static void forget_seen(Run *x)
     for (int i = 0; i < x->nseen; i++)
         Py_DECREF(x->seen[i].key);
     x->nseen = 0;
+    x->nprobed = 0; /* a change to a table: the probes' answers may change too */
 }
 
 static inline PyObject *table_rows(Step *st, int t)
@@ -2213,7 +2405,7 @@ static PyObject *lookup(Run *x, int t, PyObject *key)
             return x->seen[i].record;
     Py_ssize_t at;
     TableCore *table = (TableCore *)PyTuple_GET_ITEM(x->st->tables, t);
-    PyObject *record = table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType) && index_says_absent(table, key, &at)
+    PyObject *record = table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType) && index_says_absent(table, key, &at, NULL)
                            ? NULL : PyDict_GetItemWithError(table->rows, key);
     if (record == NULL && PyErr_Occurred())
         return NULL;
@@ -2294,7 +2486,42 @@ static PyTypeObject PredType = {
 };
 
 /* A probe of table t; 1 and *out, 0 to give up, -1 on error. */
+/* The answer of a probe this run has made already with the same table, mode, bounds and predicate
+ * code: 1 and *out, or 0. A spec may ask one `exists` in two clauses (acl's PINNED rules do), and
+ * stepcode gives equal quantifiers one predicate; the answer cannot differ, since nothing changed the
+ * tables or variables in between (PUT, DEL, UPD and SET empty the list) and predicates are pure. */
+static int run_probe_once(Run *x, int t, int mode, int a, int b, int pred_pc, wide *out);
+
+static int run_probe_again(Run *x, int t, int mode, wide base, wide end, int pred_pc, wide *out)
+{
+    for (int i = 0; i < x->nprobed; i++)
+        if (x->probed[i].table == t && x->probed[i].mode == mode && x->probed[i].pred_pc == pred_pc
+            && x->probed[i].base == base && x->probed[i].end == end) {
+            *out = x->probed[i].truth;
+            return 1;
+        }
+    return 0;
+}
+
 static int run_probe(Run *x, int t, int mode, int a, int b, int pred_pc, wide *out)
+{
+    wide end = mode == PROBE_CONTAINING_ADDR ? 0 : x->r[b];
+    if (run_probe_again(x, t, mode, x->r[a], end, pred_pc, out))
+        return 1;
+    int got = run_probe_once(x, t, mode, a, b, pred_pc, out);
+    if (got == 1 && x->nprobed < 4) {
+        x->probed[x->nprobed].table = t;
+        x->probed[x->nprobed].mode = mode;
+        x->probed[x->nprobed].pred_pc = pred_pc;
+        x->probed[x->nprobed].base = x->r[a];
+        x->probed[x->nprobed].end = end;
+        x->probed[x->nprobed].truth = *out != 0;
+        x->nprobed++;
+    }
+    return got;
+}
+
+static int run_probe_once(Run *x, int t, int mode, int a, int b, int pred_pc, wide *out)
 {
     TableCore *table = (TableCore *)PyTuple_GET_ITEM(x->st->tables, t);
     PyObject *kobj = box(x, a, K_INT);
@@ -2603,6 +2830,7 @@ static int run_code(Run *x, int pc, wide *ret)
         return got;
     NEXT;
     OP(SET)
+    x->nprobed = 0; /* a predicate may read the variable */
     if ((got = run_set(x, c[0], c[1], c[2])) <= 0)
         return got;
     NEXT;
@@ -3510,7 +3738,7 @@ PyMODINIT_FUNC PyInit__native(void)
     s_slow_probe[PROBE_CONTAINING_ADDR] = s_slow_containing_addr;
     if (PyType_Ready(&TableCoreType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&PredType) < 0
         || PyType_Ready(&SortedKeysType) < 0 || PyType_Ready(&RingType) < 0
-        || PyType_Ready(&MadeType) < 0)
+        || PyType_Ready(&MadeType) < 0 || PyType_Ready(&LinesType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -3532,6 +3760,7 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddObjectRef(m, "Step", (PyObject *)&StepType) < 0
         || PyModule_AddObjectRef(m, "Ring", (PyObject *)&RingType) < 0
         || PyModule_AddObjectRef(m, "Made", (PyObject *)&MadeType) < 0
+        || PyModule_AddObjectRef(m, "Lines", (PyObject *)&LinesType) < 0
         || PyModule_AddIntConstant(m, "MAX_REGS", MAX_REGS) < 0 || PyModule_AddIntConstant(m, "MAX_MASK_BITS", MAX_MASK_BITS) < 0
         || PyModule_AddIntConstant(m, "INTERFACE", NATIVE_INTERFACE) < 0) {
         Py_DECREF(m);

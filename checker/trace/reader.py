@@ -49,13 +49,20 @@ def _bounded_lines(f: BinaryIO, limit: int) -> Iterator[bytes]:
     cap = limit + 2  # room for "\r\n"
     readline = f.readline
 
+    def checked(raw: bytes) -> bytes:
+        """A line read with more than `limit` bytes (rare): itself if it fits without its end."""
+        body = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith(b"\n") else raw
+        if len(body) > limit:
+            raise LineTooLong(limit, raw[:EXCERPT_BYTES])
+        return raw
+
+    from ..model.state import NATIVE  # here: reading a trace's header needs no model
+    if NATIVE is not None:  # the iterator below in C, without a Python call per line
+        return NATIVE.Lines(readline, cap, limit, checked)
+
     def next_line() -> bytes:
         raw = readline(cap)
-        if len(raw) > limit:  # rare: see whether the line without its end fits
-            body = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith(b"\n") else raw
-            if len(body) > limit:
-                raise LineTooLong(limit, raw[:EXCERPT_BYTES])
-        return raw
+        return checked(raw) if len(raw) > limit else raw
 
     return iter(next_line, b"")
 
