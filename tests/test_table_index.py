@@ -212,7 +212,7 @@ def test_a_predicate_that_changes_a_large_table_mid_walk_is_safe():
 def test_sorted_keys_is_a_sorted_list_of_int64_keys():
     import random
     rng, ref, sk = random.Random(5), [], NATIVE.SortedKeys()
-    for _ in range(8000):  # enough to split chunks of 512, and to empty some
+    for _ in range(8000):  # enough to split chunks (of 64 keys), and to empty some
         if ref and rng.random() < 0.4:
             k = ref.pop(rng.randrange(len(ref)))
             sk.remove(k)
@@ -283,3 +283,28 @@ def test_tables_pickle_and_copy(cls):
         assert type(twin) is cls and fields(twin) == fields(t)
         twin.put(1000, {"size": 50})
         assert 1000 not in t.rows and twin.any_overlapping(1040, 1041) and not t.any_overlapping(1040, 1041)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+def test_equal_sizes_of_other_types_and_fresh_key_objects_keep_the_tables_equal():
+    """The C put and remove find a size's count by value in the few counts (the count's key is another
+    object than the record's size), and a large table's rows by the index's own key object (the
+    event's key is another int object): sizes equal but not ints (8.0, True) must still find their
+    counts as the dict does, and keys made anew each time must find their rows."""
+    import random
+    rng = random.Random(3)
+    tables = [cls("size", "t", small=6) for cls in (PyTable, Table)]
+    for t in tables:
+        t.journal = []
+    for i in range(600):
+        key = int(str(rng.randrange(40) * 4096))  # a fresh int object each time
+        size = rng.choice([8, 8.0, 16, 1, True, 2**70])
+        remove = rng.random() < 0.4
+        for t in tables:
+            if remove and key in t.rows:
+                t.remove(int(str(key)))
+            else:
+                t.put(int(str(key)), {"size": size})
+            t.journal.clear()
+        assert fields(tables[0]) == fields(tables[1]), i
+        assert all(type(k) is type(c) for k, c in zip(tables[0]._size_count, tables[1]._size_count))

@@ -118,7 +118,7 @@ static Py_ssize_t bisect(PyObject *keys, wide x, Py_ssize_t lo, int right)
  * Python table then takes a SortedList instead. `version` changes with every change, so that a
  * walk that ran Python code in between can tell its place may be gone. */
 
-#define CHUNK_MAX 512
+#define CHUNK_MAX 64
 
 typedef struct {
     Py_ssize_t n;
@@ -941,35 +941,55 @@ static int journal_append(TableCore *self, PyObject *key, const char *op, PyObje
 {
     if (self->journal == Py_None)
         return 0;
-    PyObject *opname = op[0] == 'p' ? s_put : s_remove;
-    PyObject *entry = PyTuple_Pack(4, self->name, key, opname, old ? old : Py_None);
+    PyObject *items[4] = {self->name, key, op[0] == 'p' ? s_put : s_remove, old ? old : Py_None};
+    PyObject *entry = PyTuple_New(4); /* filled here: PyTuple_Pack's variadic arguments cost more */
     if (entry == NULL)
         return -1;
+    for (int i = 0; i < 4; i++)
+        PyTuple_SET_ITEM(entry, i, Py_NewRef(items[i]));
     int r = PyList_Append(self->journal, entry);
     Py_DECREF(entry);
     return r;
 }
 
-/* The key of the small dict `counts` that equals the int `size` (a new reference), else `size`:
- * a record's size is another int object than the count's key, and the two lookups of count_size
- * then find it by its pointer instead of comparing ints. */
-static PyObject *count_key(PyObject *counts, PyObject *size)
+/* The count of `size` in the small dict `counts` (borrowed; NULL when none, an error set if one
+ * occurred) and, in *key, the dict's own key for it (a new reference; `size` when absent): a
+ * record's size is another int object than the count's key, and one scan of the few sizes finds
+ * both by value, where a lookup would hash and compare int objects (a larger dict is looked up). */
+static PyObject *count_entry(PyObject *counts, PyObject *size, PyObject **key)
 {
     long long v, kv;
     Py_ssize_t pos = 0;
-    PyObject *key;
-    if (PyDict_GET_SIZE(counts) <= 4 && PyLong_CheckExact(size) && as_i64(size, &v))
-        while (PyDict_Next(counts, &pos, &key, NULL))
-            if (key == size || (PyLong_CheckExact(key) && as_i64(key, &kv) && kv == v))
-                return Py_NewRef(key);
-    return Py_NewRef(size);
+    PyObject *k, *c;
+    int ints = 1; /* every key seen an exact int: then a scan that finds none proves absence */
+    *key = Py_NewRef(size);
+    if (PyDict_GET_SIZE(counts) <= 4 && PyLong_CheckExact(size) && as_i64(size, &v)) {
+        while (PyDict_Next(counts, &pos, &k, &c)) {
+            if (k == size || (PyLong_CheckExact(k) && as_i64(k, &kv) && kv == v)) {
+                Py_SETREF(*key, Py_NewRef(k));
+                return c;
+            }
+            ints = ints && PyLong_CheckExact(k);
+        }
+        if (ints)
+            return NULL;
+    }
+    return PyDict_GetItemWithError(counts, size); /* (a key equal to an int need not be one) */
+}
+
+/* Whether `size` has a count in `counts`: 1, 0 (no error set), or -1 with an error set. */
+static int size_counted(PyObject *counts, PyObject *size)
+{
+    PyObject *key, *c = count_entry(counts, size, &key);
+    Py_DECREF(key);
+    return c != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
 /* counts[size] += delta (deleting it at 0); *was: the count before. -1 on error. */
 static int count_size(PyObject *counts, PyObject *size, long delta, long *was)
 {
-    PyObject *key = count_key(counts, size), *v = NULL;
-    PyObject *c = PyDict_GetItemWithError(counts, key);
+    PyObject *key, *v = NULL;
+    PyObject *c = count_entry(counts, size, &key);
     long n = c == NULL ? 0 : PyLong_AsLong(c);
     int r = -1;
     if ((c == NULL || n == -1) && PyErr_Occurred())
@@ -1069,12 +1089,15 @@ static int list_delete(PyObject *keys, Py_ssize_t at)
 
 /* Whether the index of a sized table says `key` has no entry, so that no lookup in the rows is
  * needed (it holds the keys of the rows: the same number of them, and a key not there is not a
- * key of the rows). For a list index, *at: where the key would go (insort's place), else -1. */
-static int index_says_absent(TableCore *self, PyObject *key, Py_ssize_t *at, SkPlace *place)
+ * key of the rows). For a list index, *at: where the key would go (insort's place), else -1.
+ * *own: the key object that a SortedKeys index holds for `key` (borrowed: the rows' own, put
+ * there with it), else `key`: a lookup in the rows by it compares pointers, not ints. */
+static int index_says_absent(TableCore *self, PyObject *key, Py_ssize_t *at, SkPlace *place, PyObject **own)
 {
     long long k, before;
     PyObject *keys = self->keys, *rows = self->rows;
     *at = -1;
+    *own = key;
     if (place != NULL)
         place->c = -1;
     if (self->sized_by == NULL || self->sized_by == Py_None || rows == NULL || !PyDict_CheckExact(rows)
@@ -1083,8 +1106,12 @@ static int index_says_absent(TableCore *self, PyObject *key, Py_ssize_t *at, SkP
     if (Py_IS_TYPE(keys, &SortedKeysType)) {
         SortedKeys *sk = (SortedKeys *)keys;
         Py_ssize_t c, i;
-        if (sk->len != PyDict_GET_SIZE(rows) || sk_find(sk, k, &c, &i))
+        if (sk->len != PyDict_GET_SIZE(rows))
             return 0;
+        if (sk_find(sk, k, &c, &i)) {
+            *own = sk->chunks[c]->o[i];
+            return 0;
+        }
         if (place != NULL)
             *place = (SkPlace){sk, c, i, sk->version};
         return 1;
@@ -1119,7 +1146,8 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
         goto slow_path;
     Py_ssize_t list_at = -1; /* where the key goes in a list index, when known */
     SkPlace place;           /* where it goes in a SortedKeys, when known */
-    PyObject *old = index_says_absent(self, key, &list_at, &place) ? NULL : PyDict_GetItemWithError(self->rows, key);
+    PyObject *own;
+    PyObject *old = index_says_absent(self, key, &list_at, &place, &own) ? NULL : PyDict_GetItemWithError(self->rows, own);
     if (old == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         goto slow_path;
@@ -1149,7 +1177,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
                 goto slow_path;
         } else {
             if (!PyDict_CheckExact(old) || (old_size = PyDict_GetItemWithError(old, field)) == NULL
-                || PyDict_GetItemWithError(self->size_count, old_size) == NULL) {
+                || size_counted(self->size_count, old_size) != 1) {
                 PyErr_Clear();
                 goto slow_path;
             }
@@ -1159,6 +1187,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     Py_XINCREF(old);
     Py_XINCREF(old_size);
     Py_XINCREF(size);
+    Py_INCREF(own); /* an update keeps the rows' key object: setting by it compares no ints */
     int failed = journal_append(self, key, "put", old) < 0;
     if (!failed && field != Py_None) {
         if (old == NULL)
@@ -1168,9 +1197,10 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
             failed = forget_size(self, old_size) < 0;
         failed = failed || note_size(self, size) < 0;
     }
-    failed = failed || PyDict_SetItem(self->rows, key, record) < 0;
+    failed = failed || PyDict_SetItem(self->rows, old != NULL ? own : key, record) < 0;
     if (field != Py_None && old != NULL && Py_IS_TYPE(self->keys, &SortedKeysType))
         sk_set_size((SortedKeys *)self->keys, key, size_value, sized && !failed); /* the index's size follows */
+    Py_DECREF(own);
     Py_XDECREF(old);
     Py_XDECREF(old_size);
     Py_XDECREF(size);
@@ -1188,6 +1218,13 @@ slow_path:;
     return r;
 }
 
+/* The SortedKeys index of a sized table ready for the C paths, else NULL. */
+static SortedKeys *big_index_of(TableCore *self)
+{
+    return self->sized_by != NULL && self->sized_by != Py_None && index_ready(self)
+        && Py_IS_TYPE(self->keys, &SortedKeysType) ? (SortedKeys *)self->keys : NULL;
+}
+
 static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 1) {
@@ -1197,8 +1234,23 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
     PyObject *key = args[0];
     if (!bookkeeping_ready(self))
         goto slow_path;
-    PyObject *old = PyDict_GetItemWithError(self->rows, key);
+    /* The rows' own key object, where a SortedKeys index holds the key: the dict lookup and the
+     * deletion below then find it by its pointer (the key of an event is another int object, and
+     * a lookup by it compares ints); its place in the index is the deletion's, found once. */
+    SortedKeys *sk = big_index_of(self), *seen = sk;
+    PyObject *found = key;
+    Py_ssize_t sk_at_chunk = -1, sk_at = 0;
+    long long k;
+    unsigned long long version = 0;
+    if (sk != NULL && as_i64(key, &k) && sk_find(sk, k, &sk_at_chunk, &sk_at)) {
+        found = sk->chunks[sk_at_chunk]->o[sk_at];
+        version = sk->version;
+    } else
+        sk_at_chunk = -1;
+    Py_INCREF(found);
+    PyObject *old = PyDict_GetItemWithError(self->rows, found);
     if (old == NULL) {
+        Py_DECREF(found);
         if (PyErr_Occurred()) {
             PyErr_Clear();
             goto slow_path;
@@ -1206,30 +1258,32 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
         Py_RETURN_NONE;
     }
     PyObject *field = self->sized_by, *size = NULL;
-    Py_ssize_t at = -1, sk_at_chunk = 0, sk_at = 0;
+    Py_ssize_t at = -1;
     if (field != Py_None) {
-        long long k, small;
+        long long small;
         if (!index_ready(self) || !as_i64(key, &k) || !as_i64(self->small, &small) || !PyDict_CheckExact(old))
-            goto slow_path;
+            goto slow_found;
         size = PyDict_GetItemWithError(old, field);
-        if (size == NULL || PyDict_GetItemWithError(self->size_count, size) == NULL) {
+        if (size == NULL || size_counted(self->size_count, size) != 1) {
             PyErr_Clear();
-            goto slow_path;
+            goto slow_found;
         }
         if (Py_IS_TYPE(self->keys, &SortedKeysType)) {
-            SortedKeys *sk = (SortedKeys *)self->keys;
-            if (sk->len - 1 < small / 2 || !sk_find(sk, k, &sk_at_chunk, &sk_at))
-                goto slow_path; /* the index moves back to a list (or the key is not where it must be) */
+            sk = (SortedKeys *)self->keys; /* (the same, unless the lookups ran code that changed it) */
+            if (sk_at_chunk < 0 || sk != seen || sk->version != version)
+                sk_at_chunk = sk_find(sk, k, &sk_at_chunk, &sk_at) ? sk_at_chunk : -1;
+            if (sk->len - 1 < small / 2 || sk_at_chunk < 0)
+                goto slow_found; /* the index moves back to a list (or the key is not where it must be) */
             at = -2;
         } else {
             at = bisect(self->keys, k, 0, 0);
             if (at < 0 || at >= PyList_GET_SIZE(self->keys))
-                goto slow_path;
+                goto slow_found;
         }
     }
     Py_INCREF(old);
     Py_XINCREF(size);
-    int failed = PyDict_DelItem(self->rows, key) < 0 || journal_append(self, key, "remove", old) < 0;
+    int failed = PyDict_DelItem(self->rows, found) < 0 || journal_append(self, key, "remove", old) < 0;
     if (!failed && field != Py_None) {
         if (at == -2)
             sk_delete_at((SortedKeys *)self->keys, sk_at_chunk, sk_at);
@@ -1239,9 +1293,12 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
     }
     Py_DECREF(old);
     Py_XDECREF(size);
+    Py_DECREF(found);
     if (failed)
         return NULL;
     Py_RETURN_NONE;
+slow_found:
+    Py_DECREF(found);
 slow_path:
     return slow(self, s_slow_remove, args, nargs);
 }
@@ -2190,7 +2247,17 @@ typedef struct {
     /* The probes answered so far in this run (run_probe_again); emptied with `seen`, and by SET. */
     struct { int table, mode, pred_pc; wide base, end; int truth; } probed[4];
     int nprobed;
+    PyObject *line; /* the line number as an int once made (a strong reference; see run_line) */
 } Run;
+
+/* The run's line number as an int (borrowed: the run holds it; NULL on error), made once: the
+ * replayer's memory of the changes and the window of recent calls both keep one. */
+static PyObject *run_line(Run *x, Py_ssize_t lineno)
+{
+    if (x->line == NULL)
+        x->line = PyLong_FromSsize_t(lineno);
+    return x->line;
+}
 
 #define FIELD(O, OFF) (*(PyObject **)((char *)(O) + (OFF)))
 
@@ -2405,8 +2472,10 @@ static PyObject *lookup(Run *x, int t, PyObject *key)
             return x->seen[i].record;
     Py_ssize_t at;
     TableCore *table = (TableCore *)PyTuple_GET_ITEM(x->st->tables, t);
-    PyObject *record = table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType) && index_says_absent(table, key, &at, NULL)
-                           ? NULL : PyDict_GetItemWithError(table->rows, key);
+    PyObject *own = key;
+    PyObject *record = table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType)
+                               && index_says_absent(table, key, &at, NULL, &own)
+                           ? NULL : PyDict_GetItemWithError(table->rows, own);
     if (record == NULL && PyErr_Occurred())
         return NULL;
     if (x->nseen < 4) {
@@ -3003,14 +3072,13 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
     if (got < 0)
         return -1;
     if (PyList_GET_SIZE(st->journal)) {
-        PyObject *line = PyLong_FromSsize_t(lineno), *r = NULL;
+        PyObject *line = run_line(x, lineno), *r = NULL;
         if (line != NULL && st->remember_args != NULL) { /* the C remember, without the partial */
             PyObject *args[5] = {PyTuple_GET_ITEM(st->remember_args, 0), PyTuple_GET_ITEM(st->remember_args, 1),
                                  PyTuple_GET_ITEM(st->remember_args, 2), line, st->call};
             r = remember(NULL, args, 5);
         } else if (line != NULL)
             r = PyObject_CallFunctionObjArgs(st->remember, line, st->call, NULL);
-        Py_XDECREF(line);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -3084,17 +3152,17 @@ static int step_run_mode(Step *st, PyObject *o, Py_ssize_t lineno, int mask_only
     int got = st->window != NULL && !mask_only ? thread_clash(st, o, lineno, &seen) : 0;
     got = got != 0 ? (got > 0 ? 0 : -1) : step_body(&x, o, lineno);
     if (got == 1 && seen == Py_None) { /* handled: the window (a Ring) has this line now */
-        PyObject *line = PyLong_FromSsize_t(lineno);
+        PyObject *line = run_line(&x, lineno);
         got = line == NULL ? -1
               : ring_push((Ring *)st->window, FIELD(o, st->off_tid), FIELD(o, st->off_t0), FIELD(o, st->off_t1), line) < 0
                   ? -1 : 1;
-        Py_XDECREF(line);
     } else if (got == 1 && seen != NULL) { /* handled: the window has this line now */
         PyObject *r = PyObject_CallMethodOneArg(st->window, s_append, seen);
         got = r == NULL ? -1 : 1;
         Py_XDECREF(r);
     }
     Py_XDECREF(seen);
+    Py_XDECREF(x.line);
     *mask = x.mask;
     forget_seen(&x);
     for (int i = 0; i < st->nregs; i++)
