@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..drivers.execute import Execution
 from ..drivers.executor import ReferenceDriver, load_factory
-from ..drivers.pinning import PAGE_SIZE, forget_locked_reading, kernel_locked_vmas
+from ..drivers.pinning import PAGE_SIZE, kernel_locked_vmas
 from ..drivers.protocol import Driver, Result
 from ..engines.runs import semantics_for
 from ..language.analysis import memory_shape
@@ -142,8 +142,8 @@ class ObservedDriver:
     The view is the pages of this process's locked mappings (/proc/self/smaps) inside the memory
     the driver's allocation calls returned, for every driver that runs in this process (whether or
     not it has a `kernel_locked_pages()` of its own). The reading is checker.drivers.pinning's
-    `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; `refresh()`
-    forces the next one to be fresh (the runner does so at each test's last event).
+    `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; a test's
+    last event gets a fresh one (`Execution.step(..., last=True)`).
 
     The one exception, with `event_by_event` (the runner's tests and the fuzzer's runs): a
     driver whose lock reporting is the reference driver's own, unchanged (a ReferenceDriver
@@ -179,9 +179,6 @@ class ObservedDriver:
         if self._cached is None or self._cached[0] is not vmas or self._cached[1] != len(self._blocks):
             self._cached = (vmas, len(self._blocks), self._driver_pages(vmas))
         return self._cached[2]
-
-    def refresh(self) -> None:
-        forget_locked_reading()
 
     def call(self, name: str, args: Mapping[str, Any]) -> Result:
         try:
@@ -248,8 +245,6 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
         run = Execution(sem, observed, test.name)
         for i, (ev, exp) in enumerate(zip(test.events, test.expectations), 1):
             ev = TraceEvent(i + 1, ev.call, ev.args, ev.ret, ev.out, ev.tid, ev.t0, ev.t1)
-            if i == len(test.events):
-                observed.refresh()
             _, args, _, _ = run.replayer.normalise(ev)
             before = sem.allowed(run.driver_state, ev.call, args) if exp is not None else None
             observed.last = None

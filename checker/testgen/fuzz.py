@@ -169,7 +169,7 @@ class _Runner:
         ObservedDriver), unless nothing was judged (no call, or an `undefined` obligation broken)."""
         if self.tainted or not self.events or self.observed.take_changed_spans is None:
             return []  # (a driver read whole after every event was read so after the last one too)
-        return [f for f in self.run.lock_check_at_the_end(self.events[-1]) if f.kind == "pinning"]
+        return self.run.lock_check_at_the_end(self.events[-1])
 
     def node(self) -> Node:
         return Node(self.run.driver_state, (), tuple(self.allocs))
