@@ -733,13 +733,21 @@ def _confirmed_probe() -> Callable[[int, int], int] | None:
         scratch.close()
 
 
-def _locked_pages(probe: Callable[[int, int], int], lo: int, hi: int) -> list[int]:
-    """The locked pages of the page-aligned range [lo, hi), by halving where the probe says yes."""
+def _probe_says_locked(probe: Callable[[int, int], int], lo: int, hi: int) -> bool:
+    """Whether the kernel holds some page of the page-aligned range [lo, hi) locked, by the probe
+    (EINVAL: a locked mapping there; 0 or ENOMEM, a hole: none)."""
     err = probe(lo, hi - lo)
     if err in (0, errno_codes.ENOMEM):
-        return []
+        return False
     if err != errno_codes.EINVAL:
         raise PinningFailed(err, f"reading the kernel's locks on {_show(lo, hi - lo)} failed: {_strerror(err)}")
+    return True
+
+
+def _locked_pages(probe: Callable[[int, int], int], lo: int, hi: int) -> list[int]:
+    """The locked pages of the page-aligned range [lo, hi), by halving where the probe says yes."""
+    if not _probe_says_locked(probe, lo, hi):
+        return []
     if hi - lo == PAGE_SIZE:
         return [lo]
     mid = lo + (hi - lo) // PAGE_SIZE // 2 * PAGE_SIZE
@@ -748,16 +756,8 @@ def _locked_pages(probe: Callable[[int, int], int], lo: int, hi: int) -> list[in
 
 def _each_locked_page(probe: Callable[[int, int], int], lo: int, hi: int) -> list[int]:
     """The locked pages of the page-aligned range [lo, hi), each page asked alone: where the arena
-    holds the pages locked a yes is expected for every one, so halving would only ask more often
-    (the probe is called straight, a page being the most frequent reading there is)."""
-    pages: list[int] = []
-    for page in range(lo, hi, PAGE_SIZE):
-        err = probe(page, PAGE_SIZE)
-        if err == errno_codes.EINVAL:
-            pages.append(page)
-        elif err and err != errno_codes.ENOMEM:
-            raise PinningFailed(err, f"reading the kernel's locks on {_show(page, PAGE_SIZE)} failed: {_strerror(err)}")
-    return pages
+    holds the pages locked a yes is expected for every one, so halving would only ask more often."""
+    return [page for page in range(lo, hi, PAGE_SIZE) if _probe_says_locked(probe, page, page + PAGE_SIZE)]
 
 
 # A mapping's header line (start-end and the rest) through its VmFlags line, lazily: one match per
