@@ -163,32 +163,8 @@ class _TableOps:
 
     def _window(self, lo: int, hi: int) -> list[tuple]:
         """Entries whose key lies in [lo, hi)."""
-        keys, rows = self.keys, self.rows
-        if type(keys) is list:
-            i = bisect_left(keys, lo)
-            j = bisect_left(keys, hi, i)
-            return [(k, rows[k]) for k in keys[i:j]] if j > i else []
-        if type(keys) is not SortedList:  # the C module's SortedKeys
-            return [(k, rows[k]) for k in keys.irange(lo, hi)]
-        # A SortedList: walk its sublists directly (its documented-stable `_lists`/`_maxes`
-        # layout); positional indexing through the public API costs a tree lookup per element.
-        maxes = keys._maxes
-        pos = bisect_left(maxes, lo)
-        if pos == len(maxes):
-            return []
-        lists = keys._lists
-        sub = lists[pos]
-        idx = bisect_left(sub, lo)
-        stop = bisect_left(sub, hi, idx)
-        if stop < len(sub):  # the usual case: the window ends inside this sublist
-            return [(k, rows[k]) for k in sub[idx:stop]] if stop > idx else []
-        out = [(k, rows[k]) for k in sub[idx:]]
-        for sub in lists[pos + 1:]:
-            stop = bisect_left(sub, hi)
-            out += [(k, rows[k]) for k in sub[:stop]]
-            if stop < len(sub):
-                break
-        return out
+        rows = self.rows
+        return [(k, rows[k]) for k in self._keys_between(lo, hi)]
 
     def overlapping(self, base: int, end: int) -> list[tuple]:
         """Candidates for `entry.range overlaps [base, end)`."""
@@ -324,7 +300,9 @@ class _TableOps:
             return keys[i:bisect_left(keys, hi, i)]
         if type(keys) is not SortedList:
             return keys.irange(lo, hi)
-        maxes = keys._maxes  # as `_window`, without the records
+        # A SortedList: walk its sublists directly (its documented-stable `_lists`/`_maxes`
+        # layout); positional indexing through the public API costs a tree lookup per element.
+        maxes = keys._maxes
         pos = bisect_left(maxes, lo)
         if pos == len(maxes):
             return []
