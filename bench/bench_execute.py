@@ -10,8 +10,9 @@ best of --repeat runs):
 - the same with the page-lock check off, and with the whole comparison after every event (the
   check before the event-by-event one: every pinned entry, smaps read whole) on the first 2,000
   events, for what the check costs;
-- baselines in the same run: `regcheck replay` of the same trace (fast path) and the replayer's
-  general path (what execute runs per event for the recording).
+- baselines in the same run: `regcheck replay` of the same trace (fast path, which execute also
+  takes for the recording's lines it finds nothing in) and the replayer's general path (what
+  execute runs for the recording on the lines the fast steps decline).
 Needs Linux with mlock permitted (RLIMIT_MEMLOCK of at least a few MiB). Figures only.
 """
 

@@ -1,16 +1,30 @@
 """`regcheck execute`: the recording, the spec and a real driver, three ways."""
 
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from checker.drivers.execute import Relocator, execute_trace
+import checker.drivers.execute as execute_module
+import checker.fast.fastpath as fastpath_mod
+from checker.drivers.execute import ModelSteps, Relocator, execute_trace
+from checker.drivers.executor import ReferenceDriver
 from checker.drivers.pinning import vmlck_bytes
-from checker.engines.replay import replay_trace
+from checker.drivers.protocol import Incident, IncidentKind, Result
+from checker.engines.replay import Replayer, replay_trace, semantics_for
+from checker.language.diagnostics import RegcheckError
+from checker.model.semantics import Semantics
+from checker.model.state import NATIVE
+from checker.trace.reader import read_trace_text
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from gen_trace import generate  # noqa: E402
+
+_NEEDS_C = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
 # The corpus of the specs the reference driver implements (checker.drivers.executor); cuda and hip have no
 # reference driver yet, so their traces are replayed (tests/test_corpus.py) but not executed.
 CORPUS = sorted(p for spec in ("acl", "cupva") for p in (ROOT / "traces" / spec).glob("*.jsonl"))
@@ -154,3 +168,168 @@ def test_memory_reused_by_the_recording_after_a_free(real_pinning, tmp_path):
         ]
     report = execute_trace(write(tmp_path, events))
     assert report.verdict == "conforms" and not report.findings, report.findings
+
+
+# ---------------------------------------------------------------- the fast steps find what the general path finds
+
+# execute takes the recording's lines the replayer's fast steps find nothing in, and the driver's results
+# the same steps allow, on those steps (checker.drivers.execute.CheckedLines, ModelSteps); with
+# FAST_STEPS False every event goes the general way, the reference. Both must give the same report.
+MAPPED_PINNED_NAMES = ["ACL_HOST_REG_MAPPED", "ACL_HOST_REG_PINNED"]
+DRIVER_ADDRESS = re.compile(r"0x[0-9a-f]{9,}")  # the driver's own addresses differ from run to run
+
+
+def executed(path, fast: bool, driver=None, max_findings=None, machine: bool = True):
+    saved = execute_module.FAST_STEPS, fastpath_mod.MACHINE_STEPS
+    execute_module.FAST_STEPS, fastpath_mod.MACHINE_STEPS = fast, machine
+    try:
+        report = execute_trace(str(path), driver or ReferenceDriver, max_findings=max_findings)
+    except RegcheckError as exc:
+        return ("error", [(d.code, d.span.line, d.span.column, d.message) for d in exc.diagnostics])
+    finally:
+        execute_module.FAST_STEPS, fastpath_mod.MACHINE_STEPS = saved
+    findings = [(f.line, f.kind, f.rule, f.call, DRIVER_ADDRESS.sub("ADDR", f.message), f.related, f.notes, f.rejected,
+                 f.document) for f in report.findings]
+    return ("report", report.events, report.verdict, report.truncated, findings)
+
+
+def assert_same_both_ways(path, driver=None, max_findings=None, machine: bool = True):
+    fast = executed(path, True, driver, max_findings, machine)
+    assert fast == executed(path, False, driver, max_findings, machine)
+    return fast
+
+
+ALL_TRACES = sorted((ROOT / "traces").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("trace", ALL_TRACES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_corpus_executes_the_same_with_and_without_the_fast_steps(real_pinning, trace):
+    assert_same_both_ways(trace)
+    assert_same_both_ways(trace, max_findings=1)
+
+
+class Counting:
+    """Counts the general path's calls: the recording's normalisation, the driver's judgement."""
+
+    def __init__(self, monkeypatch):
+        self.normalised = self.allowed = 0
+        normalise, allowed = Replayer.normalise, Semantics.allowed
+
+        def counted_normalise(replayer, ev):
+            self.normalised += 1
+            return normalise(replayer, ev)
+
+        def counted_allowed(sem, st, call, args):
+            self.allowed += 1
+            return allowed(sem, st, call, args)
+        monkeypatch.setattr(Replayer, "normalise", counted_normalise)
+        monkeypatch.setattr(Semantics, "allowed", counted_allowed)
+
+
+@pytest.mark.parametrize("machine", [pytest.param(True, id="step-machine", marks=_NEEDS_C),
+                                     pytest.param(False, id="python-steps")])
+def test_the_benchmark_mix_runs_on_the_fast_steps_with_the_same_report(real_pinning, tmp_path, monkeypatch, machine):
+    path = tmp_path / "mix.jsonl"
+    n = generate(str(path), 1500, live=40, seed=3)
+    counts = Counting(monkeypatch)
+    report = assert_same_both_ways(path, machine=machine)
+    assert report[:3] == ("report", n, "conforms")
+    # Only the run with FAST_STEPS False took the general path: every event once for the recording,
+    # and once more for the driver's results.
+    assert (counts.normalised, counts.allowed) == (n, 2 * n)
+
+
+def spelt_trace():
+    """Lines the fast steps leave to the general path among lines they take: integers spelt as hex
+    strings and flag names, a ret the decoder does not take, a blank line, an `expect`, a usage finding,
+    a divergence, and the last event (the lock check reads smaps whole there)."""
+    other = BASE + 0x10_0000
+    return [
+        {"call": "malloc", "args": {"size": 3 * 4096}, "out": {"ptr": BASE}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": hex(BASE), "size": 8192, "flag": MAPPED_PINNED_NAMES}, "ret": 0},
+        {"call": "aclrtHostGetDevicePointer", "args": {"pHost": BASE, "flag": 0}, "ret": 0, "out": {"pDevice": "0x12c0000000"}},
+        None,
+        {"call": "aclrtHostGetDevicePointer", "args": {"pHost": BASE, "flag": 0}, "ret": "0x0", "out": {"pDevice": 0x12C0000000}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 4096, "flag": PINNED}, "ret": 507910,
+         "expect": {"rule": "ACL-REG-OVERLAP", "outcome": "failure"}},
+        {"call": "malloc", "args": {"size": 4096}, "out": {"ptr": other}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": other, "size": 4096, "flag": "ACL_HOST_REG_PINNED"}, "ret": 0},
+        {"call": "aclrtHostUnregister", "args": {"ptr": other}, "ret": 507911},  # recorded a failure: a divergence
+        {"call": "free", "args": {"ptr": other}},  # freed while registered: a usage finding
+        {"call": "aclrtHostUnregister", "args": {"ptr": "0x" + format(BASE, "x")}, "ret": 0},
+        {"call": "free", "args": {"ptr": BASE}},
+    ]
+
+
+def write_lines(tmp_path, events, tail: bytes = b"", name="t.jsonl"):
+    path = tmp_path / name
+    lines = [json.dumps(ACL)] + ["   " if e is None else json.dumps(e) for e in events]
+    path.write_bytes(("\n".join(lines) + "\n").encode() + tail)
+    return path
+
+
+def test_spelt_values_and_findings_execute_the_same_with_and_without_the_fast_steps(real_pinning, tmp_path):
+    report = assert_same_both_ways(write_lines(tmp_path, spelt_trace()))
+    assert report[0] == "report" and report[2] == "violates"
+    assert {"usage", "divergence"} <= {f[1] for f in report[4]}
+    for limit in (1, 2):
+        assert assert_same_both_ways(write_lines(tmp_path, spelt_trace()), max_findings=limit)[3] is True
+
+
+@pytest.mark.parametrize("tail", [b'{"call": "free", "args": {"ptr": 12}, "ret": 0, "bogus": 1}\n', b'{"call": "fre',
+                                  b'{"call": "free", "args": {}}\n'], ids=["unknown-field", "cut-short", "missing-arg"])
+def test_an_input_error_after_fast_lines_is_the_same_error(real_pinning, tmp_path, tail):
+    outcome = assert_same_both_ways(write_lines(tmp_path, pinned_roundtrip(), tail))
+    assert outcome[0] == "error"
+
+
+class OddResults(ReferenceDriver):
+    """Results the fast steps must not be handed as they are (statuses and outputs of the wrong type or
+    beyond what the decoder takes), a wrong status (an executor finding), and a success the driver
+    says it refused (so the model that follows the driver must not apply it)."""
+
+    def call(self, name, args):
+        result = super().call(name, args)
+        if name == "aclrtHostGetDevicePointer" and result.ret == 0:
+            return Result(0, {"pDevice": 1 << 200})
+        if name == "aclrtHostUnregister":
+            return Result(True if result.ret == 0 else result.ret)
+        if name == "aclrtHostRegisterV2" and result.ret == 507910:
+            return Result(1 << 200)
+        if name == "aclrtHostRegisterV2" and args["flag"] == PINNED and result.ret == 0:
+            self._note(Incident(IncidentKind.REFUSED, name, "X0803", "refused, yet carried out"))
+        return result
+
+
+def test_odd_driver_results_are_judged_the_same_with_and_without_the_fast_steps(real_pinning, tmp_path):
+    events = pinned_roundtrip() + [
+        {"call": "malloc", "args": {"size": 8192}, "out": {"ptr": BASE}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 8192, "flag": MAPPED}, "ret": 0},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE, "size": 4096, "flag": MAPPED}, "ret": 507910},
+        {"call": "malloc", "args": {"size": 8192}, "out": {"ptr": BASE + 0x10_0000}},
+        {"call": "aclrtHostRegisterV2", "args": {"ptr": BASE + 0x10_0000, "size": 8192, "flag": PINNED}, "ret": 0},
+        {"call": "aclrtHostGetDevicePointer", "args": {"pHost": BASE, "flag": 0}, "ret": 0, "out": {"pDevice": 0x12C0000000}},
+    ]
+    report = assert_same_both_ways(write(tmp_path, events), OddResults)
+    assert {"executor", "divergence", "refused"} <= {f[1] for f in report[4]}
+    assert ("pinning", "EXEC-LOCK-EXTRA") in {f[1:3] for f in report[4]}  # the refused registration's lock
+
+
+def test_model_steps_are_handed_only_what_the_decoder_would_give_them():
+    header, _ = read_trace_text(json.dumps(ACL) + "\n", "t.jsonl")
+    sem = semantics_for(header, None, "t.jsonl")
+    st = sem.initial_state()
+    steps = ModelSteps(sem, st)
+    assert steps.took("malloc", {"size": 8192}, 0, {"ptr": BASE})
+    assert steps.took("aclrtHostRegisterV2", {"ptr": BASE, "size": 8192, "flag": MAPPED}, 0, {})
+    before = st.snapshot()
+    # beyond the decoder's bounds (int64), a status of the wrong type, a bool for an integer: declined
+    assert not steps.took("aclrtHostGetDevicePointer", {"pHost": BASE, "flag": 0}, 0, {"pDevice": 1 << 70})
+    assert not steps.took("aclrtHostGetDevicePointer", {"pHost": BASE, "flag": 0}, "0", {"pDevice": 0x12C0000000})
+    assert not steps.took("aclrtHostGetDevicePointer", {"pHost": BASE, "flag": False}, 0, {"pDevice": 0x12C0000000})
+    assert not steps.took("aclrtHostUnregister", {"ptr": BASE}, True, {})
+    assert not steps.took("aclrtHostUnregister", {"ptr": BASE}, 1 << 64, {})
+    assert st.snapshot() == before
+    assert steps.took("aclrtHostGetDevicePointer", {"pHost": BASE, "flag": 0}, 0, {"pDevice": 0x12C0000000})
+    assert st.snapshot() != before  # the device pointer is stored
+    assert not ModelSteps(sem, sem.initial_state(), enabled=False).took("malloc", {"size": 8192}, 0, {"ptr": BASE})

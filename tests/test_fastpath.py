@@ -25,7 +25,7 @@ from checker.fast.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, 
 from checker.language.load import bundled_spec_names, load_spec
 from checker.engines.replay import Replayer, _replay_stream, semantics_for
 from checker.model.state import NATIVE
-from checker.trace.reader import EventStream, read_trace_text
+from checker.trace.reader import UNDECODED, EventStream, read_trace_text
 from tests.helpers import outcome
 
 REPO = Path(__file__).resolve().parent.parent
@@ -522,3 +522,73 @@ def test_a_read_error_midway_names_the_last_line_read(tmp_path, monkeypatch, mod
         _replay_stream(r, EventStream(failing(), "t.jsonl", 1, False, None), None, None)
     (d,) = exc.value.diagnostics
     assert (d.code, d.span.line) == ("T0712", 301) and "disk on fire" in d.message
+
+
+# ---------------------------------------------------------------- the values of a decoded line (regcheck execute)
+
+
+def spelt_mix(tmp_path) -> bytes:
+    """The benchmark mix with some integers spelt as "0x..." strings or flag names, failures with an
+    empty "out", and a few lines the decoder takes but normalisation rejects (a success without its
+    outputs)."""
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 400, live=30, seed=5)
+    header, *lines = path.read_bytes().splitlines(keepends=True)
+    out = [header]
+    for i, line in enumerate(lines):
+        ev = orjson.loads(line)
+        if i % 7 == 3 and "ptr" in ev["args"]:
+            ev["args"]["ptr"] = hex(ev["args"]["ptr"])
+        if i % 11 == 5 and ev["call"] == "aclrtHostRegisterV2" and ev["args"]["flag"] == 2:
+            ev["args"]["flag"] = ["ACL_HOST_REG_MAPPED"]
+        if i % 13 == 6 and "out" in ev and ev.get("ret", 0) == 0:
+            ev["out"] = {}
+        if i % 17 == 8 and ev["call"] == "aclrtHostGetDevicePointer":  # a failure with an empty "out"
+            ev["ret"], ev["out"] = 107000, {}
+        out.append(orjson.dumps(ev) + b"\n")
+    return b"".join(out)
+
+
+def read_lines_both_ways(text: bytes) -> tuple[int, int]:
+    """Every line the decoder takes: its values by `line_readers` against `Replayer.normalise` of the
+    same line; (lines read, lines left to the general path for a spelt integer)."""
+    header, stream = read_trace_text(text, "t.jsonl")
+    sem = semantics_for(header, None, "t.jsonl")
+    r = Replayer(sem, "t.jsonl")
+    fast = r.fast_path()
+    readers = fastpath_mod.line_readers(sem, fast)
+    read_n = spelt_n = 0
+    lineno = stream.lineno
+    for raw in stream.raw_lines():
+        lineno += 1
+        try:
+            o = fast.decode(raw)
+        except DECODE_ERRORS:
+            continue
+        read = readers.get(type(o))
+        if read is None:
+            continue
+        values = read(o)
+        ev = stream.event(raw, UNDECODED, lineno)
+        if values is None:
+            spelt_n += 1
+            assert any(type(v) in (str, list) for v in (*ev.args.values(), *ev.out.values())), raw
+            continue
+        try:
+            shape, args, status, outs = r.normalise(ev)
+        except RegcheckError:
+            continue  # the decoder's shape is wider here; the step declines such a line
+        read_n += 1
+        assert (values.call, dict(zip(values.params, values.inputs)), values.status, values.outs) == \
+            (shape.name, args, status, outs), raw
+    return read_n, spelt_n
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_line_readers_read_the_corpus_as_normalise_does(path):
+    read_lines_both_ways(path.read_bytes())
+
+
+def test_line_readers_leave_spelt_integers_to_the_general_path(tmp_path):
+    read_n, spelt_n = read_lines_both_ways(spelt_mix(tmp_path))
+    assert read_n > 300 and spelt_n > 20

@@ -18,6 +18,12 @@ Two model states are kept: one follows the recorded results (for the replay find
 driver's results (to judge the driver and to predict its page locks), so one divergence does not
 cascade into false findings later.
 
+Both are checked with the replayer's fast steps (checker.fast.fastpath) where those find nothing in
+the event: the recording's line as `regcheck replay` reads it (`CheckedLines`), the driver's result
+given as values (`ModelSteps`); the general path (`Replayer.normalise` and `check`,
+`Semantics.allowed` and `judge`) takes every event they decline, from the same state, so the
+findings are those of the general path alone (FAST_STEPS False).
+
 Rule IDs of the executor's own checks (not spec rules):
   EXEC-ADDRESS-UNOWNED  an address that relocates to nothing the trace allocated
   EXEC-DIVERGENCE       driver and recording disagree (both allowed)
@@ -27,16 +33,19 @@ Rule IDs of the executor's own checks (not spec rules):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from functools import partial
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from sortedcontainers import SortedDict
 
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value, spec_notes
+from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
+from ..fast.stepcode import INT64_MAX, INT64_MIN
 from ..language.analysis import memory_shape
 from ..model.outcomes import CONFORMS, Judgement, describe_outcomes
 from ..model.semantics import Semantics
 from ..model.state import State
-from ..trace.reader import header_spec_ref, read_trace
+from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .executor import ReferenceDriver
 from .lockcheck import LockCheck
 from .pinning import PAGE_SIZE, forget_locked_reading
@@ -49,6 +58,11 @@ INFORMATIONAL = frozenset({"unspecified", "divergence", "refused"})
 EXEC_ADDRESS_UNOWNED = "EXEC-ADDRESS-UNOWNED"
 EXEC_DIVERGENCE = "EXEC-DIVERGENCE"
 EXEC_LOCK_EXTRA = "EXEC-LOCK-EXTRA"
+# Tests set it False: every event on the general path, the reference (`Replayer.normalise` and
+# `check` for the recording, `Semantics.allowed` and `judge` for the driver's results), where
+# otherwise the replayer's fast steps take the events they find nothing in (`CheckedLines`,
+# `ModelSteps`). The findings are the same either way.
+FAST_STEPS = True
 
 
 # ---------------------------------------------------------------- relocation
@@ -145,6 +159,7 @@ class Execution:
                       for name, params in self.shape.addr_params.items()}
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
+        self.driver_model = ModelSteps(sem, self.driver_state, FAST_STEPS)
         # A spec without `pinned` declarations predicts no page locks, so there is nothing to compare
         # (cupva locks nothing; for cuda and hip whether pages are locked is not modelled, docs/cuda-hip.md).
         # An entry whose memory was released under it (the caller's bug: freed while registered)
@@ -160,8 +175,21 @@ class Execution:
         rep = self.replayer
         self.applied = None
         shape, args, status, outs = rep.normalise(ev)
-        name = shape.name
         findings = list(rep.check(ev, shape, args, status, outs))  # the recording against the spec (this also advances its model)
+        return self._drive(ev, shape.name, args, status, outs, findings, last)
+
+    def step_checked(self, at: Located, values: LineValues, last: bool = False) -> list[Finding]:
+        """`step` of an event whose recording the replayer's fast step has checked (it found nothing)
+        and applied already: `at` its line and call, `values` what it recorded."""
+        self.replayer.events += 1
+        self.applied = None
+        return self._drive(at, at.call, dict(zip(values.params, values.inputs)), values.status, values.outs, [], last,
+                           values.inputs)
+
+    def _drive(self, ev, name: str, args: dict, status, outs: dict, findings: list[Finding],
+               last: bool, inputs: tuple | None = None) -> list[Finding]:
+        """The driver's side of one event, after the recording's (`findings`)."""
+        rep = self.replayer
         driver_args, unowned = self._relocate_args(name, args, outs)
         if unowned is not None:
             findings.append(rep.finding(ev, "refused", EXEC_ADDRESS_UNOWNED,
@@ -171,7 +199,7 @@ class Execution:
         result = self.driver.call(name, driver_args)
         incident = getattr(self.driver, "last_incident", None)
         refused = incident is not None and incident.kind.value == "refused"
-        findings.extend(self._judge_driver(ev, name, args, status, outs, result, refused))
+        findings.extend(self._judge_driver(ev, name, args, status, outs, result, refused, inputs))
         if incident is not None:
             kind = "refused" if incident.kind.value == "refused" else "divergence"
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
@@ -201,8 +229,10 @@ class Execution:
             out[alloc.size_param] = args[alloc.size_param] + Relocator.shift_of(recorded_base)
         return out, None
 
-    def _judge_driver(self, ev, name, args, status, outs, result: Result, refused: bool) -> list[Finding]:
-        """The driver's result against the spec, in the model that follows the driver's results."""
+    def _judge_driver(self, ev, name, args, status, outs, result: Result, refused: bool,
+                      inputs: tuple | None = None) -> list[Finding]:
+        """The driver's result against the spec, in the model that follows the driver's results
+        (`inputs`: the arguments' values in declaration order as the decoder gave them, if it did)."""
         sem, rep = self.sem, self.replayer
         found: list[Finding] = []
         driver_status = result.ret
@@ -219,6 +249,16 @@ class Execution:
             else:
                 model_outs = None  # allocated only by the driver: nothing of the trace refers to it
         st = self.driver_state
+        if model_outs is not None and not refused and self.driver_model.took(name, args, driver_status, model_outs,
+                                                                                    inputs):
+            # The call's fast step found the result allowed (so no judgement below would find
+            # anything) and, for a success, applied its effect, as `sem.apply` below would have.
+            if driver_status != status:
+                found.append(rep.finding(ev, "divergence", EXEC_DIVERGENCE,
+                                         f"recorded {status!r}, the driver returned {driver_status!r}"))
+            if driver_status == sem.success:
+                self._applied_in_driver_model(name, args)
+            return found
         allowed = sem.allowed(st, name, args)
         if model_outs is not None or driver_status != sem.success:
             # A substituted output is the recording's address, so promises about it (fresh, aligned)
@@ -234,10 +274,15 @@ class Execution:
                                      f"recorded {status!r}, the driver returned {driver_status!r}"))
         if driver_status == sem.success and model_outs is not None and not refused:
             sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
-            self.applied = st.journal
-            for p in self.shape.releases.get(name, ()):
-                self.relocator.forget(args[p])
+            self._applied_in_driver_model(name, args)
         return found
+
+    def _applied_in_driver_model(self, name: str, args: Mapping[str, Any]) -> None:
+        """After a success's effect on the driver-following model: its changes for the lock check,
+        and the recorded allocations it released relocate to nothing any more."""
+        self.applied = self.driver_state.journal
+        for p in self.shape.releases.get(name, ()):
+            self.relocator.forget(args[p])
 
     def _compare_locks(self, ev, last: bool) -> list[Finding]:
         if last:
@@ -256,6 +301,128 @@ class Execution:
                 ev, "pinning", EXEC_LOCK_EXTRA,
                 f"{len(mismatch.extra)} page(s) are locked that the spec does not predict (first {mismatch.extra[0]:#x})"))
         return found
+
+
+class ModelSteps:
+    """The fast path's steps (checker.fast.fastpath) over one model state, given values rather than
+    lines: `took(call, args, status, outs)` is True when the call's step took the event, that is when
+    the spec allows the status (and the outputs keep its promises) with no rule broken or silent, and
+    then a success's effect is applied to the state, as `Semantics.apply` would. False when the step
+    declined (the state is unchanged) or the call has no step: the caller judges it the general way.
+
+    Only calls whose fields are all integers have a step here, and only integers within the decoder's
+    bounds are handed to it (the steps take what the decoder would give them, `event_makers`)."""
+
+    def __init__(self, sem: Semantics, st: State, enabled: bool = True):
+        # Its own windows of recent calls: the events it is given carry no threads, so none is added.
+        fast = fast_path(sem, st, _nothing_to_remember, {}) if enabled else None
+        self.steps: dict[str, tuple[EventMaker, tuple[str, ...], tuple[str, ...]]] = {}
+        self.success = sem.success
+        # The status as the decoder gives it: a JSON integer (within int64), or an enum status's member.
+        status_type = sem.spec.status_type
+        members = frozenset(sem.spec.enums[status_type.name]) if status_type.kind == "enum" else frozenset()
+        self.status_ok: Callable[[Any], bool] = _int64 if status_type.kind == "int" else partial(_member, members)
+        for call, maker in (event_makers(sem, fast) if fast is not None else {}).items():
+            if all(b is not None for b in maker.bounds):
+                info = sem.calls[call].info
+                self.steps[call] = (maker, tuple(n for n, _ in info.params), tuple(n for n, _ in info.outputs))
+
+    def took(self, call: str, args: Mapping[str, Any], status: Any, outs: Mapping[str, Any],
+             inputs: tuple | None = None) -> bool:
+        """`inputs`: the values of `args` in declaration order as the decoder gave them (so within
+        its bounds), where they were decoded."""
+        entry = self.steps.get(call)
+        if entry is None or not self.status_ok(status):
+            return False
+        maker, params, outputs = entry
+        bounds = maker.bounds
+        if inputs is None:
+            inputs = _within(args, params, bounds, 0)
+            if inputs is None:
+                return False
+        results: tuple = ()
+        if status == self.success and outputs:
+            results = _within(outs, outputs, bounds, len(params))
+            if results is None:
+                return False
+        return maker.step(maker.make(inputs, results, status), 0)
+
+
+def _within(values: Mapping[str, Any], names: tuple[str, ...], bounds: tuple, first: int) -> tuple | None:
+    """The values of `names` in order when each is an integer within its bounds, else None."""
+    out = []
+    for i, n in enumerate(names, first):
+        v = values.get(n)
+        lo, hi = bounds[i]
+        if type(v) is not int or not lo <= v <= hi:
+            return None
+        out.append(v)
+    return tuple(out)
+
+
+def _nothing_to_remember(line: int, call: str) -> None:
+    """The driver-following model keeps no record of which line made an entry."""
+
+
+def _int64(status: Any) -> bool:
+    return type(status) is int and INT64_MIN <= status <= INT64_MAX
+
+
+def _member(members: frozenset, status: Any) -> bool:
+    return type(status) is str and status in members
+
+
+class Located(NamedTuple):
+    """Where an event checked on the fast path was recorded: all a finding needs of its event."""
+
+    line: int
+    call: str
+
+
+class CheckedLines:
+    """The recording's side of `execute_trace` on the replayer's fast path, as `regcheck replay`
+    reads a trace: each line decoded into its call's struct goes to the call's step, which checks
+    and applies it when it has no finding; the values the driver's side needs are then read from
+    the struct. A line the decoder does not take, or whose step declines (having changed nothing),
+    is read as a TraceEvent and checked by the general path from the same state (`Execution.step`).
+
+    Only integers written as JSON integers are read from a struct (as `Replayer.normalise` keeps
+    them); a line with an integer spelt otherwise ("0x..." strings, flag names) goes the general way."""
+
+    def __init__(self, run: Execution):
+        self.run = run
+        fast = run.replayer.fast_path()
+        self.decode = fast.decode if fast is not None else None
+        self.steps = fast.steps if fast is not None else {}
+        self.readers = line_readers(run.sem, fast) if fast is not None else {}
+
+    def lines(self, stream: EventStream) -> Iterator[tuple[int, bytes, Any]]:
+        """(line number, raw line, its struct, or its TraceEvent where the decoder did not take it)
+        per event line; the reader's errors raise here, at the line, as iterating `stream` would."""
+        decode, event = self.decode, stream.event
+        lineno = stream.lineno
+        try:
+            for raw in stream.raw_lines():
+                lineno += 1
+                try:
+                    item = decode(raw)  # type: ignore[misc]
+                except DECODE_ERRORS:
+                    item = event(raw, UNDECODED, lineno)
+                    if item is None:  # a blank line
+                        continue
+                yield lineno, raw, item
+        except OSError as exc:
+            raise stream.read_error(exc, lineno) from None
+
+    def step(self, stream: EventStream, lineno: int, raw: bytes, item: Any, last: bool) -> list[Finding]:
+        """`Execution.step` of one item of `lines`."""
+        read = self.readers.get(type(item))
+        if read is not None:
+            values = read(item)
+            if values is not None and self.steps[type(item)](item, lineno):
+                return self.run.step_checked(Located(lineno, values.call), values, last)
+            item = stream.event(raw, UNDECODED, lineno)
+        return self.run.step(item, last)
 
 
 def _status_only(sem: Semantics, allowed, status) -> Judgement:
@@ -291,16 +458,22 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             run = Execution(sem, driver, path)
             findings: list[Finding] = []
             truncated = False
-            stream = iter(events)
-            ev = next(stream, None)
-            while ev is not None:
-                following = next(stream, None)
-                found = run.step(ev, last=following is None)
+            checked = CheckedLines(run) if FAST_STEPS and isinstance(events, EventStream) else None
+            if checked is not None and checked.decode is not None:
+                items = checked.lines(events)
+                step = partial(checked.step, events)
+            else:
+                items = ((ev,) for ev in events)
+                step = run.step
+            item = next(items, None)
+            while item is not None:
+                following = next(items, None)
+                found = step(*item, last=following is None)
                 findings.extend(found)
                 if max_findings is not None and sum(f.kind not in INFORMATIONAL for f in findings) >= max_findings:
                     truncated = True
                     break
-                ev = following
+                item = following
             return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated,
                                    spec_notes(header, spec_name, path), spec_ref)
         finally:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..fast.fastpath import DECODE_ERRORS, THREAD_WINDOW, fast_path, window
+from ..fast.fastpath import DECODE_ERRORS, THREAD_WINDOW, FastPath, fast_path, window
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
@@ -320,6 +320,13 @@ class Replayer:
         raise self._input_error(ev, "T0733", f"{ev.call}: ret {excerpt(name)} is not an integer status: write the "
                                 f"integer the function returned (the statuses spec {self.spec.name} names: {named})", *notes)
 
+    def fast_path(self) -> FastPath | None:
+        """The fast path (checker.fast.fastpath) bound to this replayer's state, its record of which
+        line made each entry and its windows of recent calls: a line its step takes is checked and
+        applied as `feed` would have (with no finding); one it declines is `feed`'s, from the same
+        state. None when no call has a fast step."""
+        return fast_path(self.sem, self.state, self._remember, self.recent)
+
     # ---- one event
     def feed(self, ev: TraceEvent) -> list[Finding]:
         """Check one event, then move to the state its recorded result implies."""
@@ -608,7 +615,7 @@ def _replay_stream(r: Replayer, stream: EventStream, max_findings: int | None,
                    on_events: Callable[[int], None] | None) -> ReplayReport:
     """`replay_events` over raw lines: each decoded line first goes to its call's fast step; a line
     the step does not handle (it changed nothing then) is checked and fed as an event."""
-    fast = fast_path(r.sem, r.state, r._remember, r.recent)
+    fast = r.fast_path()
     if fast is None:
         return _replay_iter(r, stream, max_findings, on_events)
     decode, steps = fast

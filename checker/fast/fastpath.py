@@ -185,6 +185,47 @@ def event_makers(sem: Semantics, fast: FastPath) -> dict[str, EventMaker]:
 _struct_makers: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
 
 
+class LineValues(NamedTuple):
+    """The values of a decoded line, as the replayer's normalisation reads them (`line_readers`)."""
+
+    call: str
+    params: tuple[str, ...]  # the call's parameters, in declaration order
+    inputs: tuple  # their values, in the same order
+    status: Any  # the ret (an environment event without one: the spec's success)
+    outs: dict[str, Any]  # the outputs the line has
+
+
+def line_readers(sem: Semantics, fast: FastPath) -> dict[type, Callable[[Any], LineValues | None]]:
+    """Per call with a step in `fast`: read(struct) -> the values of a line the decoder gave as that
+    struct (integers, booleans, enum members, as `Replayer.normalise` reads them), for callers that
+    need them besides the step's verdict (`regcheck execute`). None for a line with an integer spelt
+    otherwise than as a JSON integer ("0x..." strings, flag names): only the general path reads those."""
+    readers: dict[type, Callable[[Any], LineValues | None]] = {}
+    for struct in fast.steps:
+        if struct is not _NoCall:
+            readers[struct] = _line_reader(sem, struct.__struct_config__.tag)
+    return readers
+
+
+def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None]:
+    info = sem.calls[call].info
+    params, outputs = tuple(n for n, _ in info.params), tuple(n for n, _ in info.outputs)
+    spelt = tuple(i for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
+    n, success, astuple = len(params), sem.success, msgspec.structs.astuple
+
+    def read(o: Any) -> LineValues | None:
+        inputs = astuple(o.args) if params else ()
+        got = astuple(o.out) if outputs and o.out is not UNSET else ()
+        for i in spelt:
+            v = inputs[i] if i < n else (got[i - n] if got else 0)
+            if v.__class__ is not int and v is not UNSET:
+                return None
+        outs = {k: v for k, v in zip(outputs, got) if v is not UNSET} if got else {}
+        status = o.ret
+        return LineValues(call, params, inputs, success if status is UNSET else status, outs)
+    return read
+
+
 def _member_struct(t: Any) -> type:
     """The struct type of a field typed `S` or `S | UnsetType`."""
     if isinstance(t, type) and issubclass(t, msgspec.Struct):
