@@ -157,6 +157,24 @@ def test_made_holds_many_entries_as_a_dict():
     assert all(made.get(w) == v for w, v in ref.items()) and made.get(("regs", 1)) is None
 
 
+@needs_native
+def test_made_in_slots_of_megabytes_is_a_dict():
+    """Past 2 MiB of slots (65,536 of them) a Made's memory is mapped in huge pages: growth through
+    that size, deletion and clearing there answer as a dict does."""
+    made, ref = NATIVE.Made(), {}
+    for i in range(70_000):
+        where = ("regs", 0x7F00_0000_0000 + i * 16384)
+        assert made.setdefault(where, (i, "call")) == ref.setdefault(where, (i, "call"))
+    for i in range(0, 70_000, 3):
+        where = ("regs", 0x7F00_0000_0000 + i * 16384)
+        assert made.pop(where) == ref.pop(where)
+    assert len(made) == len(ref) and made.items() == list(ref.items())
+    made.clear()
+    assert len(made) == 0 and made.get(("regs", 0x7F00_0000_0000)) is None
+    made[("regs", 1)] = (1, "call")
+    assert made.items() == [(("regs", 1), (1, "call"))]
+
+
 def _lines_read(data: bytes, limit: int, native: bool) -> list:
     """What trace.reader._bounded_lines gives over `data` (its C iterator or its Python one), up to
     and including the LineTooLong that stops it."""

@@ -308,3 +308,143 @@ def test_equal_sizes_of_other_types_and_fresh_key_objects_keep_the_tables_equal(
             t.journal.clear()
         assert fields(tables[0]) == fields(tables[1]), i
         assert all(type(k) is type(c) for k, c in zip(tables[0]._size_count, tables[1]._size_count))
+
+
+KEY_INDEX = pytest.mark.skipif(NATIVE is None or not NATIVE.KEY_INDEX,
+                               reason="checker._native is not built, or keeps no key index (CPython 3.12 and later)")
+
+
+def key_index_matches(t) -> bool | None:
+    """None while the C table's key index does not match its rows (it is then not used); else whether
+    it holds exactly the rows: each key's own object, its record (the same object) and its size."""
+    entries = t._key_index()
+    if entries is None:
+        return None
+    own = {id(k) for k in t.rows}
+    return len(entries) == len(t.rows) and all(
+        id(k) in own and t.rows[k] is record and size == (record[t.sized_by] if t.sized_by else 0)
+        for k, record, size in entries)
+
+
+def rebuild_key_index(t) -> None:
+    """Uses enough to have the key index rebuilt (it is, once found out of date len(rows) / 8 times)."""
+    for _ in range(len(t.rows) // 8 + 2):
+        t.remove(-1)  # no such entry: nothing changes
+
+
+class Record(dict):
+    """A record the C put hands to the Python method (it takes exact dicts only)."""
+
+
+# What the key index must follow: the C put, remove and set_field (a plain field, the size), the
+# journal's rollback, and changes the C code does not see: the Python methods (a put of a Record, a
+# removal by the Python method itself), an assignment to the rows (a record of the same size, so
+# the table stays whole) and a float key equal to an entry's.
+key_index_ops = st.lists(st.tuples(
+    st.sampled_from(["put", "put", "remove", "tag", "size", "python_put", "python_remove", "rows", "float", "rollback"]),
+    st.integers(0, 2 * 2200), st.integers(1, 40)), max_size=60)
+
+
+@KEY_INDEX
+@settings(max_examples=80, deadline=None)
+@given(key_index_ops, st.sampled_from([50, 2100]))
+def test_the_key_index_follows_the_rows(operations, n):
+    """The C table's index of entries by key value answers as the rows do, whatever changed them: it
+    matches them exactly whenever it says it does, and the C table answers as the Python one after
+    every operation (probes whose predicate reads the record included). 2,100 entries: past SMALL."""
+    py, c = PyTable("size", "t"), Table("size", "t")
+    for t in (py, c):
+        for k in range(n):
+            t.put(k * 16, {"size": 8 + k % 5})
+        t.journal = []
+    rebuild_key_index(c)  # (the put past SMALL was the Python method's: the index is out of date)
+    assert key_index_matches(c) is True
+    for op, i, size in operations:
+        key = int(str(i * 8))  # a fresh int object; half the keys are entries', half fall between
+        for t in (py, c):
+            if op == "put":
+                t.put(key, {"size": size})
+            elif op == "remove":
+                t.remove(key)
+            elif op in ("tag", "size") and key in t.rows:
+                t.set_field(key, op, size)
+            elif op == "python_put":
+                t.put(key, Record(size=size))
+            elif op == "python_remove":
+                t._slow_remove(key)
+            elif op == "rows" and key in t.rows:
+                t.rows[key] = {**t.rows[key], "tag": -1}
+            elif op == "float" and key in t.rows:
+                t.put(float(key), {"size": t.rows[key]["size"], "tag": -2})  # updates entry `key`
+            elif op == "rollback":
+                for _, k, _, old in reversed(t.journal):
+                    t.restore(k, old)
+                t.journal.clear()
+        assert fields(c) == fields(py) and key_index_matches(c) is not False, op
+        for x in (key, key + 4, key - 4):
+            assert c.any_containing_addr(x, lambda e: "tag" in e[1]) == py.any_containing_addr(x, lambda e: "tag" in e[1])
+            assert c.any_overlapping(x, x + size) == py.any_overlapping(x, x + size)
+            assert c.any_containing(x, x + 1) == py.any_containing(x, x + 1)
+        assert key_index_matches(c) is not False
+    rebuild_key_index(c)  # (made of plain dicts only: a Record's size is not read in C)
+    assert key_index_matches(c) is (True if all(type(r) is dict for r in c.rows.values()) else None)
+
+
+@KEY_INDEX
+def test_a_change_to_the_rows_behind_the_c_code_is_seen():
+    """The key index is believed only while the rows are unchanged since it last matched them (the
+    dict's version tag): an assignment to the rows makes the C probes ask the rows, until the index
+    is rebuilt from them."""
+    t = Table("size", "t")
+    for k in range(3000):
+        t.put(k * 16, {"size": 8, "tag": 0})
+    assert key_index_matches(t) is True
+    t.rows[160] = {"size": 8, "tag": 1}  # the same size: the table stays whole
+    assert key_index_matches(t) is None
+    assert t.any_containing_addr(160, lambda e: e[1]["tag"] == 1)
+    assert t.any_overlapping(160, 161, lambda e: e[1]["tag"] == 1)
+    rebuild_key_index(t)
+    assert key_index_matches(t) is True
+    assert t.any_containing(160, 161, lambda e: e[1]["tag"] == 1)
+    twin = t.copy()  # new rows: its index is made when it has been used enough
+    assert key_index_matches(twin) is None
+    rebuild_key_index(twin)
+    assert key_index_matches(twin) is True
+
+
+@KEY_INDEX
+def test_a_key_index_is_not_made_of_rows_it_cannot_hold():
+    """Keys beyond 64 bits (or not ints), sizes that are not 64-bit ints: no key index (the rows answer),
+    and one again once they are gone."""
+    t = Table("size", "t")
+    for k in range(100):
+        t.put(k, {"size": 1})
+    for odd in ((2**70, {"size": 1}), (200, {"size": 2.0})):
+        t.put(*odd)
+        assert key_index_matches(t) is None
+        rebuild_key_index(t)
+        assert key_index_matches(t) is None and t.any_containing_addr(odd[0]) and t.any_containing_addr(5)
+        t.remove(odd[0])
+        rebuild_key_index(t)
+        assert key_index_matches(t) is True
+    u = Table(None, "u")
+    u.put("a", {"x": 1})
+    rebuild_key_index(u)
+    assert key_index_matches(u) is None
+
+
+@KEY_INDEX
+def test_a_key_index_of_megabytes_follows_the_rows():
+    """Past 2 MiB of slots (40,000 entries) a key index's memory is mapped in huge pages: it still
+    holds exactly the rows as it grows there, and as the table empties and the index shrinks back."""
+    py, c = PyTable("size", "t"), Table("size", "t")
+    for t in (py, c):
+        for k in range(40_000):
+            t.put(0x7F00_0000_0000 + k * 16384, {"size": 4096})
+    rebuild_key_index(c)  # (the put past SMALL was the Python method's)
+    assert key_index_matches(c) is True and fields(c) == fields(py)
+    for t in (py, c):
+        for k in range(0, 40_000 - 100):
+            t.remove(0x7F00_0000_0000 + k * 16384)
+    assert key_index_matches(c) is True and fields(c) == fields(py)
+    assert c.any_containing_addr(0x7F00_0000_0000 + 39_950 * 16384 + 7) and not c.any_containing_addr(0x7F00_0000_0000)

@@ -1,7 +1,8 @@
 /* checker._native: optional C versions of the replay's hottest Python code. Four parts, each
  * with its Python original kept as the reference and the fallback (the module is built only where
  * pip finds a C compiler, the Python headers and a compiler with __int128, i.e. GCC or Clang):
- * - TableCore: a sized table's put, remove and interval-index probes (below);
+ * - TableCore: a sized table's put, remove and interval-index probes (below), with a KeyIndex of
+ *   its entries by key value beside the rows dict;
  * - remember: checker.replay's note of which line made or removed each entry, into a Made (the
  *   replayer's `created`, a dict's interface) and a Ring (its `removed` and its windows of recent
  *   calls, a deque's);
@@ -26,12 +27,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 5
+#define NATIVE_INTERFACE 6
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -39,9 +43,26 @@ typedef __int128 wide;
 #define VISIT_FIELD(f) Py_VISIT(self->f);
 #define CLEAR_FIELD(f) Py_CLEAR(self->f);
 
+/* A table's entries by 64-bit key, beside its rows dict (see KeyIndex below). */
+typedef struct {
+    long long k, size;
+    PyObject *kobj; /* the rows' key object (borrowed); NULL: a free slot */
+    PyObject *rec;  /* the rows' record (borrowed) */
+} KeySlot;
+
+typedef struct {
+    KeySlot *slots;
+    Py_ssize_t cap, len;         /* cap: a power of two, or 0 */
+    PyObject *rows, *field;      /* the dict and size field it was built for (compared, never dereferenced) */
+    unsigned long long version;  /* the rows' version tag when it last matched them */
+    int valid;
+    Py_ssize_t stale_uses;       /* uses that found it out of date since its last rebuild */
+} KeyIndex;
+
 typedef struct {
     PyObject_HEAD
     TABLE_FIELDS(DECLARE_FIELD)
+    KeyIndex ki;
 } TableCore;
 
 static PyObject *s_put, *s_remove, *s_slow_put, *s_slow_remove, *s_slow_set_field, *s_slow_overlapping, *s_slow_containing,
@@ -87,6 +108,216 @@ static inline int record_size(PyObject *record, PyObject *field, long long *size
         return 0;
     }
     return as_i64(v, size);
+}
+
+/* Zeroed memory for the slots of an open-addressing table (KeyIndex, Made), freed by slots_free with
+ * the same count and size. Tables of 2 MiB or more are mapped and, on Linux, asked for in huge pages:
+ * their accesses are random, so with 4 KiB pages nearly each would also miss the TLB. */
+#define HUGE_SLOTS ((size_t)2 << 20)
+
+static void *slots_calloc(size_t n, size_t size)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (n * size >= HUGE_SLOTS) {
+        void *p = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        madvise(p, n * size, MADV_HUGEPAGE); /* (a hint: without it, ordinary pages) */
+        return p;
+    }
+#endif
+    return PyMem_Calloc(n, size);
+}
+
+static void slots_free(void *p, size_t n, size_t size)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p != NULL && n * size >= HUGE_SLOTS) {
+        munmap(p, n * size);
+        return;
+    }
+#endif
+    PyMem_Free(p);
+}
+
+/* ---------------------------------------------------------------- KeyIndex
+ *
+ * A table's entries by key value: an open-addressing table of (key, size, key object, record)
+ * beside the rows dict, for tables whose keys are ints within 64 bits (and, when sized, whose
+ * records are dicts with a 64-bit size). Why: a dict finds an int key by probing from its low bits,
+ * and page-aligned addresses share them, so each lookup walks a chain of other entries (one cache
+ * miss each once the tables outgrow the cache: about 12 probes per insertion into a dict of 100,000
+ * keys 16 KiB apart, against 1.3 for random keys); an event's key is another int object than the
+ * rows' own, so the last probe also reads the stored key object; and the record's size is one more
+ * dict lookup. A slot here is usually one miss.
+ *
+ * It holds borrowed pointers only, and is believed only while the rows are the very dict it was
+ * made for and unchanged since it last matched them: CPython's dict version tag (PEP 509: every
+ * change to a dict gives it a new number, never reused by any dict) says so. The C put, remove and
+ * set_field change it with the rows (ki_follow); any other change to the rows (Python code, the
+ * Python methods) leaves it out of date, and it is then rebuilt from the rows once it has been
+ * found out of date len(rows) / 8 times, so that rebuilding costs O(1) per use, amortized. Where
+ * the version tag is not there to read (CPython 3.12 deprecated it) it is never used. */
+
+#if PY_VERSION_HEX < 0x030C0000
+#define KI_AVAILABLE 1
+#define DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
+#else
+#define KI_AVAILABLE 0
+#define DICT_VERSION(d) 0ull
+#endif
+#define KI_MIN_CAP 64
+
+static inline size_t key_hash(long long key)
+{
+    unsigned long long x = (unsigned long long)key; /* spread page-aligned keys (murmur3's finalizer) */
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+/* The slot of key k: its index, or ~index of the free slot where it would go (ki->cap > 0). */
+static inline Py_ssize_t ki_slot(const KeyIndex *ki, long long k)
+{
+    size_t mask = (size_t)ki->cap - 1, i = key_hash(k) & mask;
+    while (ki->slots[i].kobj != NULL) {
+        if (ki->slots[i].k == k)
+            return (Py_ssize_t)i;
+        i = (i + 1) & mask;
+    }
+    return ~(Py_ssize_t)i;
+}
+
+/* The slots moved into a table of `cap` slots. 0, or -1 when out of memory (no exception set: the
+ * index is then only dropped). */
+static int ki_resize(KeyIndex *ki, Py_ssize_t cap)
+{
+    KeySlot *old = ki->slots, *slots = slots_calloc((size_t)cap, sizeof(KeySlot));
+    if (slots == NULL)
+        return -1;
+    Py_ssize_t old_cap = ki->cap;
+    ki->slots = slots;
+    ki->cap = cap;
+    for (Py_ssize_t i = 0; i < old_cap; i++)
+        if (old[i].kobj != NULL)
+            ki->slots[~ki_slot(ki, old[i].k)] = old[i];
+    slots_free(old, (size_t)old_cap, sizeof(KeySlot));
+    return 0;
+}
+
+/* Entry k is (kobj, rec, size) now, added or replaced. 0, or -1 when out of memory. */
+static int ki_set(KeyIndex *ki, long long k, PyObject *kobj, PyObject *rec, long long size)
+{
+    if ((ki->len + 1) * 2 > ki->cap && ki_resize(ki, ki->cap ? 2 * ki->cap : KI_MIN_CAP) < 0)
+        return -1;
+    Py_ssize_t i = ki_slot(ki, k);
+    if (i < 0) {
+        i = ~i;
+        ki->len++;
+    }
+    ki->slots[i] = (KeySlot){k, size, kobj, rec};
+    return 0;
+}
+
+/* Entry k gone (linear probing's deletion: later slots of the run move up); the table shrinks
+ * when under an eighth full. 0, or -1 when out of memory. */
+static int ki_del(KeyIndex *ki, long long k)
+{
+    Py_ssize_t i = ki->cap ? ki_slot(ki, k) : -1;
+    if (i < 0)
+        return 0;
+    size_t mask = (size_t)ki->cap - 1, hole = (size_t)i, j = (size_t)i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (ki->slots[j].kobj == NULL)
+            break;
+        size_t home = key_hash(ki->slots[j].k) & mask;
+        /* the slot at j may fill the hole unless its home lies cyclically in (hole, j] */
+        if (hole <= j ? (home <= hole || home > j) : (home <= hole && home > j)) {
+            ki->slots[hole] = ki->slots[j];
+            hole = j;
+        }
+    }
+    ki->slots[hole].kobj = NULL;
+    ki->len--;
+    if (ki->cap > KI_MIN_CAP && ki->len * 8 < ki->cap)
+        return ki_resize(ki, ki->cap / 2);
+    return 0;
+}
+
+/* Whether the index matches the table's rows now. */
+static inline int ki_matches(const KeyIndex *ki, PyObject *rows, PyObject *field)
+{
+    return KI_AVAILABLE && ki->valid && ki->rows == rows && ki->field == field && rows != NULL
+        && ki->version == DICT_VERSION(rows);
+}
+
+/* Rebuilt from the rows: 1, or 0 when some row cannot be held (or memory is short). */
+static int ki_rebuild(KeyIndex *ki, PyObject *rows, PyObject *field)
+{
+    PyObject *key, *rec;
+    Py_ssize_t pos = 0, cap = KI_MIN_CAP;
+    ki->valid = 0;
+    ki->stale_uses = 0;
+    if (field == NULL || rows == NULL || !PyDict_CheckExact(rows))
+        return 0;
+    while (cap < 2 * PyDict_GET_SIZE(rows) + 2)
+        cap *= 2;
+    slots_free(ki->slots, (size_t)ki->cap, sizeof(KeySlot));
+    ki->slots = NULL;
+    ki->cap = ki->len = 0;
+    if (ki_resize(ki, cap) < 0)
+        return 0;
+    while (PyDict_Next(rows, &pos, &key, &rec)) {
+        long long k, size = 0;
+        if (!as_i64(key, &k) || (field != Py_None && !record_size(rec, field, &size)))
+            return 0;
+        Py_ssize_t i = ki_slot(ki, k);
+        if (i >= 0)
+            return 0; /* (two keys of one value: not ints, which as_i64 would have refused) */
+        ki->slots[~i] = (KeySlot){k, size, key, rec};
+        ki->len++;
+    }
+    ki->rows = rows;
+    ki->field = field;
+    ki->version = DICT_VERSION(rows);
+    ki->valid = 1;
+    return 1;
+}
+
+/* The table's index when it matches its rows (rebuilt first if it has been found out of date often
+ * enough), else NULL: then the caller asks the rows. */
+static KeyIndex *ki_current(KeyIndex *ki, PyObject *rows, PyObject *field)
+{
+    if (ki_matches(ki, rows, field))
+        return ki;
+    if (!KI_AVAILABLE || rows == NULL || !PyDict_CheckExact(rows) || ki->stale_uses++ < PyDict_GET_SIZE(rows) / 8)
+        return NULL;
+    return ki_rebuild(ki, rows, field) ? ki : NULL;
+}
+
+/* After the C code changed entry k of the rows (rec: its record now; NULL: removed) with `ok`
+ * (the change done, and the entry one the index can hold): the index changes with it when it
+ * matched the rows just before (`follow`), and is dropped if it cannot. */
+static void ki_follow(KeyIndex *ki, PyObject *rows, int follow, int ok, long long k, PyObject *kobj, PyObject *rec,
+                      long long size)
+{
+    if (!follow)
+        return;
+    if (!ok || (rec != NULL ? ki_set(ki, k, kobj, rec, size) : ki_del(ki, k)) < 0) {
+        ki->valid = 0;
+        return;
+    }
+    ki->version = DICT_VERSION(rows);
+}
+
+/* The record of key k in a matching index (borrowed), or NULL; *slot: its slot, or -1. */
+static inline PyObject *ki_record(const KeyIndex *ki, long long k, Py_ssize_t *slot)
+{
+    Py_ssize_t i = ki_slot(ki, k);
+    *slot = i >= 0 ? i : -1;
+    return i >= 0 ? ki->slots[i].rec : NULL;
 }
 
 /* First index in the int64 list `keys` whose key is >= x (right: > x), searching [lo, n).
@@ -179,6 +410,11 @@ static inline Py_ssize_t sk_chunk(SortedKeys *sk, wide x, int right)
 
 static inline Py_ssize_t chunk_bisect(KeyChunk *c, wide x, int right)
 {
+    /* A chunk's keys are 8 cache lines, most often not in the cache (a large table's chunks are
+     * megabytes): asking for all of them at once lets their misses overlap, where the bisection's
+     * dependent loads would take them one after another. */
+    for (Py_ssize_t i = 0; i < c->n; i += 64 / (Py_ssize_t)sizeof(long long))
+        __builtin_prefetch(c->k + i);
     return lower_bound(c->k, c->n, x, right);
 }
 
@@ -654,9 +890,12 @@ static PyObject slow_marker;
 
 /* The exact-key test that comes first in every probe (the usual case: the range asked about is
  * an entry's own). 1 true, 0 not this way, -1 error, 2 hand to Python. */
-static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long k, wide end, int mode, Pred *pred)
+static int exact_hit(const KeyIndex *ki, PyObject *rows, PyObject *field, PyObject *kobj, long long k, wide end, int mode,
+                     Pred *pred)
 {
-    PyObject *record = PyDict_GetItemWithError(rows, kobj);
+    long long size;
+    Py_ssize_t slot;
+    PyObject *record = ki != NULL ? ki_record(ki, k, &slot) : PyDict_GetItemWithError(rows, kobj);
     if (record == NULL) {
         if (PyErr_Occurred()) {
             PyErr_Clear();
@@ -664,8 +903,9 @@ static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long 
         }
         return 0;
     }
-    long long size;
-    if (!record_size(record, field, &size))
+    if (ki != NULL)
+        size = ki->slots[slot].size;
+    else if (!record_size(record, field, &size))
         return 2;
     int hit = mode == 1 ? end <= (wide)k + size : size > 0; /* 1: containing; else overlapping / addr */
     if (!hit)
@@ -675,7 +915,7 @@ static int exact_hit(PyObject *rows, PyObject *field, PyObject *kobj, long long 
 
 #define EXACT_HIT(KEY, K, END, MODE)                                                                             \
     do {                                                                                                         \
-        int h = exact_hit(rows, field, (KEY), (K), (END), (MODE), pred);                                         \
+        int h = exact_hit(ki, rows, field, (KEY), (K), (END), (MODE), pred);                                     \
         if (h == 2)                                                                                              \
             return SLOW;                                                                                         \
         if (h < 0)                                                                                               \
@@ -775,7 +1015,7 @@ static void sk_seek_from(SortedKeys *sk, wide lo, Py_ssize_t *c, Py_ssize_t *i)
         wide hi_ = (HI), lo_ = (LO);                                                                             \
         unsigned long long version = sk->version;                                                                \
         Py_ssize_t c = at_c, i = at_i;                                                                           \
-        if (version == at_version && lo_ <= (wide)base)                                                          \
+        if (at_c >= 0 && version == at_version && lo_ <= (wide)base)                                             \
             sk_seek_from(sk, lo_, &c, &i);                                                                       \
         else                                                                                                     \
             sk_seek(sk, lo_, &c, &i);                                                                            \
@@ -805,7 +1045,24 @@ static void sk_seek_from(SortedKeys *sk, wide lo, Py_ssize_t *c, Py_ssize_t *i)
     do {                                                                                                         \
         long long size;                                                                                          \
         at_version = sk->version;                                                                                \
-        if (sk_find(sk, base, &at_c, &at_i)) {                                                                   \
+        if (ki != NULL) { /* the key index: no search of the sorted keys unless the window is walked */          \
+            Py_ssize_t slot_;                                                                                    \
+            PyObject *record_ = ki_record(ki, base, &slot_);                                                     \
+            at_c = -1;                                                                                           \
+            at_i = 0;                                                                                            \
+            if (record_ != NULL) {                                                                               \
+                size = ki->slots[slot_].size;                                                                    \
+                if (TEST) {                                                                                      \
+                    Py_INCREF(record_); /* (as holds_key: held while a predicate runs) */                       \
+                    int h = holds(pred, kobj, record_);                                                          \
+                    Py_DECREF(record_);                                                                          \
+                    if (h < 0)                                                                                   \
+                        return NULL;                                                                             \
+                    if (h)                                                                                       \
+                        Py_RETURN_TRUE;                                                                          \
+                }                                                                                                \
+            }                                                                                                    \
+        } else if (sk_find(sk, base, &at_c, &at_i)) {                                                            \
             if (!slot_size(sk->chunks[at_c], at_i, rows, field, &size))                                          \
                 return SLOW;                                                                                     \
             if (TEST)                                                                                            \
@@ -814,8 +1071,8 @@ static void sk_seek_from(SortedKeys *sk, wide lo, Py_ssize_t *c, Py_ssize_t *i)
     } while (0)
 
 /* The probe bodies below (overlapping_body and the others) on a SortedKeys index. */
-static PyObject *sk_probe(PyObject *rows, SortedKeys *sk, PyObject *field, long long largest, PyObject *kobj,
-                          long long base, long long end, int mode, Pred *pred)
+static PyObject *sk_probe(const KeyIndex *ki, PyObject *rows, SortedKeys *sk, PyObject *field, long long largest,
+                          PyObject *kobj, long long base, long long end, int mode, Pred *pred)
 {
     if (sk->len != PyDict_GET_SIZE(rows))
         return SLOW; /* not the index of these rows */
@@ -841,10 +1098,10 @@ static PyObject *sk_probe(PyObject *rows, SortedKeys *sk, PyObject *field, long 
 
 /* The bodies of the probes, on a non-empty table's rows, sorted keys (a list or a SortedKeys) and size field;
  * `kobj` is the int object of `base` (the key the exact-key test looks up). */
-typedef PyObject *(*probe_body)(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
+typedef PyObject *(*probe_body)(const KeyIndex *ki, PyObject *rows, PyObject *keys, PyObject *field, long long largest,
                                 PyObject *kobj, long long base, long long end, Pred *pred);
 
-static PyObject *overlapping_body(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
+static PyObject *overlapping_body(const KeyIndex *ki, PyObject *rows, PyObject *keys, PyObject *field, long long largest,
                                   PyObject *kobj, long long base, long long end, Pred *pred)
 {
     if (end <= base)
@@ -856,7 +1113,7 @@ static PyObject *overlapping_body(PyObject *rows, PyObject *keys, PyObject *fiel
     Py_RETURN_FALSE;
 }
 
-static PyObject *containing_body(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
+static PyObject *containing_body(const KeyIndex *ki, PyObject *rows, PyObject *keys, PyObject *field, long long largest,
                                  PyObject *kobj, long long base, long long end, Pred *pred)
 {
     EXACT_HIT(kobj, base, end, 1);
@@ -865,7 +1122,7 @@ static PyObject *containing_body(PyObject *rows, PyObject *keys, PyObject *field
     Py_RETURN_FALSE;
 }
 
-static PyObject *containing_addr_body(PyObject *rows, PyObject *keys, PyObject *field, long long largest,
+static PyObject *containing_addr_body(const KeyIndex *ki, PyObject *rows, PyObject *keys, PyObject *field, long long largest,
                                       PyObject *kobj, long long x, long long Py_UNUSED(end), Pred *pred)
 {
     EXACT_HIT(kobj, x, 0, 0);
@@ -891,12 +1148,14 @@ static PyObject *probe_core(TableCore *self, int mode, PyObject *kobj, wide base
         return SLOW;
     if (base < LLONG_MIN || base > LLONG_MAX || end < LLONG_MIN || end > LLONG_MAX)
         return SLOW;
+    /* (the exact-key test, the only user of the key index here, comes before any predicate runs) */
+    const KeyIndex *ki = ki_current(&self->ki, rows, field);
     Py_INCREF(rows);
     Py_INCREF(keys);
     Py_INCREF(field);
     PyObject *r = Py_IS_TYPE(keys, &SortedKeysType)
-                      ? sk_probe(rows, (SortedKeys *)keys, field, largest, kobj, (long long)base, (long long)end, mode, pred)
-                      : probe_bodies[mode](rows, keys, field, largest, kobj, (long long)base, (long long)end, pred);
+                      ? sk_probe(ki, rows, (SortedKeys *)keys, field, largest, kobj, (long long)base, (long long)end, mode, pred)
+                      : probe_bodies[mode](ki, rows, keys, field, largest, kobj, (long long)base, (long long)end, pred);
     Py_DECREF(rows);
     Py_DECREF(keys);
     Py_DECREF(field);
@@ -1146,8 +1405,17 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
         goto slow_path;
     Py_ssize_t list_at = -1; /* where the key goes in a list index, when known */
     SkPlace place;           /* where it goes in a SortedKeys, when known */
-    PyObject *own;
-    PyObject *old = index_says_absent(self, key, &list_at, &place, &own) ? NULL : PyDict_GetItemWithError(self->rows, own);
+    PyObject *own, *old;
+    long long kv = 0;
+    int key_held = as_i64(key, &kv); /* a key the KeyIndex can hold */
+    KeyIndex *ki = key_held ? ki_current(&self->ki, self->rows, self->sized_by) : NULL;
+    Py_ssize_t slot;
+    if (ki != NULL) {
+        old = ki_record(ki, kv, &slot);
+        own = old != NULL ? ki->slots[slot].kobj : key;
+        place = (SkPlace){NULL, -1, 0, 0}; /* (sk_insert searches) */
+    } else
+        old = index_says_absent(self, key, &list_at, &place, &own) ? NULL : PyDict_GetItemWithError(self->rows, own);
     if (old == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         goto slow_path;
@@ -1197,7 +1465,12 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
             failed = forget_size(self, old_size) < 0;
         failed = failed || note_size(self, size) < 0;
     }
-    failed = failed || PyDict_SetItem(self->rows, old != NULL ? own : key, record) < 0;
+    if (!failed) {
+        int follow = ki_matches(&self->ki, self->rows, field);
+        failed = PyDict_SetItem(self->rows, old != NULL ? own : key, record) < 0;
+        ki_follow(&self->ki, self->rows, follow, !failed && key_held && (field == Py_None || sized), kv,
+                  old != NULL ? own : key, record, field == Py_None ? 0 : size_value);
+    }
     if (field != Py_None && old != NULL && Py_IS_TYPE(self->keys, &SortedKeysType))
         sk_set_size((SortedKeys *)self->keys, key, size_value, sized && !failed); /* the index's size follows */
     Py_DECREF(own);
@@ -1238,17 +1511,25 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
      * deletion below then find it by its pointer (the key of an event is another int object, and
      * a lookup by it compares ints); its place in the index is the deletion's, found once. */
     SortedKeys *sk = big_index_of(self), *seen = sk;
-    PyObject *found = key;
-    Py_ssize_t sk_at_chunk = -1, sk_at = 0;
-    long long k;
+    PyObject *found = key, *old;
+    Py_ssize_t sk_at_chunk = -1, sk_at = 0, slot = -1;
+    long long k, kv = 0;
     unsigned long long version = 0;
-    if (sk != NULL && as_i64(key, &k) && sk_find(sk, k, &sk_at_chunk, &sk_at)) {
-        found = sk->chunks[sk_at_chunk]->o[sk_at];
-        version = sk->version;
-    } else
-        sk_at_chunk = -1;
-    Py_INCREF(found);
-    PyObject *old = PyDict_GetItemWithError(self->rows, found);
+    int key_held = as_i64(key, &kv);
+    KeyIndex *ki = key_held ? ki_current(&self->ki, self->rows, self->sized_by) : NULL;
+    if (ki != NULL) { /* the key index has the rows' own key object: then the deletion compares pointers */
+        old = ki_record(ki, kv, &slot);
+        found = old != NULL ? ki->slots[slot].kobj : key;
+        Py_INCREF(found);
+    } else {
+        if (sk != NULL && key_held && sk_find(sk, kv, &sk_at_chunk, &sk_at)) {
+            found = sk->chunks[sk_at_chunk]->o[sk_at];
+            version = sk->version;
+        } else
+            sk_at_chunk = -1;
+        Py_INCREF(found);
+        old = PyDict_GetItemWithError(self->rows, found);
+    }
     if (old == NULL) {
         Py_DECREF(found);
         if (PyErr_Occurred()) {
@@ -1261,9 +1542,12 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
     Py_ssize_t at = -1;
     if (field != Py_None) {
         long long small;
-        if (!index_ready(self) || !as_i64(key, &k) || !as_i64(self->small, &small) || !PyDict_CheckExact(old))
+        if (!index_ready(self) || !as_i64(key, &k) || !as_i64(self->small, &small) || (slot < 0 && !PyDict_CheckExact(old)))
             goto slow_found;
-        size = PyDict_GetItemWithError(old, field);
+        /* Its size (a new reference): the key index's where it has the entry (an equal int, which the
+         * counts are kept by; the record, seldom in the cache in a large table, is then not read),
+         * else the record's. (A record the key index holds is a dict.) */
+        size = slot >= 0 ? PyLong_FromLongLong(ki->slots[slot].size) : Py_XNewRef(PyDict_GetItemWithError(old, field));
         if (size == NULL || size_counted(self->size_count, size) != 1) {
             PyErr_Clear();
             goto slow_found;
@@ -1282,8 +1566,10 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
         }
     }
     Py_INCREF(old);
-    Py_XINCREF(size);
-    int failed = PyDict_DelItem(self->rows, found) < 0 || journal_append(self, key, "remove", old) < 0;
+    int follow = ki_matches(&self->ki, self->rows, self->sized_by);
+    int failed = PyDict_DelItem(self->rows, found) < 0;
+    ki_follow(&self->ki, self->rows, follow, !failed && key_held, kv, NULL, NULL, 0);
+    failed = failed || journal_append(self, key, "remove", old) < 0;
     if (!failed && field != Py_None) {
         if (at == -2)
             sk_delete_at((SortedKeys *)self->keys, sk_at_chunk, sk_at);
@@ -1298,6 +1584,7 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     Py_RETURN_NONE;
 slow_found:
+    Py_XDECREF(size);
     Py_DECREF(found);
 slow_path:
     return slow(self, s_slow_remove, args, nargs);
@@ -1319,7 +1606,15 @@ static PyObject *set_field(TableCore *self, PyObject *const *args, Py_ssize_t na
         if (same != 0)
             return same < 0 ? NULL : slow(self, s_slow_set_field, args, nargs);
     }
-    PyObject *old = PyDict_GetItemWithError(self->rows, key);
+    long long kv = 0;
+    int key_held = as_i64(key, &kv);
+    KeyIndex *ki = key_held ? ki_current(&self->ki, self->rows, self->sized_by) : NULL;
+    Py_ssize_t slot = -1;
+    PyObject *own = key; /* the rows' own key object when the index has it: setting by it compares pointers */
+    PyObject *old = ki != NULL ? ki_record(ki, kv, &slot) : PyDict_GetItemWithError(self->rows, key);
+    long long size = slot >= 0 ? ki->slots[slot].size : 0;
+    if (slot >= 0)
+        own = ki->slots[slot].kobj;
     if (old == NULL || !PyDict_CheckExact(old)) {
         if (PyErr_Occurred() || old != NULL)
             return PyErr_Occurred() ? NULL : slow(self, s_slow_set_field, args, nargs);
@@ -1327,13 +1622,41 @@ static PyObject *set_field(TableCore *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     Py_INCREF(old);
+    Py_INCREF(own); /* (the index's is borrowed: held while the allocations below may run code) */
     PyObject *record = journal_append(self, key, "put", old) < 0 ? NULL : PyDict_Copy(old);
-    int failed = record == NULL || PyDict_SetItem(record, name, value) < 0 || PyDict_SetItem(self->rows, key, record) < 0;
+    int failed = record == NULL || PyDict_SetItem(record, name, value) < 0;
+    if (!failed) {
+        int follow = ki_matches(&self->ki, self->rows, self->sized_by);
+        failed = PyDict_SetItem(self->rows, own, record) < 0;
+        /* (the size field is not `name`: the record's size is the old one's) */
+        ki_follow(&self->ki, self->rows, follow, !failed && slot >= 0, kv, own, record, size);
+    }
+    Py_DECREF(own);
     Py_DECREF(old);
     Py_XDECREF(record);
     if (failed)
         return NULL;
     Py_RETURN_NONE;
+}
+
+/* _key_index(): the KeyIndex's entries as (key object, record, size) in slot order, or None while it
+ * does not match the rows (for tests: they check it against the rows themselves). */
+static PyObject *key_index(TableCore *self, PyObject *Py_UNUSED(ignored))
+{
+    KeyIndex *ki = &self->ki;
+    if (!ki_matches(ki, self->rows, self->sized_by))
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < ki->cap; i++) {
+        KeySlot *e = &ki->slots[i];
+        if (e->kobj == NULL)
+            continue;
+        PyObject *item = Py_BuildValue("(OOL)", e->kobj, e->rec, e->size);
+        if (item == NULL || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
 }
 
 static int traverse(TableCore *self, visitproc visit, void *arg)
@@ -1353,6 +1676,7 @@ static void dealloc(TableCore *self)
 {
     PyObject_GC_UnTrack(self);
     clear(self);
+    slots_free(self->ki.slots, (size_t)self->ki.cap, sizeof(KeySlot));
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1375,6 +1699,8 @@ static PyMethodDef methods[] = {
      "any_containing(base, end, pred=None): does an entry's range contain [base, end)?"},
     {"any_containing_addr", (PyCFunction)(void (*)(void))any_containing_addr, METH_FASTCALL,
      "any_containing_addr(x, pred=None): does an entry's range contain the address x?"},
+    {"_key_index", (PyCFunction)key_index, METH_NOARGS,
+     "_key_index(): the key index's (key, record, size) entries, or None while it does not match the rows"},
     {NULL},
 };
 
@@ -1770,7 +2096,7 @@ static inline Py_ssize_t made_slot(Made *m, Py_ssize_t table, long long key)
 static int made_grow(Made *m)
 {
     Py_ssize_t cap = m->cap ? 2 * m->cap : 64;
-    MadeEntry *old = m->slots, *slots = PyMem_Calloc((size_t)cap, sizeof(MadeEntry));
+    MadeEntry *old = m->slots, *slots = slots_calloc((size_t)cap, sizeof(MadeEntry));
     if (slots == NULL)
         return PyErr_NoMemory(), -1;
     Py_ssize_t old_cap = m->cap;
@@ -1779,7 +2105,7 @@ static int made_grow(Made *m)
     for (Py_ssize_t i = 0; i < old_cap; i++)
         if (old[i].call != NULL)
             m->slots[~made_slot(m, ENTRY_TABLE(&old[i]), old[i].key)] = old[i];
-    PyMem_Free(old);
+    slots_free(old, (size_t)old_cap, sizeof(MadeEntry));
     return 0;
 }
 
@@ -2084,7 +2410,7 @@ static int made_clear(Made *m)
     m->cap = m->len = 0;
     for (Py_ssize_t i = 0; i < cap; i++)
         Py_XDECREF(slots[i].call);
-    PyMem_Free(slots);
+    slots_free(slots, (size_t)cap, sizeof(MadeEntry));
     if (m->other != NULL)
         PyDict_Clear(m->other);
     return 0;
@@ -2225,6 +2551,12 @@ typedef struct {
      * member as the same string object each time, so most reads need no lookup */
     PyObject *enum_seen[4];
     long long enum_seen_code[4];
+    /* The entries the code looks up or changes by a key read from the line (a parameter's or an
+     * output's register), collected from the code: their slots (the table's KeyIndex, and for a change
+     * the replayer's Made, whose index of the table is `made`, -1 until found) are prefetched when a run
+     * has read the line, so that their cache misses overlap the run's other work. */
+    struct { int table, reg, change; Py_ssize_t made; } sites[8];
+    int nsites;
 } Step;
 
 static PyObject *remember(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
@@ -2458,9 +2790,18 @@ static void forget_seen(Run *x)
     x->nprobed = 0; /* a change to a table: the probes' answers may change too */
 }
 
-static inline PyObject *table_rows(Step *st, int t)
+/* The record of `key` in `table` (borrowed), NULL with no error set when there is none, NULL with
+ * an error set on failure: from its KeyIndex, else from its rows (by the index's key object). */
+static PyObject *table_get(TableCore *table, PyObject *key)
 {
-    return ((TableCore *)PyTuple_GET_ITEM(st->tables, t))->rows;
+    long long k;
+    Py_ssize_t slot;
+    KeyIndex *ki = as_i64(key, &k) ? ki_current(&table->ki, table->rows, table->sized_by) : NULL;
+    if (ki != NULL)
+        return ki_record(ki, k, &slot);
+    PyObject *own = key;
+    return table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType) && index_says_absent(table, key, &slot, NULL, &own)
+               ? NULL : PyDict_GetItemWithError(table->rows, own);
 }
 
 /* The record of `key` in table t (borrowed), NULL with no error set when there is none, NULL
@@ -2470,12 +2811,7 @@ static PyObject *lookup(Run *x, int t, PyObject *key)
     for (int i = 0; i < x->nseen; i++)
         if (x->seen[i].table == t && x->seen[i].key == key)
             return x->seen[i].record;
-    Py_ssize_t at;
-    TableCore *table = (TableCore *)PyTuple_GET_ITEM(x->st->tables, t);
-    PyObject *own = key;
-    PyObject *record = table->keys != NULL && Py_IS_TYPE(table->keys, &SortedKeysType)
-                               && index_says_absent(table, key, &at, NULL, &own)
-                           ? NULL : PyDict_GetItemWithError(table->rows, own);
+    PyObject *record = table_get((TableCore *)PyTuple_GET_ITEM(x->st->tables, t), key);
     if (record == NULL && PyErr_Occurred())
         return NULL;
     if (x->nseen < 4) {
@@ -2646,7 +2982,7 @@ static int run_update(Run *x, int t, int k, int f, int v, int kind)
     PyObject *key = box(x, k, K_INT), *value = box(x, v, kind);
     if (key == NULL || value == NULL)
         return -1;
-    PyObject *record = PyDict_GetItemWithError(table_rows(x->st, t), key);
+    PyObject *record = table_get((TableCore *)PyTuple_GET_ITEM(x->st->tables, t), key);
     if (record == NULL || !PyDict_CheckExact(record))
         return PyErr_Occurred() ? -1 : 0;
     PyObject *name = PyTuple_GET_ITEM(x->st->names, f);
@@ -2992,6 +3328,43 @@ static int rollback(Step *st)
     return r == NULL ? -1 : 0;
 }
 
+/* Prefetch the slots of the step's sites (Step.sites) for this line's keys, read into the first
+ * `loaded` registers: only a hint to the processor, which changes nothing. */
+static void prefetch_sites(Run *x, int loaded)
+{
+    Step *st = x->st;
+    Made *m = st->remember_args != NULL && Py_IS_TYPE(PyTuple_GET_ITEM(st->remember_args, 0), &MadeType)
+                  ? (Made *)PyTuple_GET_ITEM(st->remember_args, 0) : NULL;
+    for (int i = 0; i < st->nsites; i++) {
+        if (st->sites[i].reg >= loaded)
+            continue; /* (an output of a failure: not read) */
+        wide v = x->r[st->sites[i].reg];
+        if (v < LLONG_MIN || v > LLONG_MAX)
+            continue;
+        long long k = (long long)v;
+        TableCore *t = (TableCore *)PyTuple_GET_ITEM(st->tables, st->sites[i].table);
+        if (t->ki.cap > 0 && ki_matches(&t->ki, t->rows, t->sized_by))
+            __builtin_prefetch(&t->ki.slots[key_hash(k) & (size_t)(t->ki.cap - 1)]);
+        if (t->keys != NULL && Py_IS_TYPE(t->keys, &SortedKeysType)) { /* the chunk a probe or change searches */
+            SortedKeys *sk = (SortedKeys *)t->keys;
+            Py_ssize_t c = sk_chunk(sk, k, 0);
+            if (c < sk->nchunks) /* (its count and keys, without waiting to read the count) */
+                for (size_t at = 0; at < offsetof(KeyChunk, o); at += 64)
+                    __builtin_prefetch((char *)sk->chunks[c] + at);
+        }
+        if (!st->sites[i].change || m == NULL || m->cap == 0)
+            continue;
+        if (st->sites[i].made < 0) { /* the table's index in the Made, once it has one */
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(m->tables); j++)
+                if (PyList_GET_ITEM(m->tables, j) == t->name)
+                    st->sites[i].made = j;
+            if (st->sites[i].made < 0)
+                continue;
+        }
+        __builtin_prefetch(&m->slots[made_hash(st->sites[i].made, k) & (size_t)(m->cap - 1)], 1);
+    }
+}
+
 /* The step of line `lineno`, decoded into `o`: 1 handled, 0 for the general path (nothing
  * changed), -1 on error. The checks before the clauses are the Python step's, in its order. */
 static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
@@ -3047,6 +3420,8 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
         if (!as_i64(t0, &a) || !as_i64(t1, &b) || a > b)
             return 0;
     }
+    if (!x->mask_only)
+        prefetch_sites(x, st->nparams + (success ? st->noutputs : 0));
     wide unused;
     int got = run_code(x, st->mask_pc, &unused);
     if (got <= 0 || x->mask_only)
@@ -3219,6 +3594,36 @@ static int wide_of(PyObject *o, wide *out)
     return ok;
 }
 
+/* Step.sites, from valid code. */
+static void collect_sites(Step *st)
+{
+    st->nsites = 0;
+    for (Py_ssize_t pc = 0; pc < st->ncode;) {
+        int op = st->code[pc], table = -1, reg = -1, change = 0;
+        const int *c = st->code + pc + 1;
+        switch (op) {
+        case OP_INTAB: table = c[2], reg = c[1]; break;
+        case OP_HASKEY: table = c[0], reg = c[1]; break;
+        case OP_ROWF: table = c[1], reg = c[2]; break;
+        case OP_PROBE: table = c[1], reg = c[3]; break;
+        case OP_PUT: case OP_DEL: case OP_UPD: table = c[0], reg = c[1], change = 1; break;
+        }
+        pc += 1 + op_arity[op] + (op == OP_PUT ? 3 * c[2] : 0);
+        if (reg < 0 || reg >= st->nparams + st->noutputs)
+            continue;
+        int i = 0;
+        while (i < st->nsites && !(st->sites[i].table == table && st->sites[i].reg == reg))
+            i++;
+        if (i == st->nsites) {
+            if (i == (int)(sizeof(st->sites) / sizeof(st->sites[0])))
+                continue;
+            st->sites[i].table = table, st->sites[i].reg = reg, st->sites[i].change = 0, st->sites[i].made = -1;
+            st->nsites++;
+        }
+        st->sites[i].change |= change;
+    }
+}
+
 /* Each instruction's operands in range, jumps to instruction starts, predicates ending in RET. */
 static int check_code(Step *st)
 {
@@ -3291,6 +3696,8 @@ static int check_code(Step *st)
 #undef NAME
 #undef KIND
 #undef TARGET
+    if (ok)
+        collect_sites(st);
     int entries_ok = ok && (st->mask_pc >= 0 && st->mask_pc < st->ncode && starts[st->mask_pc])
                      && (st->ensures_pc == -1 || (st->ensures_pc < st->ncode && starts[st->ensures_pc]))
                      && (st->effect_pc == -1 || (st->effect_pc < st->ncode && starts[st->effect_pc]));
@@ -3830,7 +4237,8 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddObjectRef(m, "Made", (PyObject *)&MadeType) < 0
         || PyModule_AddObjectRef(m, "Lines", (PyObject *)&LinesType) < 0
         || PyModule_AddIntConstant(m, "MAX_REGS", MAX_REGS) < 0 || PyModule_AddIntConstant(m, "MAX_MASK_BITS", MAX_MASK_BITS) < 0
-        || PyModule_AddIntConstant(m, "INTERFACE", NATIVE_INTERFACE) < 0) {
+        || PyModule_AddIntConstant(m, "INTERFACE", NATIVE_INTERFACE) < 0
+        || PyModule_AddIntConstant(m, "KEY_INDEX", KI_AVAILABLE) < 0) {
         Py_DECREF(m);
         return NULL;
     }
