@@ -557,3 +557,47 @@ def test_changed_spans_nobody_takes_stay_few_and_cover_every_change(real_pinning
         spans = arena.take_changed_spans()
         assert len(spans) <= p.MAX_CHANGED_SPANS
         assert all(any(lo <= b < hi for lo, hi in spans) for b in buffers)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(locks=st.lists(st.tuples(st.integers(0, 15), st.integers(1, 6)), max_size=5),
+       hole=st.booleans(), lo=st.integers(-2, 17), n=st.integers(0, 20))
+def test_the_probe_loops_in_c_answer_what_the_python_ones_do(real_pinning, locks, hole, lo, n):
+    """checker._native's `locked_pages` against the Python loops over the same madvise probe, on
+    real memory: pages locked in runs, a hole (a freed buffer) and ranges reaching outside."""
+    probe = p.kernel_lock_probe()
+    assert probe is not None
+    native, python = p.probe_loops(probe), p.probe_loops(probe, native=False)
+    if p.NATIVE is not None:  # built: the C loops are the ones the arena uses
+        assert [f.func for f in native] != [f.func for f in python]
+    with PinnedArena() as arena:
+        before = arena.allocate(2 * P)  # freed below when `hole`: its pages are then unmapped
+        b = arena.allocate(16 * P)
+        for first, count in locks:
+            arena.lock(b + first * P, min(count, 16 - first) * P)
+        if hole:
+            arena.free(before)
+        start, end = b + lo * P, b + (lo + n) * P  # mmap places the buffer below `before`, usually next to it
+        assert native[0](start, end) == python[0](start, end)
+        assert native[1](start, end) == python[1](start, end)
+        locked = {b + (f + i) * P for f, c in locks for i in range(min(c, 16 - f))}
+        assert set(native[1](start, end)) == {q for q in locked if start <= q < end}
+
+
+@pytest.mark.parametrize("pages", [1, 3, 64])
+def test_the_address_of_a_mapping_in_c_is_the_ctypes_one_and_keeps_no_export(pages):
+    import mmap
+
+    if p.NATIVE is not None:  # built: the C function is the one the arena uses
+        assert p._address_of is not p._ctypes_address_of
+    fd = os.memfd_create("regcheck-test", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, pages * P)
+        for m in (mmap.mmap(-1, pages * P), mmap.mmap(fd, pages * P, flags=mmap.MAP_SHARED)):
+            assert p._address_of(m) == p._ctypes_address_of(m)
+            assert p._address_of(m) % P == 0
+            m.close()  # no export left behind: a BufferError here otherwise
+            with pytest.raises(ValueError):
+                p._address_of(m)
+    finally:
+        os.close(fd)

@@ -33,12 +33,14 @@ import re
 import signal
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from functools import partial
 from types import FrameType
 from typing import Any, Callable, Iterator
 
 from sortedcontainers import SortedDict
 
 from ..language.diagnostics import RegcheckError, error
+from ..model.state import NATIVE
 from .lockcounts import LockCounts
 
 PAGE_SIZE = mmap.PAGESIZE
@@ -188,13 +190,18 @@ def libc_calls() -> LockCalls:
     return _LIBC
 
 
-def _address_of(m: mmap.mmap) -> int:
+def _ctypes_address_of(m: mmap.mmap) -> int:
     # The ctypes view exports m's buffer; it must be gone before m can be closed.
     view = ctypes.c_char.from_buffer(m)
     try:
         return ctypes.addressof(view)
     finally:
         del view
+
+
+# A mapping's address: checker._native's `buffer_address` (the buffer exported and released in C,
+# no ctypes object made) where it is built, else the ctypes original, its reference in the tests.
+_address_of: Callable[[mmap.mmap], int] = getattr(NATIVE, "buffer_address", None) or _ctypes_address_of
 
 
 def _page_floor(address: int) -> int:
@@ -469,17 +476,18 @@ class PinnedArena:
         inside = self._live_parts(_merged(spans))
         if probe is None:
             return frozenset(_pages_within(sorted(kernel_locked_vmas()), inside))
+        halving, each = probe_loops(probe)
         pages: list[int] = []
         for lo, hi in inside:
             # Where the arena holds the pages locked, each is asked alone (a yes is expected, and
             # halving would ask twice as often); elsewhere a no for the whole run is expected.
             at = lo
             for start, end, _ in self._counts.segments(lo, hi):
-                pages += _locked_pages(probe, at, start) if at < start else []
-                pages += _each_locked_page(probe, start, end)
+                pages += halving(at, start) if at < start else []
+                pages += each(start, end)
                 at = end
             if at < hi:
-                pages += _locked_pages(probe, at, hi)
+                pages += halving(at, hi)
         return frozenset(pages)
 
     def _note_change(self, lo: int, hi: int) -> None:
@@ -642,7 +650,7 @@ class PinnedArena:
         try:
             mapping.view.close()
         except BufferError:
-            # Only a transient export from _address_of can hold the view; the process exit unmaps it.
+            # Only a transient export from _ctypes_address_of can hold the view; the process exit unmaps it.
             pass
         if mapping.fd >= 0:
             os.close(mapping.fd)
@@ -717,6 +725,7 @@ def kernel_lock_probe() -> Callable[[int, int], int] | None:
 
 
 def _confirmed_probe() -> Callable[[int, int], int] | None:
+    global _LIBC_PROBE
     try:
         probe, calls = _libc_madvise(), libc_calls()
         scratch = mmap.mmap(-1, PAGE_SIZE)
@@ -728,9 +737,37 @@ def _confirmed_probe() -> Callable[[int, int], int] | None:
             return None
         locked = probe(address, PAGE_SIZE)
         calls.munlock(address, PAGE_SIZE)
-        return probe if locked == errno_codes.EINVAL and probe(address, PAGE_SIZE) == 0 else None
+        if locked != errno_codes.EINVAL or probe(address, PAGE_SIZE) != 0:
+            return None
+        _LIBC_PROBE = probe
+        return probe
     finally:
         scratch.close()
+
+
+# The confirmed probe (madvise through ctypes), whose loops checker._native's `locked_pages` runs
+# in C: the same system calls in the same order, without a Python call per probe.
+_LIBC_PROBE: Callable[[int, int], int] | None = None
+_NATIVE_PAGES = getattr(NATIVE, "locked_pages", None)
+ProbeLoop = Callable[[int, int], list[int]]  # (lo, hi) -> the locked pages of [lo, hi)
+
+
+def probe_loops(probe: Callable[[int, int], int], native: bool = True) -> tuple[ProbeLoop, ProbeLoop]:
+    """(halving, each): `_locked_pages` and `_each_locked_page` over `probe`, in C when `probe` is
+    the confirmed madvise one, the C module is built and `native` (False: the Python reference)
+    holds; another probe, such as a test's or a counting wrapper, is called from Python for every
+    question."""
+    if native and probe is _LIBC_PROBE and _NATIVE_PAGES is not None:
+        return partial(_native_locked_pages, False), partial(_native_locked_pages, True)
+    return partial(_locked_pages, probe), partial(_each_locked_page, probe)
+
+
+def _native_locked_pages(each: bool, lo: int, hi: int) -> list[int]:
+    got = _NATIVE_PAGES(lo, hi, PAGE_SIZE, each)  # type: ignore[misc]
+    if type(got) is tuple:  # (errno, address, length) of a probe answering neither yes nor no
+        err, at, length = got
+        raise PinningFailed(err, f"reading the kernel's locks on {_show(at, length)} failed: {_strerror(err)}")
+    return got
 
 
 def _probe_says_locked(probe: Callable[[int, int], int], lo: int, hi: int) -> bool:

@@ -1,4 +1,4 @@
-/* checker._native: optional C versions of the replay's hottest Python code. Four parts, each
+/* checker._native: optional C versions of the replay's hottest Python code. Five parts, each
  * with its Python original kept as the reference and the fallback (the module is built only where
  * pip finds a C compiler, the Python headers and a compiler with __int128, i.e. GCC or Clang):
  * - TableCore: a sized table's put, remove and interval-index probes (below), with a KeyIndex of
@@ -8,7 +8,9 @@
  *   calls, a deque's);
  * - drive: the per-line loop of the replayer's fast path (checker.replay._replay_stream);
  * - Step: a register machine that runs a call's fast step compiled from the spec
- *   (checker.stepcode; the Python original is the step checker.fastpath generates).
+ *   (checker.stepcode; the Python original is the step checker.fastpath generates);
+ * - locked_pages and buffer_address: the executor's madvise probes of the kernel's page locks and
+ *   the address of an arena's mapping (checker.drivers.pinning).
  *
  * `TableCore` is the base of `checker.semantics.Table` when this module is built. It holds the
  * table's fields (the Python subclass reads and writes them as ordinary attributes) and
@@ -27,15 +29,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
-#if defined(__linux__)
+#include <errno.h>
 #include <sys/mman.h>
-#endif
 
 typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 6
+#define NATIVE_INTERFACE 7
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -4175,7 +4176,110 @@ static PyObject *drive(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ss
     return Py_BuildValue("(nnOO)", lineno, handled, Py_None, Py_True);
 }
 
+/* ---- the kernel's page locks, read by madvise probes (checker.drivers.pinning)
+ *
+ * locked_pages(lo, hi, page_size, each): the pages of the page-aligned range [lo, hi) that the
+ * kernel holds locked, by madvise(MADV_COLD) probes: EINVAL where the range meets a locked
+ * mapping, 0 or ENOMEM (a hole) where it does not. `each` true asks every page alone; false asks the
+ * whole range and halves it where the answer is yes. The Python original, and the reference the
+ * tests compare this with, is pinning's `_each_locked_page` and `_locked_pages` over its ctypes
+ * probe: the same probes in the same order, so the same answer. Returns the pages in address order
+ * as a list, or (errno, address, length) of the first probe that answered anything else. */
+#ifndef MADV_COLD
+#define MADV_COLD 20
+#endif
+
+/* 1: locked, 0: not, -1: *err set (another answer) */
+static int probe_locked(unsigned long long lo, unsigned long long hi, int *err)
+{
+    if (madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_COLD) == 0 || errno == ENOMEM)
+        return 0;
+    if (errno == EINVAL)
+        return 1;
+    *err = errno;
+    return -1;
+}
+
+/* 0, or -1 with *err set (the failing probe's range in *at, *len), or -2 (a Python error) */
+static int halve_locked(PyObject *out, unsigned long long lo, unsigned long long hi, unsigned long long page, int *err,
+                        unsigned long long *at, unsigned long long *len)
+{
+    int r = probe_locked(lo, hi, err);
+    if (r < 0) {
+        *at = lo, *len = hi - lo;
+        return -1;
+    }
+    if (r == 0)
+        return 0;
+    if (hi - lo == page) {
+        PyObject *v = PyLong_FromUnsignedLongLong(lo);
+        int bad = v == NULL || PyList_Append(out, v) < 0;
+        Py_XDECREF(v);
+        return bad ? -2 : 0;
+    }
+    unsigned long long mid = lo + (hi - lo) / page / 2 * page;
+    int left = halve_locked(out, lo, mid, page, err, at, len);
+    return left != 0 ? left : halve_locked(out, mid, hi, page, err, at, len);
+}
+
+static PyObject *locked_pages(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "locked_pages(lo, hi, page_size, each) takes 4 arguments");
+        return NULL;
+    }
+    unsigned long long lo = PyLong_AsUnsignedLongLong(args[0]), hi = PyLong_AsUnsignedLongLong(args[1]);
+    unsigned long long page = PyLong_AsUnsignedLongLong(args[2]);
+    int each = PyObject_IsTrue(args[3]);
+    if (PyErr_Occurred() || each < 0)
+        return NULL;
+    if (page == 0 || lo % page || hi % page) {
+        PyErr_SetString(PyExc_ValueError, "locked_pages: [lo, hi) must be a range of whole pages");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL || hi <= lo) /* an empty range: nothing is asked, as in Python's halving (a length-0 probe) */
+        return out;
+    int err = 0, r = 0;
+    unsigned long long at = 0, len = 0;
+    if (each) {
+        for (unsigned long long p = lo; p < hi && r == 0; p += page) {
+            int locked = probe_locked(p, p + page, &err);
+            if (locked < 0) {
+                at = p, len = page, r = -1;
+            } else if (locked) {
+                PyObject *v = PyLong_FromUnsignedLongLong(p);
+                r = v == NULL || PyList_Append(out, v) < 0 ? -2 : 0;
+                Py_XDECREF(v);
+            }
+        }
+    } else {
+        r = halve_locked(out, lo, hi, page, &err, &at, &len);
+    }
+    if (r == 0)
+        return out;
+    Py_DECREF(out);
+    return r == -2 ? NULL : Py_BuildValue("(iKK)", err, at, len);
+}
+
+/* buffer_address(obj): the address of the first byte of an object's buffer (an mmap's mapping),
+ * exported and released at once, so the object can be closed afterwards. The Python original,
+ * and the reference the tests compare this with, is pinning's ctypes `_address_of`. */
+static PyObject *buffer_address(PyObject *Py_UNUSED(module), PyObject *obj)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    PyObject *address = PyLong_FromVoidPtr(view.buf);
+    PyBuffer_Release(&view);
+    return address;
+}
+
 static PyMethodDef functions[] = {
+    {"buffer_address", (PyCFunction)buffer_address, METH_O,
+     "buffer_address(obj): the address of the first byte of a writable buffer"},
+    {"locked_pages", (PyCFunction)(void (*)(void))locked_pages, METH_FASTCALL,
+     "locked_pages(lo, hi, page_size, each): the locked pages of [lo, hi), by madvise probes"},
     {"drive", (PyCFunction)(void (*)(void))drive, METH_FASTCALL,
      "drive(lines, decode, steps, errors, lineno, budget): run the fast steps until a line needs the general path"},
     {"remember", (PyCFunction)(void (*)(void))remember, METH_FASTCALL,
