@@ -6,6 +6,7 @@ where it is built) and the pure one (`fast=False`, `Semantics` only)."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ from checker.fast import fastpath
 from checker.language.load import load_spec
 from checker.engines.replay import replay_events, replay_trace
 from checker.engines.runs import Run, failing_invariants, replay_prefix, semantics_for, step_allowed
+from checker.engines import simulate as simulate_module
 from checker.engines.simulate import SimulationOptions, simulate
+from checker.model.state import NATIVE
 from tests.helpers import run_cli
 
 SEEDED = Path(__file__).parent / "seeded_bugs"
@@ -76,6 +79,43 @@ def test_the_fast_walk_is_the_same_on_the_python_steps(monkeypatch):
     monkeypatch.setattr(fastpath, "MACHINE_STEPS", False)
     python = simulate(spec, "acl", options)
     assert python.walks == machine.walks and python.fast_successes == machine.fast_successes > 0
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+@pytest.mark.parametrize("name", SPECS)
+def test_the_fast_walk_is_the_same_through_the_probes_and_fresh_events(name, monkeypatch):
+    """The C steps read a draw's mask themselves (`Step.mask_of`) and are handed events kept from
+    earlier draws of the same values: the walk is the one the probes' deciders read, with an event
+    made for every draw."""
+    spec = load_spec(name)
+    options = SimulationOptions(runs=40, steps=60, seed=2, keep_walks=True)
+    read = []
+    mask_reader = simulate_module._mask_reader
+    monkeypatch.setattr(simulate_module, "_mask_reader", lambda maker: read.append(maker) or mask_reader(maker))
+    machine = simulate(spec, name, options)
+    assert any(mask_reader(m) is not None for m in read)  # (the C steps' own reading was taken)
+    monkeypatch.setattr(simulate_module, "_mask_reader", lambda maker: None)
+    monkeypatch.setattr(simulate_module, "EVENTS_KEPT", 0)
+    probed = simulate(spec, name, options)
+    assert probed.walks == machine.walks and probed.fast_successes == machine.fast_successes > 0
+
+
+@settings(max_examples=60)
+@given(members=hs.lists(hs.integers(1, 2**40), max_size=6).map(tuple), seed=hs.integers(0, 2**32 - 1))
+def test_the_spelt_out_flags_draw_is_the_pure_walks(members, seed):
+    """The fast walk's flags draw, an expression, takes the values and `random()` calls of the pure
+    walk's function."""
+    spelt = eval("lambda rnd, keys: " + simulate_module._flags_draw(members).format("C[0]"), {"C": (members,)})
+    pure = simulate_module._draw_flags(members)
+    a, b = random.Random(seed), random.Random(seed)
+    for _ in range(20):
+        got = [None, None]
+        for i, (draw, rng) in enumerate(((spelt, a), (pure, b))):
+            try:
+                got[i] = draw(rng.random, ())
+            except IndexError:  # (no member to fall back on)
+                got[i] = IndexError
+        assert got[0] == got[1] and a.random() == b.random()
 
 
 def replayed_state(spec, walk):

@@ -17,7 +17,8 @@ where the C module is built, else its generated Python steps, which take the sam
 
 - drawn inputs go to the call's probe, a binding of its step whose verdict is always "no": it
   evaluates the call's clauses and hands over their mask, whose `Allowed` says whether an
-  obligation is broken and which outcomes are allowed, without applying anything;
+  obligation is broken and which outcomes are allowed, without applying anything (a C step reads
+  it itself, `Step.mask_of`: the same code up to the mask, without a verdict asked of Python);
 - a success goes to the step itself, with the drawn outputs: it checks the obligations again,
   that the documents allow a success (not silent), the outputs' `ensures`, and applies the effect
   on the same State. Where it declines (having changed nothing), and for failures, documented
@@ -34,7 +35,8 @@ where the C module is built, else its generated Python steps, which take the sam
   it again while the state stays as it is (it would decline them again), and addresses are drawn
   near the entries of the tables the call's clauses read (not of every table);
 - draws come from pools precomputed per call, one `random()` each, and the State and its
-  binding of the fast path serve all runs of a configuration.
+  binding of the fast path serve all runs of a configuration, and so do the events the steps are
+  handed, kept per call and values (the steps only read them; most draws repeat earlier values).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ SIZES = (0, 1, 0x800, PAGE, 2 * PAGE, 3 * PAGE)
 NEAR = (0, 0, 0, 0x800, PAGE, -PAGE)
 SWITCH_WEIGHT = 0.1
 SUCCESS_BIAS = 0.8  # when both are allowed, how often a step succeeds rather than fails
+EVENTS_KEPT = 4096  # the fast walk: per call, the events of inputs drawn kept for their next draw
 PASSES = 3  # the fast walk: how often a step draws another call in place of one it found no step for
 
 
@@ -289,6 +292,7 @@ class _CallPlan:
 
     name: str
     is_event: bool
+    needs_outputs: bool  # an event with outputs: each of its successes draws them
     params: tuple[str, ...]
     outputs: tuple[str, ...]
     draw_inputs: Draw  # all inputs at once, as a tuple
@@ -336,7 +340,8 @@ def _call_plan(spec: CheckedSpec, call: str) -> _CallPlan:
     info = spec.calls[call]
     inputs = [_draw(spec, t, False) for _, t in info.params]
     outputs = [_draw(spec, t, True) for _, t in info.outputs]
-    return _CallPlan(call, info.decl.kind == "event", tuple(n for n, _ in info.params),
+    is_event = info.decl.kind == "event"
+    return _CallPlan(call, is_event, is_event and bool(info.outputs), tuple(n for n, _ in info.params),
                      tuple(n for n, _ in info.outputs), _tuple_draw(inputs, f"inputs of {call}"),
                      _tuple_draw(outputs, f"outputs of {call}"),
                      tuple(x for _, x, _ in inputs + outputs),
@@ -391,12 +396,19 @@ def _draw(spec: CheckedSpec, t: Type, output: bool) -> ValueDraw:
             every = 1
             for m in members:
                 every |= m
-            return "{}(rnd, keys)", (0, every), (_draw_flags(members),)
+            return _flags_draw(members), (0, every), (members,)
         case "int":
             return _draw_int(t.name, output)
         case "version":
             return "(6, 6)", None, ()
     return "0", (0, 0), ()
+
+
+def _flags_draw(members: tuple[int, ...]) -> str:
+    """`_draw_flags(members)` as an expression (its members' tuple the one constant), the loop over
+    the members unrolled: the same `random()` calls, in the same order, without a call of its own."""
+    bits = " | ".join(f"({m!r} if rnd() < 0.3 else 0)" for m in members) or "0"
+    return f"(0 if (f := rnd()) < 0.05 else 1 if f < 0.1 else (({bits}) or {{}}[int(rnd() * {len(members)})]))"
 
 
 def _draw_flags(members: tuple[int, ...]) -> Draw:
@@ -416,8 +428,9 @@ def _draw_flags(members: tuple[int, ...]) -> Draw:
 
 # An input address: near a live entry (exact, inside, or a page before/after) 6 times in 10, else
 # one of ADDRESSES; unbounded.
-ADDRESS_DRAW = (f"(max(0, keys[int(rnd() * len(keys))] + NEAR[int(rnd() * {len(NEAR)})]) if keys and rnd() < 0.6"
-                f" else ADDRESSES[int(rnd() * {len(ADDRESSES)})])", None, ())
+# (`max(0, a)` spelt as a test: a call of max costs more than the rest of the draw)
+ADDRESS_DRAW = (f"((a if (a := keys[int(rnd() * len(keys))] + NEAR[int(rnd() * {len(NEAR)})]) > 0 else 0)"
+                f" if keys and rnd() < 0.6 else ADDRESSES[int(rnd() * {len(ADDRESSES)})])", None, ())
 
 
 def _draw_int(width: str, output: bool) -> ValueDraw:
@@ -539,13 +552,19 @@ class _Outcomes:
     """What the walk reads from one mask's Allowed, computed once."""
 
     allowed: Any  # the Allowed
+    broken: bool  # its `broken`: the inputs break an obligation (most draws: one attribute read for them)
     failures: tuple  # the error outcomes a step may take (none for an event)
+    # per failure, the statuses it allows (`status_candidates`): an outcome's hash, to look them up
+    # by, is a Python call
+    statuses: tuple[tuple, ...]
     plain_success: bool  # a documented success: the fast path's step takes it
     may_succeed: bool  # a success, documented or not (the pure walk tries one, when it is wanted)
 
     @staticmethod
-    def of(allowed, is_event: bool) -> "_Outcomes":
-        return _Outcomes(allowed, () if is_event else allowed.errors + allowed.env_errors,
+    def of(allowed, is_event: bool, spec: CheckedSpec) -> "_Outcomes":
+        failures = () if is_event else allowed.errors + allowed.env_errors
+        return _Outcomes(allowed, bool(allowed.broken), failures,
+                         tuple(tuple(status_candidates(spec, f)) for f in failures),
                          allowed.success and not allowed.unspecified, allowed.success or bool(allowed.unspecified))
 
 
@@ -554,8 +573,17 @@ class _CallBinding(NamedTuple):
 
     maker: EventMaker | None  # the fast path's step; None: the call has none
     probe: EventMaker | None
-    checks: tuple | None  # `_range_checks`; None: the call has no step the walk can take
+    # the C step's own mask_of(event), which reads the mask as the probe does (nothing applied,
+    # no verdict asked) without a Python decider's call per draw; None: the probe is asked
+    mask_of: Callable[[Any], int | None] | None
+    # inputs -> the event mask_of reads them from: the steps only read events, and inputs come
+    # from small pools, so that most draws repeat inputs drawn before (up to EVENTS_KEPT per call)
+    events: dict
+    made: dict  # (inputs, outputs), or inputs where it has none -> the success event, likewise
+    machine: bool  # the call has a step the walk can take (and a probe)
+    ranges: tuple  # `_range_checks`, where it has
     outcomes: dict  # mask -> its _Outcomes
+    key_tables: tuple[str, ...]  # the tables whose keys its addresses are drawn near (`live_keys`)
 
 
 class _Bound:
@@ -583,12 +611,18 @@ class _Bound:
         self.invariants = _invariants(sem)
         # (tables, variables) an effect changed -> what to re-check; kept with the Semantics
         self.changes: dict[tuple, _Change] = _changes.setdefault(sem, {})
+        self.one_entry: dict[str, _Change] = {}  # table -> the change of one of its entries (most effects')
         self.tables_of = {cp.name: _key_tables(sem.spec, cp.depends_on) for cp in plan.calls}
         # per call: the inputs whose draws may lie outside what the step takes
         self.checks = {cp.name: _range_checks(cp, self.makers[cp.name].bounds) for cp in plan.calls
                        if cp.name in self.makers}
-        self.bindings = {cp.name: _CallBinding(self.makers.get(cp.name), self.probes.get(cp.name),
-                                               self.checks.get(cp.name), self.outcomes[cp.name]) for cp in plan.calls}
+        self.bindings = {cp.name: self.binding(cp) for cp in plan.calls}
+
+    def binding(self, cp: _CallPlan) -> _CallBinding:
+        maker, checks = self.makers.get(cp.name), self.checks.get(cp.name)
+        return _CallBinding(maker, self.probes.get(cp.name), _mask_reader(maker), {}, {},
+                            maker is not None and checks is not None, checks or (), self.outcomes[cp.name],
+                            self.tables_of[cp.name])
 
     def recording_decider(self, sem: Semantics, call: str) -> Callable[[dict, Any, int, Any], bool]:
         cell = self.mask
@@ -626,8 +660,10 @@ class _FastWalker:
     def __init__(self, bound: _Bound, rng: random.Random, tries: int):
         self.plan, self.sem, self.st, self.rng, self.tries = bound.plan, bound.sem, bound.st, rng, tries
         self.rnd = rng.random
+        self.calls, self.cumulative, self.total = bound.plan.calls, bound.plan.cumulative, bound.plan.total
         self.mask, self.bindings, self.probe_status = bound.mask, bound.bindings, bound.probe_status
         self.bound, self.tables_of, self.changes = bound, bound.tables_of, bound.changes
+        self.one_entry = bound.one_entry
         self.effects, self.success = bound.effects, bound.sem.success
         self.keys: dict[tuple, tuple] = {}  # tables -> their live keys, which addresses are drawn near
         self.records: list[tuple] = []  # (call plan, inputs, outputs, status) per step taken
@@ -640,6 +676,7 @@ class _FastWalker:
     def run(self, max_steps: int, seen: Counter) -> _RunOutcome:
         successes = fast = 0
         failing: list[str] = []
+        initially_broken = self.bound.initially_broken
         for _ in range(max_steps):
             taken = self.step(seen)
             if taken is None:
@@ -649,7 +686,7 @@ class _FastWalker:
                 fast += taken == _FAST
                 # The re-checks after a success assume the invariants held before it: where the
                 # initial state breaks one, the first success checks them all (as the pure walk).
-                failing = self.broken_after(full=successes == 1 and self.bound.initially_broken)
+                failing = self.broken_after(initially_broken and successes == 1)
                 if failing:
                     break
         return _RunOutcome(len(self.records), successes, fast, failing, self.steps)
@@ -674,30 +711,35 @@ class _FastWalker:
     def step(self, seen: Counter) -> int | None:
         """Draw a call and take one step with it: _FAST or _GENERAL for a success (st changed),
         _FAILURE for an allowed failure, None when no inputs that keep its obligations were found."""
-        rnd, futile, plan = self.rnd, self.futile, self.plan
-        calls, cumulative, total = plan.calls, plan.cumulative, plan.total
-        cp = calls[bisect(cumulative, rnd() * total)]
+        rnd, futile, calls, cumulative = self.rnd, self.futile, self.calls, self.cumulative
+        cp = calls[bisect(cumulative, rnd() * self.total)]
         # A call for which no draw found a step is likely to fare so again while what its clauses
         # read stays as it is (the pure walk spends most of its time on such draws): another call
         # is drawn in its place, up to PASSES times, and else it gets one draw, not `tries`.
-        for _ in range(PASSES):
-            if cp.name not in futile:
-                break
-            cp = calls[bisect(cumulative, rnd() * total)]
         name = cp.name
-        passed = name in futile
+        passed = False
+        if name in futile:
+            for _ in range(PASSES):
+                cp = calls[bisect(cumulative, rnd() * self.total)]
+                name = cp.name
+                if name not in futile:
+                    break
+            passed = name in futile
         self.output_draws = 2 if passed else self.tries * 2  # for the whole step, not per draw of inputs
-        maker, probe, checks, outcomes = self.bindings[name]
+        maker, probe, mask_of, events, made, machine, ranges, outcomes, key_tables = self.bindings[name]
         mask, status = self.mask, self.probe_status
         # an event whose every success needs outputs has nothing left to try once they are all drawn
-        needs_outputs = cp.is_event and bool(cp.outputs)
+        needs_outputs = cp.needs_outputs
         # and a call whose last draws found no step in other states gets fewer: half per such step in a row
         streak = self.streaks.get(name, 0)
         # What the draws below read and the state they draw in stay as they are until one is taken.
-        keys = self.live_keys(name) if cp.wants_keys else ()
-        draw_inputs, is_event, machine = cp.draw_inputs, cp.is_event, maker is not None and checks is not None
-        ranges = checks or ()
-        for _ in range(1 if passed else max(1, self.tries >> streak)):
+        keys = ()
+        if cp.wants_keys:
+            keys = self.keys.get(key_tables)
+            if keys is None:
+                keys = self.live_keys(name)
+        draw_inputs, is_event = cp.draw_inputs, cp.is_event
+        for _ in range(1 if passed else self.tries >> streak or 1):
             if needs_outputs and self.output_draws <= 0:
                 break
             ins = draw_inputs(rnd, keys)
@@ -711,27 +753,37 @@ class _FastWalker:
             else:
                 # The probe first: most draws break an obligation, and it tells so more cheaply
                 # than a step that would also draw outputs. Its mask gives the Allowed.
-                mask[0] = None
-                probe.step(probe.make(ins, (), status), 0)
-                m = mask[0]
+                if mask_of is not None:  # (a failure's status: the step reads no outputs for it)
+                    event = events.get(ins)
+                    if event is None:
+                        event = maker.make(ins, (), status)
+                        if len(events) < EVENTS_KEPT:
+                            events[ins] = event
+                    m = mask_of(event)
+                else:
+                    mask[0] = None
+                    probe.step(probe.make(ins, (), status), 0)
+                    m = mask[0]
                 if m is None:  # a clause could not be evaluated: the general path says why
                     taken = self.general(cp, ins, None, wants_success, seen)
                 else:
                     known = outcomes.get(m)
                     if known is None:
-                        known = outcomes[m] = _Outcomes.of(self.sem.allowed_for_mask(name, m), cp.is_event)
-                    if known.allowed.broken:
+                        sem = self.sem
+                        known = outcomes[m] = _Outcomes.of(sem.allowed_for_mask(name, m), cp.is_event, sem.spec)
+                    if known.broken:
                         continue  # the caller keeps its obligations: draw other inputs
                     if known.plain_success and (wants_success or not known.failures):
                         # A success the step takes. It declines only outputs that break `ensures`
                         # and an effect it cannot evaluate: then the pure walk would find no
                         # outputs either, or fail to apply them, and take a failure.
-                        if self.machine_success(cp, ins, maker, seen, self.output_draws):
+                        if self.machine_success(cp, ins, maker, made, seen):
                             taken = _FAST
                         else:
-                            taken = self.failure(cp, ins, known.failures, seen)
+                            taken = self.failure(cp, ins, known.failures, seen, known.statuses)
                     elif not known.may_succeed or (known.failures and not wants_success):
-                        taken = self.failure(cp, ins, known.failures, seen)  # as the pure walk's way would
+                        # as the pure walk's way would
+                        taken = self.failure(cp, ins, known.failures, seen, known.statuses)
                     else:  # the documents are silent: the pure walk's way
                         taken = self.general(cp, ins, known.allowed, wants_success, seen)
             if taken is not None:
@@ -762,46 +814,69 @@ class _FastWalker:
                 return _GENERAL
         return self.failure(cp, ins, failures, seen)
 
-    def failure(self, cp: _CallPlan, ins: tuple, failures: tuple, seen: Counter) -> int | None:
-        """One of the allowed failures, drawn (the state stays as it is); None when there is none."""
+    def failure(self, cp: _CallPlan, ins: tuple, failures: tuple, seen: Counter,
+                candidates: tuple | None = None) -> int | None:
+        """One of the allowed failures, drawn (the state stays as it is); None when there is none.
+        `candidates`: per failure, its statuses (`_Outcomes.statuses`), where known."""
         if not failures:
             return None
         rnd, sem = self.rnd, self.sem
-        outcome = failures[int(rnd() * len(failures))]
+        i = int(rnd() * len(failures))
+        outcome = failures[i]
         seen[outcome.rule] += 1
-        statuses = self.bound.statuses.get(outcome)
-        if statuses is None:
-            statuses = self.bound.statuses[outcome] = tuple(status_candidates(sem.spec, outcome))
+        if candidates is not None:
+            statuses = candidates[i]
+        else:
+            statuses = self.bound.statuses.get(outcome)
+            if statuses is None:
+                statuses = self.bound.statuses[outcome] = tuple(status_candidates(sem.spec, outcome))
         self.records.append((cp, ins, (), statuses[int(rnd() * len(statuses))]))
         return _FAILURE
 
-    def machine_success(self, cp: _CallPlan, ins: tuple, maker: EventMaker, seen: Counter, draws: int) -> bool:
-        """A success through the fast path's step, with up to `draws` outputs (from the step's
-        budget) until it takes one: it declines inputs that break an obligation or have no
+    def machine_success(self, cp: _CallPlan, ins: tuple, maker: EventMaker, made: dict, seen: Counter) -> bool:
+        """A success through the fast path's step, with outputs drawn (from the step's budget,
+        `output_draws`) until it takes one: it declines inputs that break an obligation or have no
         documented success, outputs that break `ensures`, and an effect it cannot evaluate. The
-        inputs fit (`_range_checks`), and drawn outputs always do."""
+        inputs fit (`_range_checks`), and drawn outputs always do. `made`: the call's success
+        events, by (inputs, outputs). The success is recorded as `succeeded` does (spelt out: a
+        call per success costs more than its three lines)."""
         success, rnd, make, step = self.sem.success, self.rnd, maker.make, maker.step
         if not cp.outputs:
-            if step(make(ins, (), success), 0):
-                self.succeeded(cp, ins, (), seen)
-                return True
-            return False
-        refused = self.declined.get((cp.name, ins))
-        if refused is None:
-            refused = self.declined[(cp.name, ins)] = set()
-        draw_outputs, left = cp.draw_outputs, self.output_draws
-        for _ in range(min(draws, left)):
-            left -= 1
-            outs = draw_outputs(rnd, ())
-            if outs in refused:
-                continue
-            if step(make(ins, outs, success), 0):
+            outs = ()
+            event = made.get(ins)
+            if event is None:
+                event = make(ins, (), success)
+                if len(made) < EVENTS_KEPT:
+                    made[ins] = event
+            if not step(event, 0):
+                return False
+        else:
+            refused = self.declined.get((cp.name, ins), ())  # (a set once the step declines some)
+            draw_outputs, left = cp.draw_outputs, self.output_draws
+            for _ in range(left):
+                left -= 1
+                outs = draw_outputs(rnd, ())
+                if outs in refused:
+                    continue
+                event = made.get((ins, outs))
+                if event is None:
+                    event = make(ins, outs, success)
+                    if len(made) < EVENTS_KEPT:
+                        made[(ins, outs)] = event
+                if step(event, 0):
+                    break
+                if not refused:
+                    refused = self.declined[(cp.name, ins)] = set()
+                refused.add(outs)
+            else:
                 self.output_draws = left
-                self.succeeded(cp, ins, outs, seen)
-                return True
-            refused.add(outs)
-        self.output_draws = left
-        return False
+                return False
+            self.output_draws = left
+        effect = self.effects[cp.name]
+        if effect:
+            seen[effect] += 1
+        self.records.append((cp, ins, outs, None if cp.is_event else self.success))
+        return True
 
     def outputs(self, cp: _CallPlan, inputs: Mapping) -> tuple | None:
         if not cp.outputs:
@@ -828,6 +903,38 @@ class _FastWalker:
         journal = st.journal
         if not journal:
             return failing_invariants(self.sem, st) if full else []
+        table = journal[0][0]
+        if table is not None and len(journal) == 1:  # one entry changed (most effects): no grouping to do
+            change = self.one_entry.get(table)
+            if change is None:
+                change = self.one_entry[table] = self.changes.get(((table,), ())) or self.bound.change((table,), ())
+            key = journal[0][1]
+            rows = st.tables[table].rows
+            entries = {table: [(key, rows[key])] if key in rows else []}
+        else:
+            change, entries = self.changed_entries(journal)
+        self.declined.clear()
+        if entries:
+            self.keys.clear()
+        if self.futile:
+            names = change.names
+            kept = {}  # (a loop: a comprehension's frame costs more than the few calls it filters)
+            for c, reads in self.futile.items():
+                if reads is not None and reads.isdisjoint(names):
+                    kept[c] = reads
+            self.futile = kept
+        if full:
+            return failing_invariants(self.sem, st)
+        try:
+            if change.check(st, entries):
+                return []
+        except EvalError:
+            pass
+        return failing_invariants(self.sem, st)
+
+    def changed_entries(self, journal: list) -> tuple["_Change", dict[str, list]]:
+        """What the journal's changes ask to re-check, and per changed table its entries at the
+        changed keys (in the order first changed; a removed one is not there)."""
         touched: dict[str, dict] = {}  # table -> its changed keys (a dict keeps them in order)
         changed_vars: list[str] = []
         for table, key, _, _ in journal:
@@ -839,32 +946,15 @@ class _FastWalker:
                 touched[table] = {key: None}
         kind = (tuple(touched), tuple(changed_vars))
         change = self.changes.get(kind) or self.bound.change(*kind)
-        self.declined.clear()
-        if touched:
-            self.keys.clear()
-        if self.futile:
-            names = change.names
-            kept = {}  # (a loop: a comprehension's frame costs more than the few calls it filters)
-            for c, reads in self.futile.items():
-                if reads is not None and reads.isdisjoint(names):
-                    kept[c] = reads
-            self.futile = kept
-        tables = st.tables
+        tables = self.st.tables
         entries = {}
         for t, keys in touched.items():
             rows = tables[t].rows
             entries[t] = found = []
-            for k in keys:  # (a loop, as above)
+            for k in keys:  # (a loop: a comprehension's frame costs more than the few keys)
                 if k in rows:
                     found.append((k, rows[k]))
-        if full:
-            return failing_invariants(self.sem, st)
-        try:
-            if change.check(st, entries):
-                return []
-        except EvalError:
-            pass
-        return failing_invariants(self.sem, st)
+        return change, entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -884,6 +974,11 @@ def _failure_status(sem: Semantics) -> Any:
     if t.kind == "enum":
         return next(m for m in sem.spec.enums[t.name] if m != sem.success)
     return 1 if sem.success != 1 else 0
+
+
+def _mask_reader(maker: EventMaker | None) -> Callable[[Any], int | None] | None:
+    """The C step's mask_of, where the call's step is one (the generated Python steps have none)."""
+    return None if maker is None else getattr(maker.step, "mask_of", None)
 
 
 def _key_tables(spec: CheckedSpec, reads: frozenset | None) -> tuple[str, ...]:

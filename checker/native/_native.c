@@ -3961,7 +3961,8 @@ static PyObject *step_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObjec
     return (PyObject *)self;
 }
 
-/* For tests: the mask of an event (a success with its outputs), or None where the step gives up. */
+/* The mask of an event (a success with its outputs, or a failure), or None where the step gives up:
+ * for tests, and for `regcheck simulate`, which reads its draws' masks so (nothing applied). */
 static PyObject *step_mask_of(Step *self, PyObject *o)
 {
     if (!made(self))
