@@ -23,6 +23,8 @@ at every event while it lasts.
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, Callable, NamedTuple
 
 from sortedcontainers import SortedList
@@ -30,6 +32,12 @@ from sortedcontainers import SortedList
 from ..model.semantics import Semantics
 from ..model.state import State
 from .pinning import PAGE_SIZE
+
+
+# (decl, key) of a by_key item (key, decl) and of a by_place item (place, decl, key), read in C
+# rather than by a generator per call.
+_DECL_KEY_OF_KEY = itemgetter(1, 0)
+_DECL_KEY_OF_PLACE = itemgetter(1, 2)
 
 
 def pages_of(lo: int, hi: int) -> range:
@@ -89,6 +97,8 @@ class LockCheck:
                     self._evaluate(st, decl, key, dirty)
                 self._read_kernel(spans, dirty)
                 self._compare(dirty)
+        if not self.missing and not self.extra:  # the usual answer, without a call
+            return None
         return self.mismatch()
 
     def rebuild(self, st: State) -> None:
@@ -128,12 +138,12 @@ class LockCheck:
                     changed.setdefault(table, set()).add(key)
             for decl, (_, table, local) in enumerate(self.decls):
                 keys = changed.get(table, ()) if local else self._keys_of(st, decl)
-                todo.update((decl, key) for key in keys)
+                todo.update(zip(repeat(decl), keys))
         for lo, hi in relocated:
-            todo.update((decl, key) for key, decl in self.by_key.irange((lo,), (hi,), inclusive=(True, False)))
+            todo.update(map(_DECL_KEY_OF_KEY, self.by_key.irange((lo,), (hi,), inclusive=(True, False))))
         # The driver's memory changed there: those entries' memory may have gone.
         for lo, hi in spans:
-            todo.update((decl, key) for _, decl, key in self.by_place.irange((lo,), (hi,), inclusive=(True, False)))
+            todo.update(map(_DECL_KEY_OF_PLACE, self.by_place.irange((lo,), (hi,), inclusive=(True, False))))
         return todo
 
     def _keys_of(self, st: State, decl: int) -> set:
@@ -203,7 +213,7 @@ class LockCheck:
         kernel = self.kernel
         for lo, hi in spans:
             if (hi - lo) // PAGE_SIZE <= len(kernel):
-                gone = [p for p in pages_of(lo, hi) if p in kernel]
+                gone = kernel.intersection(pages_of(lo, hi))
             else:
                 gone = [p for p in kernel if lo <= p < hi]
             kernel.difference_update(gone)
