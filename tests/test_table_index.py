@@ -448,3 +448,32 @@ def test_a_key_index_of_megabytes_follows_the_rows():
             t.remove(0x7F00_0000_0000 + k * 16384)
     assert key_index_matches(c) is True and fields(c) == fields(py)
     assert c.any_containing_addr(0x7F00_0000_0000 + 39_950 * 16384 + 7) and not c.any_containing_addr(0x7F00_0000_0000)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 9), st.sampled_from(["oldest", "newest", "middle"]), st.booleans())
+def test_ascending_puts_and_ordered_frees_are_the_python_table(n, step, order, huge_last):
+    """Allocations at ever higher addresses freed oldest or newest first, the order that the C
+    list index's bisection asks its end keys about first: probes past, at and before the last key,
+    puts past it and removals of the first and last keys answer as the Python table does (also with a
+    key beyond 64 bits last, which the C code cannot read)."""
+    py, c = PyTable("size", "t", small=100), Table("size", "t", small=100)
+    py.journal, c.journal = [], []
+    keys = [1000 + i * 10 * step for i in range(n)] + ([HUGE] if huge_last else [])
+    for k in keys:
+        for x in (k - 1, k, k + 3, k + 10 * step):
+            assert c.any_overlapping(x, x + 2) == py.any_overlapping(x, x + 2), x
+            assert c.any_containing(x, x + 1) == py.any_containing(x, x + 1), x
+        for t in (py, c):
+            t.put(k, {"size": 3 * step})
+    assert fields(c) == fields(py)
+    while py.rows:
+        live = sorted(py.rows)
+        k = live[0] if order == "oldest" else live[-1] if order == "newest" else live[len(live) // 2]
+        for t in (py, c):
+            t.remove(k)
+        assert fields(c) == fields(py)
+        for x in (k - 1, k, k + 1, 999, 10**6):
+            assert c.any_overlapping(x, x + 5) == py.any_overlapping(x, x + 5), x
+            assert c.any_containing_addr(x) == py.any_containing_addr(x), x

@@ -36,7 +36,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 7
+#define NATIVE_INTERFACE 8
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -322,10 +322,18 @@ static inline PyObject *ki_record(const KeyIndex *ki, long long k, Py_ssize_t *s
 }
 
 /* First index in the int64 list `keys` whose key is >= x (right: > x), searching [lo, n).
- * -1 when some key in the way is not a 64-bit int. */
+ * -1 when some key in the way is not a 64-bit int. The last key is asked first: allocators mostly
+ * hand out ever higher addresses, so a new key and a probe's window usually lie past every key (and
+ * when not, the last key is out of the search). */
 static Py_ssize_t bisect(PyObject *keys, wide x, Py_ssize_t lo, int right)
 {
     Py_ssize_t hi = PyList_GET_SIZE(keys);
+    long long last;
+    if (lo < hi && as_i64(PyList_GET_ITEM(keys, hi - 1), &last)) {
+        if (right ? (wide)last <= x : (wide)last < x)
+            return hi;
+        hi--;
+    }
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
         long long k;
@@ -337,6 +345,16 @@ static Py_ssize_t bisect(PyObject *keys, wide x, Py_ssize_t lo, int right)
             hi = mid;
     }
     return lo;
+}
+
+/* bisect(keys, x, 0, 0) for a key being removed, asking the first key first: frees often come in
+ * the order of the allocations (a round's buffers, freed oldest first). */
+static Py_ssize_t bisect_oldest_first(PyObject *keys, wide x)
+{
+    long long first;
+    if (PyList_GET_SIZE(keys) == 0 || !as_i64(PyList_GET_ITEM(keys, 0), &first))
+        return bisect(keys, x, 0, 0);
+    return (wide)first >= x ? 0 : bisect(keys, x, 1, 0);
 }
 
 /* ---------------------------------------------------------------- SortedKeys
@@ -1561,7 +1579,7 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
                 goto slow_found; /* the index moves back to a list (or the key is not where it must be) */
             at = -2;
         } else {
-            at = bisect(self->keys, k, 0, 0);
+            at = bisect_oldest_first(self->keys, k);
             if (at < 0 || at >= PyList_GET_SIZE(self->keys))
                 goto slow_found;
         }
@@ -1724,16 +1742,21 @@ static PyTypeObject TableCoreType = {
  * len, indexing, iteration, reversed()), stored as a flat array of objects instead of one tuple
  * each: the replayer's removals (`Replayer.removed`, filled by `remember` below) and a
  * non-thread-safe call's recent calls (the windows of `Replayer.recent`, scanned and filled by the
- * steps). Items 1 and 2 are also kept as 64-bit ints where they are, for the steps' overlap scan. */
+ * steps). Items 1 to 3 that are exact ints within 64 bits are kept as C ints only, and made into
+ * ints again when read (equal ints, not the same objects): a ring then holds no reference to an
+ * event's times and line numbers, which go back to the allocator with their event instead of 64 or
+ * 4096 pushes later; the steps' overlap scan reads items 1 and 2 as C ints. */
 
 typedef struct {
     PyObject_HEAD
     Py_ssize_t maxlen, start, n;
     Py_ssize_t run;       /* how many of the newest items have the newest one's item 0 (the same object) */
-    PyObject **items;     /* 4 per slot */
-    long long *times;     /* 2 per slot: items 1 and 2 */
-    unsigned char *timed; /* per slot: both are 64-bit ints */
+    PyObject **items;      /* 4 per slot; NULL where the item is held in `vals` */
+    long long *vals;       /* 4 per slot: items 1 to 3 where they are exact 64-bit ints */
+    unsigned char *packed; /* per slot: bit j set when item j is held in `vals` only */
 } Ring;
+
+#define RING_TIMED(RG, SLOT) (((RG)->packed[SLOT] & 6) == 6) /* items 1 and 2 are C ints */
 
 static PyTypeObject RingType;
 
@@ -1741,6 +1764,14 @@ static inline Py_ssize_t ring_slot(Ring *rg, Py_ssize_t i)
 {
     Py_ssize_t slot = rg->start + i;
     return slot >= rg->maxlen ? slot - rg->maxlen : slot;
+}
+
+/* Keep item o of a slot: in *v, and 1, when it is an exact 64-bit int; else in *it (a new reference), and 0. */
+static inline int ring_hold(PyObject *o, PyObject **it, long long *v)
+{
+    int packed = as_i64(o, v);
+    *it = packed ? NULL : Py_NewRef(o);
+    return packed;
 }
 
 /* Append (a, b, c, d) (new references taken here); the oldest goes when the ring is full. 0 or -1. */
@@ -1763,11 +1794,10 @@ static int ring_push(Ring *rg, PyObject *a, PyObject *b, PyObject *c, PyObject *
         rg->n++;
     }
     PyObject **it = rg->items + 4 * slot;
+    long long *v = rg->vals + 4 * slot;
     it[0] = Py_NewRef(a);
-    it[1] = Py_NewRef(b);
-    it[2] = Py_NewRef(c);
-    it[3] = Py_NewRef(d);
-    rg->timed[slot] = as_i64(b, &rg->times[2 * slot]) && as_i64(c, &rg->times[2 * slot + 1]);
+    rg->packed[slot] = (unsigned char)(ring_hold(b, &it[1], &v[1]) << 1 | ring_hold(c, &it[2], &v[2]) << 2
+                                       | ring_hold(d, &it[3], &v[3]) << 3);
     for (int i = 0; i < 4; i++) /* last: the ring is consistent before anything can run */
         Py_XDECREF(gone[i]);
     return 0;
@@ -1787,9 +1817,9 @@ static PyObject *ring_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     rg->maxlen = maxlen;
     rg->items = PyMem_Calloc((size_t)maxlen * 4 + 1, sizeof(PyObject *));
-    rg->times = PyMem_Calloc((size_t)maxlen * 2 + 1, sizeof(long long));
-    rg->timed = PyMem_Calloc((size_t)maxlen + 1, 1);
-    if (rg->items == NULL || rg->times == NULL || rg->timed == NULL) {
+    rg->vals = PyMem_Calloc((size_t)maxlen * 4 + 1, sizeof(long long));
+    rg->packed = PyMem_Calloc((size_t)maxlen + 1, 1);
+    if (rg->items == NULL || rg->vals == NULL || rg->packed == NULL) {
         Py_DECREF(rg);
         return PyErr_NoMemory();
     }
@@ -1817,8 +1847,16 @@ static PyObject *ring_item(Ring *rg, Py_ssize_t i)
         PyErr_SetString(PyExc_IndexError, "Ring index out of range");
         return NULL;
     }
-    PyObject **it = rg->items + 4 * ring_slot(rg, i);
-    return PyTuple_Pack(4, it[0], it[1], it[2], it[3]);
+    Py_ssize_t slot = ring_slot(rg, i);
+    PyObject **it = rg->items + 4 * slot, *out = PyTuple_New(4);
+    for (int j = 0; out != NULL && j < 4; j++) {
+        PyObject *item = it[j] != NULL ? Py_NewRef(it[j]) : PyLong_FromLongLong(rg->vals[4 * slot + j]);
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, j, item);
+    }
+    return out;
 }
 
 static PyObject *ring_tolist(Ring *rg)
@@ -1875,8 +1913,8 @@ static void ring_dealloc(Ring *rg)
     if (rg->items != NULL)
         ring_clear(rg);
     PyMem_Free(rg->items);
-    PyMem_Free(rg->times);
-    PyMem_Free(rg->timed);
+    PyMem_Free(rg->vals);
+    PyMem_Free(rg->packed);
     Py_TYPE(rg)->tp_free((PyObject *)rg);
 }
 
@@ -3482,8 +3520,8 @@ static int thread_clash(Step *st, PyObject *o, Py_ssize_t lineno, PyObject **see
         int one_thread = rg->n == 0 || (rg->run >= rg->n && rg->items[4 * ring_slot(rg, rg->n - 1)] == tid);
         for (Py_ssize_t i = 0; !one_thread && i < rg->n; i++) {
             Py_ssize_t slot = ring_slot(rg, i);
-            const long long *w = rg->times + 2 * slot;
-            if (!rg->timed[slot] || w[0] > b || a > w[1])
+            const long long *w = rg->vals + 4 * slot + 1;
+            if (!RING_TIMED(rg, slot) || w[0] > b || a > w[1])
                 continue;
             PyObject *wt = rg->items[4 * slot];
             if (wt == tid)
