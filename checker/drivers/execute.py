@@ -249,18 +249,12 @@ class Execution:
             else:
                 model_outs = None  # allocated only by the driver: nothing of the trace refers to it
         st = self.driver_state
-        if model_outs is not None and not refused and self.driver_model.took(name, args, driver_status, model_outs,
-                                                                                    inputs):
-            # The call's fast step found the result allowed (so no judgement below would find
-            # anything) and, for a success, applied its effect, as `sem.apply` below would have.
-            if driver_status != status:
-                found.append(rep.finding(ev, "divergence", EXEC_DIVERGENCE,
-                                         f"recorded {status!r}, the driver returned {driver_status!r}"))
-            if driver_status == sem.success:
-                self._applied_in_driver_model(name, args)
-            return found
-        allowed = sem.allowed(st, name, args)
-        if model_outs is not None or driver_status != sem.success:
+        # The call's fast step, where it takes the result, found it allowed (so the judgement below
+        # would find nothing) and, for a success, applied its effect, as `sem.apply` below would.
+        took = model_outs is not None and not refused and self.driver_model.took(name, args, driver_status, model_outs,
+                                                                                inputs)
+        if not took and (model_outs is not None or driver_status != sem.success):
+            allowed = sem.allowed(st, name, args)
             # A substituted output is the recording's address, so promises about it (fresh, aligned)
             # speak of the recording, not of the driver: judge the status alone then.
             judgement = sem.judge(allowed, st, args, driver_status, model_outs or {}) if not substituted else \
@@ -273,7 +267,8 @@ class Execution:
             found.append(rep.finding(ev, "divergence", EXEC_DIVERGENCE,
                                      f"recorded {status!r}, the driver returned {driver_status!r}"))
         if driver_status == sem.success and model_outs is not None and not refused:
-            sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
+            if not took:
+                sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
             self._applied_in_driver_model(name, args)
         return found
 

@@ -164,24 +164,20 @@ class ReferenceDriver:
         return self._require_arena().kernel_locked_pages()
 
     # The executor's event-by-event lock check (checker.drivers.lockcheck) asks these three: every
-    # change to the kernel's locks on this driver's pages is a call its arena makes. They run at
-    # every event, so the arena is checked in each rather than by a call to `_require_arena`.
+    # change to the kernel's locks on this driver's pages is a call its arena makes.
 
     def take_changed_spans(self) -> list[tuple[int, int]]:
         """The spans of real memory mapped, unmapped, locked or unlocked since the last call."""
-        arena = self._arena
-        return (arena if arena is not None else self._require_arena()).take_changed_spans()
+        return self._require_arena().take_changed_spans()
 
     def kernel_locked_in(self, spans: list[tuple[int, int]]) -> frozenset[int]:
         """The pages within `spans` of the driver's real memory that the kernel holds locked."""
-        arena = self._arena
-        return (arena if arena is not None else self._require_arena()).kernel_locked_in(spans)
+        return self._require_arena().kernel_locked_in(spans)
 
     def tracks(self, address: int, size: int) -> bool:
         """Whether the range is real memory, whose every change `take_changed_spans` reports (not
         the simulated device memory)."""
-        arena = self._arena
-        return (arena if arena is not None else self._require_arena()).owns(address, size)
+        return self._require_arena().owns(address, size)
 
     # -- internals
 

@@ -594,10 +594,7 @@ class PinnedArena:
                 return None
             mapping = self._mappings.peekitem(i - 1)[1]
         region = mapping.region
-        # `region.contains(address, size)` spelt out (size > 0 was checked above): this runs for
-        # every lock, unlock and ownership question.
-        start = region.address
-        return region if start <= address and address + size <= start + region.size else None
+        return region if region.contains(address, size) else None
 
     def _owner(self, address: int, size: int) -> Region:
         region = self._find(address, size)

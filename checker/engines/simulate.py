@@ -838,8 +838,7 @@ class _FastWalker:
         `output_draws`) until it takes one: it declines inputs that break an obligation or have no
         documented success, outputs that break `ensures`, and an effect it cannot evaluate. The
         inputs fit (`_range_checks`), and drawn outputs always do. `made`: the call's success
-        events, by (inputs, outputs). The success is recorded as `succeeded` does (spelt out: a
-        call per success costs more than its three lines)."""
+        events, by (inputs, outputs)."""
         success, rnd, make, step = self.sem.success, self.rnd, maker.make, maker.step
         if not cp.outputs:
             outs = ()
@@ -872,10 +871,7 @@ class _FastWalker:
                 self.output_draws = left
                 return False
             self.output_draws = left
-        effect = self.effects[cp.name]
-        if effect:
-            seen[effect] += 1
-        self.records.append((cp, ins, outs, None if cp.is_event else self.success))
+        self.succeeded(cp, ins, outs, seen)
         return True
 
     def outputs(self, cp: _CallPlan, inputs: Mapping) -> tuple | None:
