@@ -152,6 +152,50 @@ def test_thread_safety_on_the_fast_path(mode, monkeypatch):
     assert counter == {True: 8, False: 1}
 
 
+@st.composite
+def timed_registrations(draw):
+    """A cuPVA trace of Register/Unregister calls from up to three threads with timestamps drawn
+    in any order (ties, overlaps, the same times again), more than a window's worth of them."""
+    text = CUPVA + cupva_line("vm_state", {"state": "Init"}, 1, 0, 1, None) + b"".join(
+        cupva_line("cudaMalloc", {"size": 4096}, 1, 1, 1, None).replace(b'"args"', b'"out": {"devPtr": %d}, "args"' % (k << 20))
+        for k in range(1, 8))
+    n = draw(st.integers(1, fastpath_mod.THREAD_WINDOW + 20))
+    clock = 2
+    for i in range(n):
+        clock += draw(st.integers(-3, 4)) if draw(st.integers(0, 3)) == 0 else draw(st.integers(0, 40))
+        t0 = clock
+        t1 = t0 + draw(st.integers(0, 6))
+        tid = draw(st.sampled_from([1, 1, 1, 2, 3]))
+        ptr = ((i % 7) + 1) << 20
+        if draw(st.booleans()):
+            text += cupva_line("cupva::mem::Register", {"ptr": ptr, "size": 4096, "externalAllocType": "CUDA"},
+                               tid, t0, t1, draw(st.sampled_from(["ok", "ok", "InvalidArgument"])))
+        else:
+            text += cupva_line("cupva::mem::Unregister", {"ptr": ptr}, tid, t0, t1)
+    return text
+
+
+@settings(deadline=None, max_examples=150)
+@given(text=timed_registrations())
+def test_the_thread_windows_latest_end_skips_only_scans_that_find_nothing(text):
+    """The pure-Python window (ThreadWindow) lets a step skip the scan for a call that starts after
+    its latest end; with it (as without the C module), the Python steps report what the general
+    path does."""
+    with pytest.MonkeyPatch.context() as mp:
+        for module in (fastpath_mod, replay_mod):
+            mp.setattr(module, "thread_window", fastpath_mod.ThreadWindow)
+        assert_same(text, mode=(True, False))
+
+
+def test_a_thread_windows_latest_end_outlives_the_entries_it_came_from():
+    w = fastpath_mod.ThreadWindow()
+    w.append((1, 0, 100, 2))
+    for line in range(3, 3 + fastpath_mod.THREAD_WINDOW):
+        w.append((1, line, line, line))
+    assert (1, 0, 100, 2) not in w and len(w) == fastpath_mod.THREAD_WINDOW
+    assert w.latest_end == 100  # an upper bound: a skip below it would be unsafe, a scan above it is only slower
+
+
 def test_the_verdict_cache_is_bounded():
     """Distinct failure statuses are endless in a hostile trace; the per-call cache stops growing,
     and the verdicts stay right past the limit."""

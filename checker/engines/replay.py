@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..fast.fastpath import DECODE_ERRORS, THREAD_WINDOW, FastPath, fast_path, window
+from ..fast.fastpath import DECODE_ERRORS, FastPath, fast_path, thread_window, window
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
@@ -388,7 +388,7 @@ class Replayer:
     def _thread_clash(self, call: str, ev: TraceEvent) -> int | None:
         recent = self.recent.get(call)
         if recent is None:
-            recent = self.recent[call] = window(THREAD_WINDOW)
+            recent = self.recent[call] = thread_window()
         clash = None
         for tid, t0, t1, line in recent:
             if tid != ev.tid and t0 <= ev.t1 and ev.t0 <= t1:

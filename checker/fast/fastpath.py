@@ -128,7 +128,7 @@ def fast_path_deciding(sem: Semantics, st: State, remember: Callable[[int, str],
                 continue
             calls = recent.get(call)
             if calls is None:
-                calls = recent[call] = window(THREAD_WINDOW)
+                calls = recent[call] = thread_window()
         if machine and struct in compiled.machines:
             program, structs = compiled.machines[struct]
             binding = (tables, st.vars, st.journal, st, remember, decide, {}, {}, call, UNSET, (EvalError, KeyError),
@@ -146,6 +146,34 @@ def window(maxlen: int) -> deque:
     and its windows of recent calls): a deque, or where the C module is built its Ring (the same
     items, kept without a tuple object each, which the C steps scan and fill directly)."""
     return deque(maxlen=maxlen) if NATIVE is None else NATIVE.Ring(maxlen)
+
+
+class ThreadWindow(deque):
+    """The pure-Python window of recent calls of one non-thread-safe function: a deque of (tid, t0,
+    t1, line), THREAD_WINDOW long, that also keeps the latest t1 it was ever given.
+
+    A call that starts after that end meets no entry, so the generated steps skip the scan: in a
+    trace whose calls run one at a time in timestamp order, every call. It is an upper bound, never
+    lowered when an entry leaves the window, so the skip is exact."""
+
+    __slots__ = ("latest_end",)
+
+    def __init__(self) -> None:
+        super().__init__(maxlen=THREAD_WINDOW)
+        self.latest_end = float("-inf")
+
+    def append(self, item: tuple) -> None:
+        end = item[2]
+        if end > self.latest_end:
+            self.latest_end = end
+        super().append(item)
+
+
+def thread_window() -> deque:
+    """An empty window of recent calls of a non-thread-safe function (the replayer's, which its
+    general path and the steps read and fill): a ThreadWindow, or where the C module is built its
+    Ring, which the C steps scan and fill directly."""
+    return ThreadWindow() if NATIVE is None else NATIVE.Ring(THREAD_WINDOW)
 
 
 def _never(o: Any, line: int) -> bool:
@@ -302,6 +330,7 @@ def _compile(sem: Semantics) -> _Compiled | None:
     ns["K"] = tuple(em.consts)
     ns["U"] = UNSET
     ns["SPELT"] = spelt_value
+    ns["ThreadWindow"] = ThreadWindow
     exec(compile("\n".join(lines), f"<regcheck fast path of {sem.spec.name}>", "exec"), ns)  # generated from the AST
     decoder = msgspec.json.Decoder(Union[(_NoCall, *names)])  # type: ignore[valid-type]
     return _Compiled(decoder.decode, {struct: (call, ns[name]) for struct, (call, name) in names.items()}, machines)
@@ -457,8 +486,11 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
         # The general path's check (Replayer._thread_clash): a call of another thread whose interval
         # meets this one's is a finding, for the general path to explain. `seen` is this line's
         # entry, added to the window once the line is handled.
+        # A ThreadWindow's latest end skips the scan for a call that starts after every entry (WS:
+        # the window is a C Ring, which has no such bound, and is always scanned).
         body += [f"{i1}tid = o.tid", f"{i1}seen = None", f"{i1}if t0 is not U and tid is not U:",
-                 f"{i2}for wt, w0, w1, _ in W:", f"{i2}    if wt != tid and w0 <= t1 and t0 <= w1: return False",
+                 f"{i2}if WS or t0 <= W.latest_end:",
+                 f"{i2}    for wt, w0, w1, _ in W:", f"{i2}        if wt != tid and w0 <= t1 and t0 <= w1: return False",
                  f"{i2}seen = (tid, t0, t1, line)"]
 
     # -- the clauses: the call's mask, then its outcome set for this status
@@ -502,4 +534,5 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     return [f"def {name}(st, remember, OKS, OKF, decide, W):",
             f"    SP = {spellings!r}",
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
+            *(["    WS = W.__class__ is not ThreadWindow"] if threads else []),
             "    def step(o, line):", *body, "    return step", ""]
