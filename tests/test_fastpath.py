@@ -636,3 +636,24 @@ def test_line_readers_read_the_corpus_as_normalise_does(path):
 def test_line_readers_leave_spelt_integers_to_the_general_path(tmp_path):
     read_n, spelt_n = read_lines_both_ways(spelt_mix(tmp_path))
     assert read_n > 300 and spelt_n > 20
+
+
+def test_a_probe_two_clauses_ask_is_computed_once_per_step():
+    """acl's Unregister tests `exists` over host_regs in two clauses: the step's mask tests share
+    one local for it, set on first use; the tests of a call that asks no probe twice share none."""
+    from checker.model.codegen import CodeScope, Emitter, bound_tables
+    from checker.model.semantics import Semantics
+    sem = Semantics(load_spec("acl"), {})
+    em = Emitter(sem.spec, sem.config)
+    tables = bound_tables(sem.spec)
+
+    def shared_in(call):
+        own = frozenset(n for n, _ in sem.calls[call].info.params)
+        tests, shared = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
+        assert tests != sem.mask_tests(em, call, CodeScope(own, tables)) if shared else True
+        return tests, shared
+
+    tests, shared = shared_in("aclrtHostUnregister")
+    assert shared == ["_p0"]
+    assert sum(t.count("(_p0 := ") for t in tests) >= 2
+    assert shared_in("aclrtMallocHost")[1] == []

@@ -497,11 +497,15 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     tables = bound_tables(sem.spec)
     constant = 0
     tests = []
-    for bit, test in enumerate(sem.mask_tests(em, call, CodeScope(frozenset(params), tables))):
+    own = frozenset(params)
+    mask_tests, shared = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
+    for bit, test in enumerate(mask_tests):
         if test == "True":
             constant |= 1 << bit
         elif test != "False":
             tests.append(f"{i2}if {test}: m |= {1 << bit}")
+    if shared:  # probes two clauses ask: each computed once, on first use
+        body.append(f"{i1}{' = '.join(shared)} = None")
     body += [f"{i1}try:", f"{i2}m = {constant}", *tests, f"{i1}except (EvalError, KeyError):", f"{i2}return False"]
 
     # -- a failure: allowed or not; a success: allowed, its promises on outputs, then the effect

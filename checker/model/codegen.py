@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, assert_never
+from typing import Any, Callable, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
@@ -67,6 +67,37 @@ class Emitter:
         self.consts: list = []
         self._const_ids: dict = {}
         self._fresh = 0
+        # `shared_probes`: while set, (the locals of the function's own scope, the probes seen
+        # there -> how often, the probes to compute once -> their local); see `with_shared_probes`.
+        self._sharing: tuple[frozenset, dict, dict] | None = None
+
+    def with_shared_probes(self, emit: Callable[[], list[str]], own: frozenset) -> tuple[list[str], list[str]]:
+        """Code from `emit()` in which each whole-`exists` probe that it makes more than once in the
+        function's own scope (locals `own`, not inside a quantifier's lambda) is computed once, on
+        first use, into a local: (the code, those locals, each to be set to None before it).
+
+        A probe is a pure query of tables that the code does not change, and its arguments are the
+        function's own locals, so asking it again gives the same answer: the mask tests of a call
+        often test one `exists` in two clauses (a usage rule and the failure it explains)."""
+        counts: dict[str, int] = {}
+        self._sharing = (own, counts, {})
+        try:
+            emit()
+            shared = {code: f"_p{i}" for i, code in enumerate(c for c, n in counts.items() if n > 1)}
+            self._sharing = (own, {}, shared)
+            return emit(), list(shared.values())
+        finally:
+            self._sharing = None
+
+    def _probe(self, code: str, scope: CodeScope) -> str:
+        """A probe's code, or the read of its shared local (`with_shared_probes`)."""
+        sharing = self._sharing
+        if sharing is None or scope.locals != sharing[0]:
+            return code
+        own, counts, shared = sharing
+        counts[code] = counts.get(code, 0) + 1
+        name = shared.get(code)
+        return code if name is None else f"({name} if {name} is not None else ({name} := {code}))"
 
     def type_of(self, e: S.Expr) -> Type:
         """The checked type of e (ANY for a node the prover built after checking)."""
@@ -310,9 +341,9 @@ class Emitter:
             pred = f", (lambda L_{q.var}: {body})"
         table, other = self._table(q.table, scope), conj.right
         if self.type_of(other).kind != "range":
-            return f"{table}.any_containing_addr({self.expr(other, scope)}{pred})"
+            return self._probe(f"{table}.any_containing_addr({self.expr(other, scope)}{pred})", scope)
         method = "any_overlapping" if conj.op == "overlaps" else "any_containing"
-        return f"{table}.{method}({self._range_args(other, scope)}{pred})"
+        return self._probe(f"{table}.{method}({self._range_args(other, scope)}{pred})", scope)
 
     def probe_parts(self, q: S.Quant) -> tuple[S.Binary, list[S.Expr]] | None:
         """For `exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; T sized),
