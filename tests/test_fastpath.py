@@ -639,8 +639,9 @@ def test_line_readers_leave_spelt_integers_to_the_general_path(tmp_path):
 
 
 def test_a_probe_two_clauses_ask_is_computed_once_per_step():
-    """acl's Unregister tests `exists` over host_regs in two clauses: the step's mask tests share
-    one local for it, set on first use; the tests of a call that asks no probe twice share none."""
+    """acl's Unregister tests `exists` over regs in two clauses: the step's mask tests share one
+    local for it, set on first use; GetDevicePointer's look its row up once; the tests of a call
+    that asks nothing twice share nothing."""
     from checker.model.codegen import CodeScope, Emitter, bound_tables
     from checker.model.semantics import Semantics
     sem = Semantics(load_spec("acl"), {})
@@ -649,11 +650,14 @@ def test_a_probe_two_clauses_ask_is_computed_once_per_step():
 
     def shared_in(call):
         own = frozenset(n for n, _ in sem.calls[call].info.params)
-        tests, shared = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
-        assert tests != sem.mask_tests(em, call, CodeScope(own, tables)) if shared else True
-        return tests, shared
+        tests, shared, rows = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
+        assert (tests != sem.mask_tests(em, call, CodeScope(own, tables))) == bool(shared or rows)
+        return tests, shared, rows
 
-    tests, shared = shared_in("aclrtHostUnregister")
+    tests, shared, rows = shared_in("aclrtHostUnregister")
     assert shared == ["_p0"]
     assert sum(t.count("(_p0 := ") for t in tests) >= 2
-    assert shared_in("aclrtMallocHost")[1] == []
+    tests, shared, rows = shared_in("aclrtHostGetDevicePointer")  # its clauses read regs[pHost] five times
+    assert len(rows) == 1 and rows[0].endswith(".get(L_pHost, NOROW)")
+    assert not any("in TR" in t or "TR1[L_pHost]" in t for t in tests)
+    assert shared_in("aclrtMallocHost")[1:] == ([], [])

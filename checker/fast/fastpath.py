@@ -498,15 +498,16 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     constant = 0
     tests = []
     own = frozenset(params)
-    mask_tests, shared = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
+    mask_tests, shared, rows = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
     for bit, test in enumerate(mask_tests):
         if test == "True":
             constant |= 1 << bit
         elif test != "False":
             tests.append(f"{i2}if {test}: m |= {1 << bit}")
-    if shared:  # probes two clauses ask: each computed once, on first use
+    if shared:  # probes two clauses ask: each computed once, on first use (rows: looked up once, first)
         body.append(f"{i1}{' = '.join(shared)} = None")
-    body += [f"{i1}try:", f"{i2}m = {constant}", *tests, f"{i1}except (EvalError, KeyError):", f"{i2}return False"]
+    body += [f"{i1}try:", *(f"{i2}{r}" for r in rows), f"{i2}m = {constant}", *tests,
+             f"{i1}except (EvalError, KeyError):", f"{i2}return False"]
 
     # -- a failure: allowed or not; a success: allowed, its promises on outputs, then the effect
     # (rolled back if it cannot be evaluated)

@@ -4,6 +4,7 @@ and index probes on sized tables, and the runtime helpers that code calls."""
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, assert_never
 
@@ -71,33 +72,54 @@ class Emitter:
         # there -> how often, the probes to compute once -> their local); see `with_shared_probes`.
         self._sharing: tuple[frozenset, dict, dict] | None = None
 
-    def with_shared_probes(self, emit: Callable[[], list[str]], own: frozenset) -> tuple[list[str], list[str]]:
-        """Code from `emit()` in which each whole-`exists` probe that it makes more than once in the
-        function's own scope (locals `own`, not inside a quantifier's lambda) is computed once, on
-        first use, into a local: (the code, those locals, each to be set to None before it).
+    def with_shared_probes(self, emit: Callable[[], list[str]], own: frozenset) -> tuple[list[str], list[str], list[str]]:
+        """Code from `emit()` in which what it asks more than once in the function's own scope
+        (locals `own`, not inside a quantifier's lambda) is asked once: (the code, the locals to set
+        to None before it, the lines that look rows up at its start).
 
-        A probe is a pure query of tables that the code does not change, and its arguments are the
-        function's own locals, so asking it again gives the same answer: the mask tests of a call
-        often test one `exists` in two clauses (a usage rule and the failure it explains)."""
-        counts: dict[str, int] = {}
+        - A whole-`exists` probe is computed on first use into a local `_p<i>`.
+        - A table's row at a key that is one of the function's locals (`k in T`, `T[k].f`) is looked
+          up once, at the start, into a local `_r<i>` (`NOROW`, an empty dict, when there is none:
+          a field of it raises KeyError as the lookup would).
+
+        Both are pure reads of tables that the code does not change, with the function's own
+        locals as arguments, so asking again gives the same answer. A call's clauses often ask one
+        `exists`, or one row, in several clauses (a usage rule and the failure it explains), and a
+        large table's row lookup is a dozen dict probes on page-aligned keys."""
+        counts: dict[tuple, int] = {}
         self._sharing = (own, counts, {})
         try:
             emit()
-            shared = {code: f"_p{i}" for i, code in enumerate(c for c, n in counts.items() if n > 1)}
+            repeated = [c for c, n in counts.items() if n > 1]
+            shared = {c: f"_p{i}" if c[0] == "probe" else f"_r{i}" for i, c in enumerate(repeated)}
             self._sharing = (own, {}, shared)
-            return emit(), list(shared.values())
+            code = emit()
+            probes = [name for c, name in shared.items() if c[0] == "probe"]
+            rows = [f"{name} = {c[1]}.get({c[2]}, NOROW)" for c, name in shared.items() if c[0] == "row"]
+            return code, probes, rows
         finally:
             self._sharing = None
 
-    def _probe(self, code: str, scope: CodeScope) -> str:
-        """A probe's code, or the read of its shared local (`with_shared_probes`)."""
+    def _shared(self, what: tuple, scope: CodeScope) -> str | None:
+        """The local that holds `what` (("probe", code) or ("row", rows, key)) while it is shared
+        (`with_shared_probes`), else None; counts the ask."""
         sharing = self._sharing
         if sharing is None or scope.locals != sharing[0]:
-            return code
+            return None
         own, counts, shared = sharing
-        counts[code] = counts.get(code, 0) + 1
-        name = shared.get(code)
+        counts[what] = counts.get(what, 0) + 1
+        return shared.get(what)
+
+    def _probe(self, code: str, scope: CodeScope) -> str:
+        """A probe's code, or the read of its shared local."""
+        name = self._shared(("probe", code), scope)
         return code if name is None else f"({name} if {name} is not None else ({name} := {code}))"
+
+    def _shared_row(self, t: str, key: str, scope: CodeScope) -> str | None:
+        """The local holding the row of table t at `key` (a local's name), when it is shared."""
+        if not _LOCAL.fullmatch(key):
+            return None
+        return self._shared(("row", self._rows(t, scope), key), scope)
 
     def type_of(self, e: S.Expr) -> Type:
         """The checked type of e (ANY for a node the prover built after checking)."""
@@ -236,7 +258,9 @@ class Emitter:
         if n == "key":
             return f"{x}[0]"
         if scope.tables and isinstance(o, S.Index) and n != "range":
-            return f"{self._rows(o.table, scope)}[{self.expr(o.key, scope)}][{n!r}]"
+            key = self.expr(o.key, scope)
+            row = self._shared_row(o.table, key, scope)
+            return f"{row}[{n!r}]" if row else f"{self._rows(o.table, scope)}[{key}][{n!r}]"
         if n == "range":
             return f"_er({x}, {self.spec.tables[ot.name].sized_by!r})"
         return f"{x}[1][{n!r}]"
@@ -299,7 +323,8 @@ class Emitter:
         rt = self.type_of(e.right)
         l = self.expr(e.left, scope)
         if rt.kind == "table":
-            return f"({l} in {self._rows(e.right.name, scope)})"  # type: ignore[union-attr]
+            row = self._shared_row(e.right.name, l, scope)  # type: ignore[union-attr]
+            return f"({row} is not NOROW)" if row else f"({l} in {self._rows(e.right.name, scope)})"  # type: ignore[union-attr]
         r = self.expr(e.right, scope)
         if rt.kind == "flags" or (rt.kind == "int" and self.type_of(e.left).kind == "flags"):
             return f"(({r} & {l}) == {l})" if _SIMPLE.fullmatch(l) else f"_fl({l}, {r})"
@@ -469,6 +494,7 @@ def name_meaning(spec: CheckedSpec, config: Mapping[str, Any], b: Binding) -> tu
 NOT_CONSTANT = object()  # what `Emitter.fold` and `Emitter.constant` return for a value not fixed yet
 _MISSING = object()
 _SIMPLE = re.compile(r"L_\w+|\(-?[0-9]+\)")  # generated code that is a local or an integer literal
+_LOCAL = re.compile(r"L_\w+")  # generated code that is a local
 _NONZERO_LITERAL = re.compile(r"\(-?[1-9][0-9]*\)")
 
 
@@ -593,10 +619,13 @@ def contains_addr(r: tuple, x: int) -> bool:
 
 
 _ov, _cr, _ca = overlaps, contains_range, contains_addr
+# A shared row's local where the table has no row at the key (`with_shared_probes`): read-only,
+# and a field of it raises KeyError, as the lookup of the missing row would.
+NOROW = MappingProxyType({})
 RUNTIME = {  # the helpers generated code calls, by the names it calls them
     "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
     "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
-    "_ca": contains_addr, "_exn": _exn, "_MISSING": _MISSING, "frozenset": frozenset, "min": min, "max": max,
+    "_ca": contains_addr, "_exn": _exn, "_MISSING": _MISSING, "NOROW": NOROW, "frozenset": frozenset, "min": min, "max": max,
 }
 
 
