@@ -4,8 +4,8 @@ and index probes on sized tables, and the runtime helpers that code calls."""
 from __future__ import annotations
 
 import re
-from types import MappingProxyType
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, assert_never
 
 
@@ -68,8 +68,8 @@ class Emitter:
         self.consts: list = []
         self._const_ids: dict = {}
         self._fresh = 0
-        # `shared_probes`: while set, (the locals of the function's own scope, the probes seen
-        # there -> how often, the probes to compute once -> their local); see `with_shared_probes`.
+        # While `with_shared_probes` emits: (the locals of the function's own scope, what was asked
+        # there -> how often, what is asked once -> its local).
         self._sharing: tuple[frozenset, dict, dict] | None = None
 
     def with_shared_probes(self, emit: Callable[[], list[str]], own: frozenset) -> tuple[list[str], list[str], list[str]]:
@@ -79,8 +79,8 @@ class Emitter:
 
         - A whole-`exists` probe is computed on first use into a local `_p<i>`.
         - A table's row at a key that is one of the function's locals (`k in T`, `T[k].f`) is looked
-          up once, at the start, into a local `_r<i>` (`NOROW`, an empty dict, when there is none:
-          a field of it raises KeyError as the lookup would).
+          up once, at the start, into a local `_r<i>` (`NOROW`, an empty read-only mapping, when
+          there is none: a field of it raises KeyError as the lookup would).
 
         Both are pure reads of tables that the code does not change, with the function's own
         locals as arguments, so asking again gives the same answer. A call's clauses often ask one
