@@ -142,9 +142,9 @@ def fast_path_deciding(sem: Semantics, st: State, remember: Callable[[int, str],
 
 
 def window(maxlen: int) -> deque:
-    """An empty window of the last `maxlen` 4-tuples appended, oldest first (the replayer's removals
-    and its windows of recent calls): a deque, or where the C module is built its Ring (the same
-    items, kept without a tuple object each, which the C steps scan and fill directly)."""
+    """An empty window of the last `maxlen` 4-tuples appended, oldest first (the replayer's
+    removals; its windows of recent calls come from `thread_window`): a deque, or where the C module
+    is built its Ring (the same items, kept without a tuple object each)."""
     return deque(maxlen=maxlen) if NATIVE is None else NATIVE.Ring(maxlen)
 
 

@@ -89,8 +89,10 @@ class Emitter:
         counts: dict[tuple, int] = {}
         self._sharing = (own, counts, {})
         try:
-            emit()
+            code = emit()
             repeated = [c for c, n in counts.items() if n > 1]
+            if not repeated:  # nothing to share: the first pass's code is the answer
+                return code, [], []
             shared = {c: f"_p{i}" if c[0] == "probe" else f"_r{i}" for i, c in enumerate(repeated)}
             self._sharing = (own, {}, shared)
             code = emit()
@@ -106,7 +108,7 @@ class Emitter:
         sharing = self._sharing
         if sharing is None or scope.locals != sharing[0]:
             return None
-        own, counts, shared = sharing
+        _, counts, shared = sharing
         counts[what] = counts.get(what, 0) + 1
         return shared.get(what)
 
@@ -115,11 +117,12 @@ class Emitter:
         name = self._shared(("probe", code), scope)
         return code if name is None else f"({name} if {name} is not None else ({name} := {code}))"
 
-    def _shared_row(self, t: str, key: str, scope: CodeScope) -> str | None:
-        """The local holding the row of table t at `key` (a local's name), when it is shared."""
-        if not _LOCAL.fullmatch(key):
+    def _shared_row(self, t: str, key: S.Expr, scope: CodeScope) -> str | None:
+        """The local holding the row of table t at `key`, when it is shared (only a key that is
+        one of the function's locals is)."""
+        if not (isinstance(key, S.Name) and self._is_local(key)):
             return None
-        return self._shared(("row", self._rows(t, scope), key), scope)
+        return self._shared(("row", self._rows(t, scope), self.expr(key, scope)), scope)
 
     def type_of(self, e: S.Expr) -> Type:
         """The checked type of e (ANY for a node the prover built after checking)."""
@@ -258,9 +261,8 @@ class Emitter:
         if n == "key":
             return f"{x}[0]"
         if scope.tables and isinstance(o, S.Index) and n != "range":
-            key = self.expr(o.key, scope)
-            row = self._shared_row(o.table, key, scope)
-            return f"{row}[{n!r}]" if row else f"{self._rows(o.table, scope)}[{key}][{n!r}]"
+            row = self._shared_row(o.table, o.key, scope)
+            return f"{row}[{n!r}]" if row else f"{self._rows(o.table, scope)}[{self.expr(o.key, scope)}][{n!r}]"
         if n == "range":
             return f"_er({x}, {self.spec.tables[ot.name].sized_by!r})"
         return f"{x}[1][{n!r}]"
@@ -323,7 +325,7 @@ class Emitter:
         rt = self.type_of(e.right)
         l = self.expr(e.left, scope)
         if rt.kind == "table":
-            row = self._shared_row(e.right.name, l, scope)  # type: ignore[union-attr]
+            row = self._shared_row(e.right.name, e.left, scope)  # type: ignore[union-attr]
             return f"({row} is not NOROW)" if row else f"({l} in {self._rows(e.right.name, scope)})"  # type: ignore[union-attr]
         r = self.expr(e.right, scope)
         if rt.kind == "flags" or (rt.kind == "int" and self.type_of(e.left).kind == "flags"):
@@ -494,7 +496,6 @@ def name_meaning(spec: CheckedSpec, config: Mapping[str, Any], b: Binding) -> tu
 NOT_CONSTANT = object()  # what `Emitter.fold` and `Emitter.constant` return for a value not fixed yet
 _MISSING = object()
 _SIMPLE = re.compile(r"L_\w+|\(-?[0-9]+\)")  # generated code that is a local or an integer literal
-_LOCAL = re.compile(r"L_\w+")  # generated code that is a local
 _NONZERO_LITERAL = re.compile(r"\(-?[1-9][0-9]*\)")
 
 
