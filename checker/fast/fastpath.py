@@ -498,7 +498,14 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     constant = 0
     tests = []
     own = frozenset(params)
-    mask_tests, shared, rows = em.with_shared_probes(lambda: sem.mask_tests(em, call, CodeScope(own, tables)), own)
+    with_outputs = CodeScope(frozenset(params) | frozenset(outputs), tables)
+    ensures = info.clauses(S.Ensures)
+
+    def mask_and_ensures() -> list[str]:  # (nothing between them changes a table: they share asks)
+        return [*sem.mask_tests(em, call, CodeScope(own, tables)), *(em.expr(c.cond, with_outputs) for c in ensures)]
+    code, shared, rows = em.with_shared_probes(mask_and_ensures, own, with_outputs.locals)
+    cut = len(code) - len(ensures)
+    mask_tests, ensure_tests = code[:cut], code[cut:]
     for bit, test in enumerate(mask_tests):
         if test == "True":
             constant |= 1 << bit
@@ -519,11 +526,9 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
         body += [f"{i1}if status != {success}:",
                  f"{i2}return OKF.get((m, status)) or decide(OKF, (m, status), m, status)"]
     body += [f"{i1}if OKS.get(m) is not True and not decide(OKS, m, m, status): return False", f"{i1}J.clear()"]
-    with_outputs = CodeScope(frozenset(params) | frozenset(outputs), tables)
-    ensures = info.clauses(S.Ensures)
     if ensures:
         body.append(f"{i1}try:")
-        body += [f"{i2}if not {em.expr(c.cond, with_outputs)}: return False" for c in ensures]
+        body += [f"{i2}if not {test}: return False" for test in ensure_tests]
         body += [f"{i1}except (EvalError, KeyError):", f"{i2}return False"]
     effect = info.clauses(S.Effect)
     if effect:

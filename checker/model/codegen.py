@@ -68,33 +68,39 @@ class Emitter:
         self.consts: list = []
         self._const_ids: dict = {}
         self._fresh = 0
-        # While `with_shared_probes` emits: (the locals of the function's own scope, what was asked
-        # there -> how often, what is asked once -> its local).
-        self._sharing: tuple[frozenset, dict, dict] | None = None
+        # While `with_shared_probes` emits: (the locals of the function's own scope, the scopes'
+        # locals in which asks are shared, what was asked there -> how often, what is asked once ->
+        # its local).
+        self._sharing: tuple[frozenset, frozenset, dict, dict] | None = None
 
-    def with_shared_probes(self, emit: Callable[[], list[str]], own: frozenset) -> tuple[list[str], list[str], list[str]]:
+    def with_shared_probes(self, emit: Callable[[], list[str]], own: frozenset,
+                           later: frozenset | None = None) -> tuple[list[str], list[str], list[str]]:
         """Code from `emit()` in which what it asks more than once in the function's own scope
         (locals `own`, not inside a quantifier's lambda) is asked once: (the code, the locals to set
-        to None before it, the lines that look rows up at its start).
+        to None before it, the lines that look rows up at its start). `later`: the locals of a
+        scope that `emit()` also emits code in, run after the first with no change to the tables
+        in between (a step's ensures, which see its outputs too); asks there are shared as well.
 
         - A whole-`exists` probe is computed on first use into a local `_p<i>`.
-        - A table's row at a key that is one of the function's locals (`k in T`, `T[k].f`) is looked
-          up once, at the start, into a local `_r<i>` (`NOROW`, an empty read-only mapping, when
-          there is none: a field of it raises KeyError as the lookup would).
+        - A table's row at a key that is one of the own locals (`k in T`, `T[k].f`) is looked up
+          once, at the start, into a local `_r<i>` (`NOROW`, an empty read-only mapping, when there
+          is none: a field of it raises KeyError as the lookup would).
 
-        Both are pure reads of tables that the code does not change, with the function's own
-        locals as arguments, so asking again gives the same answer. A call's clauses often ask one
-        `exists`, or one row, in several clauses (a usage rule and the failure it explains), and a
-        large table's row lookup is a dozen dict probes on page-aligned keys."""
+        Both are pure reads of tables that the code does not change, with the function's locals
+        as arguments, so asking again gives the same answer. A call's clauses often ask one
+        `exists`, or one row, in several clauses (a usage rule and the failure it explains, a
+        promise about the entry the call reads), and a large table's row lookup is a dozen dict
+        probes on page-aligned keys."""
+        scopes = frozenset({own} if later is None else {own, later})
         counts: dict[tuple, int] = {}
-        self._sharing = (own, counts, {})
+        self._sharing = (own, scopes, counts, {})
         try:
             code = emit()
             repeated = [c for c, n in counts.items() if n > 1]
             if not repeated:  # nothing to share: the first pass's code is the answer
                 return code, [], []
             shared = {c: f"_p{i}" if c[0] == "probe" else f"_r{i}" for i, c in enumerate(repeated)}
-            self._sharing = (own, {}, shared)
+            self._sharing = (own, scopes, {}, shared)
             code = emit()
             probes = [name for c, name in shared.items() if c[0] == "probe"]
             rows = [f"{name} = {c[1]}.get({c[2]}, NOROW)" for c, name in shared.items() if c[0] == "row"]
@@ -106,9 +112,9 @@ class Emitter:
         """The local that holds `what` (("probe", code) or ("row", rows, key)) while it is shared
         (`with_shared_probes`), else None; counts the ask."""
         sharing = self._sharing
-        if sharing is None or scope.locals != sharing[0]:
+        if sharing is None or scope.locals not in sharing[1]:
             return None
-        _, counts, shared = sharing
+        _, _, counts, shared = sharing
         counts[what] = counts.get(what, 0) + 1
         return shared.get(what)
 
@@ -119,8 +125,9 @@ class Emitter:
 
     def _shared_row(self, t: str, key: S.Expr, scope: CodeScope) -> str | None:
         """The local holding the row of table t at `key`, when it is shared (only a key that is
-        one of the function's locals is)."""
-        if not (isinstance(key, S.Name) and self._is_local(key)):
+        one of the own locals is: the rows are looked up before the code runs)."""
+        sharing = self._sharing
+        if sharing is None or not (isinstance(key, S.Name) and self._is_local(key) and key.name in sharing[0]):
             return None
         return self._shared(("row", self._rows(t, scope), self.expr(key, scope)), scope)
 
