@@ -667,30 +667,17 @@ def test_a_steps_ensures_read_the_row_its_mask_looked_up():
     """GetDevicePointer's promise about the device address reads regs[pHost] three times: the step
     reads the row its mask looked up instead. MallocHost's promise asks about its output's row,
     which the step cannot look up before its outputs are read: that ask stays where it is."""
-    from checker.language import syntax as S
-    from checker.model.codegen import CodeScope, Emitter, bound_tables
+    from checker.model.codegen import Emitter, bound_tables
     from checker.model.semantics import Semantics
     sem = Semantics(load_spec("acl"), {})
     em = Emitter(sem.spec, sem.config)
     tables = bound_tables(sem.spec)
-
-    def ensures_of(call):
-        info = sem.calls[call].info
-        own = frozenset(n for n, _ in info.params)
-        later = own | frozenset(n for n, _ in info.outputs)
-        ensures = info.clauses(S.Ensures)
-
-        def emit():
-            return [*sem.mask_tests(em, call, CodeScope(own, tables)),
-                    *(em.expr(c.cond, CodeScope(later, tables)) for c in ensures)]
-        code, _, rows = em.with_shared_probes(emit, own, later)
-        return code[len(code) - len(ensures):], rows
-
     rows_of = {t: tr for t, (_, tr) in tables.items()}
-    (promise,), rows = ensures_of("aclrtHostGetDevicePointer")
-    (row,) = [r for r in rows if r.startswith(("_r",)) and f"{rows_of['regs']}.get(L_pHost" in r]
+
+    _, (promise,), _, rows = fastpath_mod.clause_tests(sem, em, "aclrtHostGetDevicePointer", tables)
+    (row,) = [r for r in rows if f"{rows_of['regs']}.get(L_pHost" in r]
     name = row.split(" = ")[0]
     assert promise.count(f"{name}[") == 2 and f"{rows_of['regs']}[" not in promise and " in " not in promise
-    (promise,), rows = ensures_of("aclrtMallocHost")
+    _, (promise,), _, rows = fastpath_mod.clause_tests(sem, em, "aclrtMallocHost", tables)
     assert f"(L_hostPtr in {rows_of['host_allocs']})" in promise
     assert not any("L_hostPtr" in r for r in rows)

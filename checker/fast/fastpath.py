@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from typing import Annotated, Any, Callable, Literal, NamedTuple, Union
+from typing import Annotated, Any, Callable, Literal, Mapping, NamedTuple, Union
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -444,6 +444,24 @@ class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_field
     union, which requires the "call" field, even when only one call has a fast step."""
 
 
+def clause_tests(sem: Semantics, em: Emitter, call: str,
+                 tables: Mapping[str, tuple[str, str]]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """The Python tests of a call's mask clauses (in bit order) and of its `ensures`, for its step,
+    with what they ask more than once asked once (`Emitter.with_shared_probes`; nothing between
+    the mask and the ensures changes a table): (mask tests, ensures tests, the shared probes' locals,
+    the row lookups that go first)."""
+    info = sem.calls[call].info
+    own = frozenset(n for n, _ in info.params)
+    with_outputs = CodeScope(own | frozenset(n for n, _ in info.outputs), tables)
+    ensures = info.clauses(S.Ensures)
+
+    def mask_and_ensures() -> list[str]:
+        return [*sem.mask_tests(em, call, CodeScope(own, tables)), *(em.expr(c.cond, with_outputs) for c in ensures)]
+    code, shared, rows = em.with_shared_probes(mask_and_ensures, own, with_outputs.locals)
+    cut = len(code) - len(ensures)
+    return code[:cut], code[cut:], shared, rows
+
+
 def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]:
     """`def name(st, remember, OKS, OKF, decide, W)` returning the step of `call`: it takes the line
     decoded into the call's event struct. OKS caches the verdicts of successes by mask, OKF those of
@@ -497,15 +515,7 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     tables = bound_tables(sem.spec)
     constant = 0
     tests = []
-    own = frozenset(params)
-    with_outputs = CodeScope(frozenset(params) | frozenset(outputs), tables)
-    ensures = info.clauses(S.Ensures)
-
-    def mask_and_ensures() -> list[str]:  # (nothing between them changes a table: they share asks)
-        return [*sem.mask_tests(em, call, CodeScope(own, tables)), *(em.expr(c.cond, with_outputs) for c in ensures)]
-    code, shared, rows = em.with_shared_probes(mask_and_ensures, own, with_outputs.locals)
-    cut = len(code) - len(ensures)
-    mask_tests, ensure_tests = code[:cut], code[cut:]
+    mask_tests, ensure_tests, shared, rows = clause_tests(sem, em, call, tables)
     for bit, test in enumerate(mask_tests):
         if test == "True":
             constant |= 1 << bit
@@ -526,7 +536,8 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
         body += [f"{i1}if status != {success}:",
                  f"{i2}return OKF.get((m, status)) or decide(OKF, (m, status), m, status)"]
     body += [f"{i1}if OKS.get(m) is not True and not decide(OKS, m, m, status): return False", f"{i1}J.clear()"]
-    if ensures:
+    with_outputs = CodeScope(frozenset(params) | frozenset(outputs), tables)
+    if ensure_tests:
         body.append(f"{i1}try:")
         body += [f"{i2}if not {test}: return False" for test in ensure_tests]
         body += [f"{i1}except (EvalError, KeyError):", f"{i2}return False"]
