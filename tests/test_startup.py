@@ -36,6 +36,16 @@ def test_the_solver_is_still_there_for_prove():
     assert imports_z3(["prove", "acl", "--help"])  # help exits 0 through SystemExit, caught by main
 
 
+def test_a_replay_in_one_process_does_not_import_the_process_pool():
+    # The pool's imports (multiprocessing, concurrent.futures) are about 5% of a short replay's
+    # instructions; only `-j N` needs them.
+    code = (f"import sys; from checker.cli import main; main(['replay', {SMALL_TRACE!r}]);"
+            " print(sorted(m for m in ('multiprocessing', 'concurrent.futures') if m in sys.modules))")
+    result = python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
 def test_version_needs_no_subcommand_and_no_parser():
     result = python(textwrap.dedent("""
         import sys

@@ -19,11 +19,9 @@ Environment error codes (X08xx):
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
@@ -123,6 +121,10 @@ def replay_corpus(paths: Sequence[str], spec_name: str | None = None, max_findin
 
 def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int | None, jobs: int,
                   done: Callable[[TraceOutcome], None]) -> list[TraceOutcome]:
+    # Imported here: a run of one process (most runs) need not pay for the pool's imports.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     results: list[TraceOutcome | None] = [None] * len(paths)
     # fork where there is one: the workers start with the specs already parsed and cost nothing to
     # start (spawning one costs about a second of imports, as much as replaying a 300k-event trace).

@@ -1,0 +1,75 @@
+"""Replay against msgspec decoding as the number of live registrations grows, all else the same.
+
+    python bench/bench_live_sweep.py [--events N] [--live 2000,20000,100000] [--repeat R] [--pure]
+
+Each trace is bench/gen_mixes.py's live-100k workload with another number of live registrations:
+`live` allocations made and registered, then the same churn (unregister one, register another,
+look up MAPPED ones 60% of the time) for N more events. The line styles, the calls and their
+shares are the same for every size, so what changes between the rows is only how large the
+tables are, and so how many of an event's reads miss the processor's caches.
+
+Prints, for each size: the events (setup plus churn), and the replay time over msgspec decoding
+of the same lines (the ratio bench_replay.py's targets use: at most 3x with the C module, 8x
+without), best of R rounds and each round in turn, rounds alternating between the sizes. With
+--pure, the same without the C module (a child process with REGCHECK_PURE_PYTHON=1). CPU time of
+this process. Figures only: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from bench_replay import generic_msgspec_only, pure_python_replay, replay_only  # noqa: E402
+from gen_mixes import _acl_trace  # noqa: E402
+
+
+def sizes(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=600_000, help="churn events after the setup (default 600,000)")
+    ap.add_argument("--live", type=sizes, default=[2_000, 20_000, 100_000], help="live registrations, comma-separated")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--pure", action="store_true", help="also without the C module")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="regcheck-bench-sweep-")
+    paths = {}
+    for live in args.live:
+        path = paths[live] = os.path.join(work, f"live-{live}.jsonl")
+        _acl_trace(path, args.events + 2 * live, live=live, churn_lookups=0.6, seed=1)  # setup: a malloc and a register each
+    rounds: dict[int, list[float]] = {live: [] for live in args.live}
+    best: dict[int, tuple[float, float]] = {}
+    events: dict[int, int] = {}
+    verdicts: dict[int, str] = {}
+    for _ in range(args.repeat):
+        for live, path in paths.items():
+            events[live], t_msgspec = generic_msgspec_only(path)
+            _, t_replay, verdicts[live] = replay_only(path)
+            rounds[live].append(t_replay / t_msgspec)
+            m, r = best.get(live, (t_msgspec, t_replay))
+            best[live] = (min(m, t_msgspec), min(r, t_replay))
+    print(f"{'live':>8s} {'events':>9s} {'÷msgspec':>9s} {'each round':>16s}" + (f" {'pure÷msgspec':>13s}" if args.pure else ""))
+    for live in args.live:
+        t_msgspec, t_replay = best[live]
+        line = (f"{live:8,d} {events[live]:9,d} {t_replay / t_msgspec:8.2f}x"
+                f" {'/'.join(f'{r:.2f}' for r in rounds[live]):>16s}")
+        if args.pure:
+            _, t_pure = pure_python_replay(paths[live], args.repeat)
+            line += f" {t_pure / t_msgspec:12.2f}x"
+        print(line + ("" if verdicts[live] == "conforms" else f"  verdict: {verdicts[live]}"))
+    for path in paths.values():
+        os.remove(path)
+    os.rmdir(work)
+
+
+if __name__ == "__main__":
+    main()
