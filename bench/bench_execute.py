@@ -12,7 +12,9 @@ best of --repeat runs):
   events, for what the check costs;
 - baselines in the same run: `regcheck replay` of the same trace (fast path, which execute also
   takes for the recording's lines it finds nothing in) and the replayer's general path (what
-  execute runs for the recording on the lines the fast steps decline).
+  execute runs for the recording on the lines the fast steps decline);
+- where an event's time goes by call: events, share of the time and microseconds per event for
+  each call of the trace (one more run, each event timed; the timing adds its own cost).
 Needs Linux with mlock permitted (RLIMIT_MEMLOCK of at least a few MiB). Figures only.
 """
 
@@ -81,6 +83,30 @@ def head(path: str, n: int, out: str) -> str:
                 break
             dst.write(line)
     return out
+
+
+def by_call(path: str) -> dict[str, tuple[int, float]]:
+    """(events, seconds) per call name over one execution, each event's step timed."""
+    totals: dict[str, list] = {}
+    plain, checked = execute_module.Execution.step, execute_module.Execution.step_checked
+
+    def timed(fn, name_of):
+        def run(self, ev, *rest, **kw):
+            t = time.process_time()
+            try:
+                return fn(self, ev, *rest, **kw)
+            finally:
+                entry = totals.setdefault(name_of(ev), [0, 0.0])
+                entry[0] += 1
+                entry[1] += time.process_time() - t
+        return run
+    execute_module.Execution.step = timed(plain, lambda ev: getattr(ev, "call", "?"))
+    execute_module.Execution.step_checked = timed(checked, lambda at: at.call)
+    try:
+        execute_module.execute_trace(path)
+    finally:
+        execute_module.Execution.step, execute_module.Execution.step_checked = plain, checked
+    return {name: (n, secs) for name, (n, secs) in totals.items()}
 
 
 def main() -> None:
@@ -153,6 +179,11 @@ def main() -> None:
           f" execute / replay {t_exec / t_replay:.1f}x")
     print(f"baseline, the replayer's general path:          {t_general:.3f} s  {n / t_general:,.0f} events/s;"
           f" execute / general path {t_exec / t_general:.2f}x")
+    calls = by_call(path)
+    whole = sum(secs for _, secs in calls.values())
+    print("by call (one run, each event timed):")
+    for name, (count, secs) in sorted(calls.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name:28s} {count:7,d} events  {secs / whole:6.1%} of the time  {secs / count * 1e6:8.1f} us per event")
 
 
 if __name__ == "__main__":
