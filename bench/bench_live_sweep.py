@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from bench_replay import generic_msgspec_only, pure_python_replay, replay_only  # noqa: E402
-from gen_mixes import _acl_trace  # noqa: E402
+from gen_mixes import live_churn  # noqa: E402
 
 
 def sizes(text: str) -> list[int]:
@@ -41,34 +41,36 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pure", action="store_true", help="also without the C module")
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="regcheck-bench-sweep-")
-    paths = {}
-    for live in args.live:
-        path = paths[live] = os.path.join(work, f"live-{live}.jsonl")
-        _acl_trace(path, args.events + 2 * live, live=live, churn_lookups=0.6, seed=1)  # setup: a malloc and a register each
-    rounds: dict[int, list[float]] = {live: [] for live in args.live}
+    with tempfile.TemporaryDirectory(prefix="regcheck-bench-sweep-") as work:
+        paths = {}
+        for live in args.live:
+            path = paths[live] = os.path.join(work, f"live-{live}.jsonl")
+            live_churn(path, args.events + 2 * live, live)  # setup: a malloc and a register each
+        sweep(paths, args.repeat, args.pure)
+
+
+def sweep(paths: dict[int, str], repeat: int, pure: bool) -> None:
+    """Print each size's ratios, the rounds alternating between the sizes."""
+    rounds: dict[int, list[float]] = {live: [] for live in paths}
     best: dict[int, tuple[float, float]] = {}
     events: dict[int, int] = {}
     verdicts: dict[int, str] = {}
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         for live, path in paths.items():
             events[live], t_msgspec = generic_msgspec_only(path)
             _, t_replay, verdicts[live] = replay_only(path)
             rounds[live].append(t_replay / t_msgspec)
             m, r = best.get(live, (t_msgspec, t_replay))
             best[live] = (min(m, t_msgspec), min(r, t_replay))
-    print(f"{'live':>8s} {'events':>9s} {'÷msgspec':>9s} {'each round':>16s}" + (f" {'pure÷msgspec':>13s}" if args.pure else ""))
-    for live in args.live:
+    print(f"{'live':>8s} {'events':>9s} {'÷msgspec':>9s} {'each round':>16s}" + (f" {'pure÷msgspec':>13s}" if pure else ""))
+    for live in paths:
         t_msgspec, t_replay = best[live]
         line = (f"{live:8,d} {events[live]:9,d} {t_replay / t_msgspec:8.2f}x"
                 f" {'/'.join(f'{r:.2f}' for r in rounds[live]):>16s}")
-        if args.pure:
-            _, t_pure = pure_python_replay(paths[live], args.repeat)
+        if pure:
+            _, t_pure = pure_python_replay(paths[live], repeat)
             line += f" {t_pure / t_msgspec:12.2f}x"
         print(line + ("" if verdicts[live] == "conforms" else f"  verdict: {verdicts[live]}"))
-    for path in paths.values():
-        os.remove(path)
-    os.rmdir(work)
 
 
 if __name__ == "__main__":

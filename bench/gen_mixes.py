@@ -85,8 +85,13 @@ def register_heavy(path: str, events: int, seed: int = 1) -> int:
     return _acl_trace(path, events, live=4000, churn_lookups=0.1, seed=seed)
 
 
+def live_churn(path: str, events: int, live: int, seed: int = 1) -> int:
+    """live-100k's churn on `live` live registrations (bench_live_sweep.py varies it)."""
+    return _acl_trace(path, events, live=live, churn_lookups=0.6, seed=seed)
+
+
 def live_100k(path: str, events: int, seed: int = 1) -> int:
-    return _acl_trace(path, events, live=100_000, churn_lookups=0.6, seed=seed)
+    return live_churn(path, events, live=100_000, seed=seed)
 
 
 def cupva_timed(path: str, events: int, per_round: int = 200, seed: int = 1) -> int:
