@@ -41,7 +41,8 @@ class _Writer:
 
 def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: int) -> int:
     """`live` allocations, each registered once made; then churn: unregister one, register another,
-    look up MAPPED ones (a share `churn_lookups` of the steps), until `events`."""
+    look up MAPPED ones (a share `churn_lookups` of the steps), until `events`. From the end of the
+    set-up on, `live` or `live - 1` allocations are registered at every event."""
     rng = random.Random(seed)
     with open(path, "wb") as f:
         f.write(orjson.dumps(ACL_HEADER) + b"\n")
@@ -59,13 +60,18 @@ def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: in
         registered = list(flags)
         while emit.n < events:
             r = rng.random()
-            if r < churn_lookups:
+            if r < churn_lookups and registered:
                 b = registered[rng.randrange(len(registered))]
                 if flags[b] & MAPPED:
                     emit({"call": "aclrtHostGetDevicePointer", "args": {"pHost": b, "flag": 0}, "ret": 0,
                           "out": {"pDevice": 0x10_0000_0000 + b}})
                     continue
-            if idle and (r > 0.5 + churn_lookups / 2 or len(registered) < 2):
+            # Every other churn step gives back what the one before took: the live count stays at
+            # `live` or one under it for the whole trace. (Choosing register or unregister by a
+            # random draw, as this did before stop 23, let unregistering win, since a lookup that
+            # drew an unMAPPED entry fell through to it: the live count drained to a few dozen
+            # within the first 100,000-600,000 churn events.)
+            if idle and len(registered) < live:
                 b = idle.pop(rng.randrange(len(idle)))
                 flag = rng.choice([MAPPED, PINNED, MAPPED | PINNED])
                 emit({"call": "aclrtHostRegisterV2", "args": {"ptr": b, "size": 2 * PAGE, "flag": flag}, "ret": 0})
