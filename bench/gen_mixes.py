@@ -9,6 +9,9 @@ Each generator writes a conforming trace of about `events` events (issue 14's fo
   sizes, flag-name lists;
 - `live_100k`: Ascend, 100,000 live registrations made first, then lookups and churn among them.
 
+and one that violates its spec on purpose, for bench/bench_findings.py: `double_unregister`,
+register-heavy with every Nth unregister made twice (a finding at each).
+
     python bench/gen_mixes.py MIX OUT.jsonl --events 1000000
 """
 
@@ -39,10 +42,12 @@ class _Writer:
         self.n += 1
 
 
-def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: int) -> int:
+def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: int, unregister_twice: int = 0) -> int:
     """`live` allocations, each registered once made; then churn: unregister one, register another,
     look up MAPPED ones (a share `churn_lookups` of the steps), until `events`. From the end of the
-    set-up on, `live` or `live - 1` allocations are registered at every event."""
+    set-up on, `live` or `live - 1` allocations are registered at every event. `unregister_twice`
+    N > 0: every Nth unregister is made twice, the second answered 507911 (not registered), a bug
+    the replay finds (ACL-UNREG-REGISTERED); 0 draws the same trace as before it existed."""
     rng = random.Random(seed)
     with open(path, "wb") as f:
         f.write(orjson.dumps(ACL_HEADER) + b"\n")
@@ -58,6 +63,7 @@ def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: in
             emit({"call": "aclrtHostRegisterV2", "args": {"ptr": b, "size": 2 * PAGE, "flag": flag}, "ret": 0})
             flags[b] = flag
         registered = list(flags)
+        unregisters = 0
         while emit.n < events:
             r = rng.random()
             if r < churn_lookups and registered:
@@ -84,11 +90,19 @@ def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: in
                 del flags[b]
                 emit({"call": "aclrtHostUnregister", "args": {"ptr": b}, "ret": 0})
                 idle.append(b)
+                unregisters += 1
+                if unregister_twice and unregisters % unregister_twice == 0 and emit.n < events:
+                    emit({"call": "aclrtHostUnregister", "args": {"ptr": b}, "ret": 507911})
         return emit.n
 
 
 def register_heavy(path: str, events: int, seed: int = 1) -> int:
     return _acl_trace(path, events, live=4000, churn_lookups=0.1, seed=seed)
+
+
+def double_unregister(path: str, events: int, every: int = 10, seed: int = 1) -> int:
+    """register-heavy with a bug: every `every`th unregister is made again (bench_findings.py)."""
+    return _acl_trace(path, events, live=4000, churn_lookups=0.1, seed=seed, unregister_twice=every)
 
 
 def live_churn(path: str, events: int, live: int, seed: int = 1) -> int:

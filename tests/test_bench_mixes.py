@@ -19,7 +19,7 @@ from checker.engines.replay import replay_trace
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from gen_mixes import live_churn, register_heavy  # noqa: E402
+from gen_mixes import double_unregister, live_churn, register_heavy  # noqa: E402
 
 
 def live_counts(path: Path) -> list[int]:
@@ -58,3 +58,20 @@ def test_register_heavy_keeps_about_4000_live(tmp_path):
     assert min(counts[8_000:]) >= 3_999 and max(counts) == 4_000
     # mostly churn: the registrations and unregistrations after the set-up
     assert sum(1 for a, b in zip(counts[8_000:], counts[8_001:]) if a != b) > 15_000
+
+
+def test_double_unregister_is_register_heavy_with_one_finding_per_repeat(tmp_path):
+    """bench_findings.py's trace: the same churn as register-heavy up to the first repeated
+    unregister, then a finding at each repeat, naming the unregister just before it."""
+    clean, buggy = tmp_path / "clean.jsonl", tmp_path / "buggy.jsonl"
+    register_heavy(str(clean), 12_000)
+    double_unregister(str(buggy), 12_000, every=7)
+    with open(buggy, "rb") as f:
+        lines = f.read().splitlines()
+    repeats = [n for n, line in enumerate(lines, 1) if orjson.loads(line).get("ret") == 507911]  # line numbers
+    assert len(repeats) > 100
+    with open(clean, "rb") as f:
+        assert f.read().splitlines()[:repeats[0] - 1] == lines[:repeats[0] - 1]
+    report = replay_trace(str(buggy))
+    assert [(f.line, f.rule, f.related) for f in report.findings] == \
+        [(n, "ACL-UNREG-REGISTERED", (n - 1,)) for n in repeats]

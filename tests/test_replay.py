@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.engines.replay import _python_remembering, _remembering
+from checker.engines.replay import RemovalIndex, _python_remembering, _remembering
+from checker.fast.fastpath import CountingWindow
 from checker.model.state import NATIVE
 from tests.helpers import run_cli
 
@@ -419,6 +420,63 @@ def test_the_c_remember_is_the_python_remember(events):
             remember(line, f"call{line}")
         ways.append((list(dict(created).items()), list(removed)))
     assert ways[0] == ways[1] == ways[2]
+
+
+# ---- the latest removal of an entry: the index is the scan of the window it replaced
+
+def _scan_newest_first(items: list, table: str, key: int):
+    """What `_related` did before RemovalIndex: the window, newest first, to the first match."""
+    for t, k, line, call in reversed(items):
+        if (t, k) == (table, key):
+            return line, call
+    return None
+
+
+TABLE_KEYS = [(table, key) for table in ("regs", "host_allocs") for key in range(5)]
+window_ops = st.lists(st.one_of(st.tuples(st.just("push"), st.sampled_from(TABLE_KEYS)),
+                                st.just(("ask", None)), st.just(("clear", None))), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 7), window_ops)
+def test_the_removal_index_finds_what_a_scan_of_the_window_finds(maxlen, ops):
+    """Pushes, questions and clears in any order, windows small enough that removals leave them
+    (and the index is rebuilt): each answer, for every entry, is the newest matching removal the
+    window still holds."""
+    for make in (lambda n: CountingWindow(maxlen=n), *([NATIVE.Ring] if NATIVE is not None else [])):
+        window = make(maxlen)
+        index = RemovalIndex(window)
+        for line, (op, entry) in enumerate(ops, 2):
+            if op == "push":
+                window.append((*entry, line, f"call{line}"))
+            elif op == "clear":
+                window.clear()
+            else:
+                held = list(window)
+                assert [index.latest(*e) for e in TABLE_KEYS] == [_scan_newest_first(held, *e) for e in TABLE_KEYS]
+            assert len(index.index) <= 3 * max(maxlen, 1)  # bounded by the window, not by the pushes
+
+
+def test_windows_count_what_was_ever_pushed():
+    for window in (CountingWindow(maxlen=2), *([NATIVE.Ring(2)] if NATIVE is not None else [])):
+        for i in range(5):
+            window.append(("regs", i, i, "free"))
+        window.clear()
+        assert (window.pushed, len(window)) == (5, 0)
+
+
+def test_many_findings_each_name_the_unregister_before_them(trace):
+    """A double unregister again and again, thousands of removals apart: each finding names the
+    unregister before it (the index answers what the scan of the window answered)."""
+    events, expected = [], []
+    for i in range(300):
+        ptr = hex(0x7F3A_0000_0000 + i * 0x10000)
+        events += [malloc(ptr, 4096), register(ptr, 4096), unregister(ptr)]
+        if i % 3 == 0:
+            expected.append([len(events) + 1])  # the first unregister's line (the header is line 1)
+            events.append(unregister(ptr))
+    got = [f["related"] for f in findings(trace(ACL, *events)) if f["rule"] == "ACL-UNREG-REGISTERED"]
+    assert got == expected
 
 
 # ---- citations a user can follow

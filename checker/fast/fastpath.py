@@ -142,10 +142,27 @@ def fast_path_deciding(sem: Semantics, st: State, remember: Callable[[int, str],
 
 
 def window(maxlen: int) -> deque:
-    """An empty window of the last `maxlen` 4-tuples appended, oldest first (the replayer's
-    removals; its windows of recent calls come from `thread_window`): a deque, or where the C module
-    is built its Ring (the same items, kept without a tuple object each)."""
-    return deque(maxlen=maxlen) if NATIVE is None else NATIVE.Ring(maxlen)
+    """An empty window of the last `maxlen` 4-tuples appended, oldest first, that counts every item
+    ever appended in `pushed` (the replayer's removals; its windows of recent calls come from
+    `thread_window`): a CountingWindow, or where the C module is built its Ring (the same items,
+    kept without a tuple object each)."""
+    return CountingWindow(maxlen=maxlen) if NATIVE is None else NATIVE.Ring(maxlen)
+
+
+class CountingWindow(deque):
+    """A deque(maxlen) that also counts the items ever appended (`pushed`; clear keeps the count),
+    as the C module's Ring does: the replayer's index of its removals reads how many came since it
+    last looked, instead of scanning the whole window for every finding."""
+
+    __slots__ = ("pushed",)
+
+    def __init__(self, iterable: Any = (), maxlen: int | None = None) -> None:
+        super().__init__(iterable, maxlen)
+        self.pushed = len(self)
+
+    def append(self, item: tuple) -> None:
+        self.pushed += 1
+        super().append(item)
 
 
 class ThreadWindow(deque):

@@ -367,7 +367,7 @@ class PyTable(_TableOps):
     __slots__ = _FIELDS
 
 
-NATIVE_INTERFACE = 8  # what checker/native/_native.c must say it implements
+NATIVE_INTERFACE = 9  # what checker/native/_native.c must say it implements
 
 
 def _native_module():

@@ -36,7 +36,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 8
+#define NATIVE_INTERFACE 9
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
@@ -1751,6 +1751,8 @@ typedef struct {
     PyObject_HEAD
     Py_ssize_t maxlen, start, n;
     Py_ssize_t run;       /* how many of the newest items have the newest one's item 0 (the same object) */
+    long long pushed;      /* items ever appended (clear keeps it): the replayer's index of removals
+                            * reads how many came since it last looked */
     PyObject **items;      /* 4 per slot; NULL where the item is held in `vals` */
     long long *vals;       /* 4 per slot: items 1 to 3 where they are exact 64-bit ints */
     unsigned char *packed; /* per slot: bit j set when item j is held in `vals` only */
@@ -1777,6 +1779,7 @@ static inline int ring_hold(PyObject *o, PyObject **it, long long *v)
 /* Append (a, b, c, d) (new references taken here); the oldest goes when the ring is full. 0 or -1. */
 static int ring_push(Ring *rg, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
 {
+    rg->pushed++;
     if (rg->maxlen == 0)
         return 0;
     Py_ssize_t slot;
@@ -1930,7 +1933,14 @@ static PyMethodDef ring_methods[] = {
     {NULL},
 };
 
-static PyGetSetDef ring_getset[] = {{"maxlen", (getter)ring_maxlen, NULL, "the most items kept", NULL}, {NULL}};
+static PyObject *ring_pushed(Ring *rg, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLongLong(rg->pushed);
+}
+
+static PyGetSetDef ring_getset[] = {{"maxlen", (getter)ring_maxlen, NULL, "the most items kept", NULL},
+                                    {"pushed", (getter)ring_pushed, NULL, "items ever appended (clear keeps the count)", NULL},
+                                    {NULL}};
 
 static PySequenceMethods ring_as_sequence = {.sq_length = (lenfunc)ring_length, .sq_item = (ssizeargfunc)ring_item};
 
