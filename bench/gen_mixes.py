@@ -42,12 +42,16 @@ class _Writer:
         self.n += 1
 
 
-def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: int, unregister_twice: int = 0) -> int:
+def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: int, unregister_twice: int = 0,
+               large: int = 0) -> int:
     """`live` allocations, each registered once made; then churn: unregister one, register another,
     look up MAPPED ones (a share `churn_lookups` of the steps), until `events`. From the end of the
     set-up on, `live` or `live - 1` allocations are registered at every event. `unregister_twice`
     N > 0: every Nth unregister is made twice, the second answered 507911 (not registered), a bug
-    the replay finds (ACL-UNREG-REGISTERED); 0 draws the same trace as before it existed."""
+    the replay finds (ACL-UNREG-REGISTERED); 0 draws the same trace as before it existed. `large`
+    > 0: first one allocation of that many bytes below all the others, registered for the whole
+    trace (a staging pool beside many small buffers), so the largest entry of both tables is that
+    large; 0 draws the same trace as before it existed."""
     rng = random.Random(seed)
     with open(path, "wb") as f:
         f.write(orjson.dumps(ACL_HEADER) + b"\n")
@@ -55,6 +59,10 @@ def _acl_trace(path: str, events: int, live: int, churn_lookups: float, seed: in
         bases = [BASE + i * 4 * PAGE for i in range(live)]
         flags: dict[int, int] = {}
         idle: list[int] = []
+        if large:
+            pool = BASE - large - 64 * PAGE
+            emit({"call": "malloc", "args": {"size": large}, "out": {"ptr": pool}})
+            emit({"call": "aclrtHostRegisterV2", "args": {"ptr": pool, "size": large, "flag": MAPPED}, "ret": 0})
         for b in bases:
             if emit.n >= events:
                 break
@@ -105,9 +113,10 @@ def double_unregister(path: str, events: int, every: int = 10, seed: int = 1) ->
     return _acl_trace(path, events, live=4000, churn_lookups=0.1, seed=seed, unregister_twice=every)
 
 
-def live_churn(path: str, events: int, live: int, seed: int = 1) -> int:
-    """live-100k's churn on `live` live registrations (bench_live_sweep.py varies it)."""
-    return _acl_trace(path, events, live=live, churn_lookups=0.6, seed=seed)
+def live_churn(path: str, events: int, live: int, seed: int = 1, large: int = 0) -> int:
+    """live-100k's churn on `live` live registrations (bench_live_sweep.py varies it), with one
+    registration of `large` bytes below them where `large` > 0."""
+    return _acl_trace(path, events, live=live, churn_lookups=0.6, seed=seed, large=large)
 
 
 def live_100k(path: str, events: int, seed: int = 1) -> int:

@@ -75,3 +75,18 @@ def test_double_unregister_is_register_heavy_with_one_finding_per_repeat(tmp_pat
     report = replay_trace(str(buggy))
     assert [(f.line, f.rule, f.related) for f in report.findings] == \
         [(n, "ACL-UNREG-REGISTERED", (n - 1,)) for n in repeats]
+
+
+def test_a_large_registration_adds_its_two_lines_and_nothing_else(tmp_path):
+    """bench_live_sweep.py --large: the same churn after one large allocation and its registration,
+    which stay for the whole trace (the trace conforms)."""
+    plain, large = tmp_path / "plain.jsonl", tmp_path / "large.jsonl"
+    live_churn(str(plain), 3_000, live=300)
+    live_churn(str(large), 3_002, live=300, large=2**30)
+    plain_lines, large_lines = plain.read_bytes().splitlines(), large.read_bytes().splitlines()
+    def untimed(lines):  # (the writer's timestamps count the events: two more before each)
+        return [{k: v for k, v in orjson.loads(line).items() if k not in ("t0", "t1")} for line in lines]
+    assert large_lines[0] == plain_lines[0] and untimed(large_lines[3:]) == untimed(plain_lines[1:])
+    assert [orjson.loads(line)["call"] for line in large_lines[1:3]] == ["malloc", "aclrtHostRegisterV2"]
+    report = replay_trace(str(large))
+    assert report.events == 3_002 and not report.findings

@@ -477,3 +477,73 @@ def test_ascending_puts_and_ordered_frees_are_the_python_table(n, step, order, h
         for x in (k - 1, k, k + 1, 999, 10**6):
             assert c.any_overlapping(x, x + 5) == py.any_overlapping(x, x + 5), x
             assert c.any_containing_addr(x) == py.any_containing_addr(x), x
+
+
+# ---- separated tables: the probes ask only the entry before an address (and, for an overlap, the
+# entries from it on), which is exact only while no key lies inside another entry's range
+
+def truly_separated(t) -> bool:
+    return not any(a != b and size > 0 and a <= b < a + size
+                   for a, ra in t.rows.items() for size in [ra["size"]] for b in t.rows)
+
+
+# Mostly entries in their own slot of 100 (a separated table), some wide enough to hold other keys
+# (one large entry among small ones is what made the window walk the whole table), a few removals.
+separated_ops = st.lists(st.tuples(st.integers(0, 5).map(lambda x: x == 0), st.integers(0, 30),
+                                   st.integers(0, 40), st.integers(-3, 60),
+                                   st.integers(0, 12).map(lambda x: 2_000 if x == 0 else 0)), max_size=60)
+
+
+def walk_order(t, probe: str, *args) -> tuple[bool, list]:
+    """A probe's answer and the keys its predicate was asked about, in order."""
+    asked: list = []
+    answer = getattr(t, probe)(*args, lambda entry: asked.append(entry[0]) or entry[0] % 3 == 0)
+    return answer, asked
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+@settings(max_examples=200, deadline=None)
+@given(separated_ops, st.lists(st.tuples(st.integers(-50, 3_200), st.integers(-20, 300)), min_size=1, max_size=8),
+       st.sampled_from([None, 4]))
+def test_separated_tables_probe_exactly_and_ask_what_the_walk_asks(cls, operations, qs, small):
+    """After every change: a table that says it is separated is; every probe is exact; and the
+    predicate is asked about the same entries in the same order as by the window's walk (the same
+    table told it is not separated), so the two ways cannot differ even by an exception."""
+    t = cls("size", "t", small=small)
+    for remove, slot, offset, size, wide in operations:
+        if remove and t.rows:
+            t.remove(sorted(t.rows)[slot % len(t.rows)])
+        else:
+            t.put(slot * 100 + offset, {"size": size + wide})
+        assert not t._separated or truly_separated(t)
+        walker = t.copy()
+        walker._separated = False
+        ranges = [(base, base + length) for base, length in qs]
+        if t.rows:  # also at the edges of an entry, where an off-by-one shows
+            k = sorted(t.rows)[qs[0][0] % len(t.rows)]
+            e = k + t.rows[k]["size"]
+            ranges += [(b, x) for b in (k - 1, k, k + 1, e - 1, e) for x in (b + 1, e - 1, e, e + 1)]
+        for base, end in ranges:
+            entries = [(k, k + r["size"]) for k, r in t.rows.items()]
+            assert t.any_overlapping(base, end) == any(overlaps(e, (base, end)) for e in entries)
+            assert t.any_containing(base, end) == any(contains_range(e, (base, end)) for e in entries)
+            assert t.any_containing_addr(base) == any(contains_addr(e, base) for e in entries)
+            for probe, args in (("any_overlapping", (base, end)), ("any_containing", (base, end)),
+                                ("any_containing_addr", (base,))):
+                assert walk_order(t, probe, *args) == walk_order(walker, probe, *args), (probe, args)
+            want, got = answers(t, lambda r: overlaps(r, (base, end)), t.overlapping(base, end))
+            assert want == got
+            want, got = answers(t, lambda r: contains_range(r, (base, end)), t.containing(base, end))
+            assert want == got
+
+
+def test_a_table_is_separated_again_once_empty():
+    for cls in [PyTable] + ([Table] if NATIVE is not None else []):
+        t = cls("size", "t")
+        t.put(0, {"size": 100})
+        t.put(10, {"size": 5})
+        assert not t._separated
+        t.remove(10)
+        assert not t._separated  # (separated again, but only an empty table is known to be)
+        t.remove(0)
+        assert t._separated

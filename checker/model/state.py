@@ -40,7 +40,12 @@ class _TableOps:
     The index of a sized table is its sorted keys plus the largest size of any entry (a max-heap
     with lazy deletion). A query for the entries whose range overlaps or contains a given range
     then only looks at keys within one maximum size of it: O(log n + k) for k candidates, and exact
-    (the candidates are a superset of the answer; the caller tests each).
+    (the candidates are a superset of the answer; the caller tests each). One large entry makes
+    that window as wide as the table, so while a table is known to be separated (`_separated`: no
+    key lies inside another entry's range, as in a trace that keeps the bundled specs' invariants)
+    the queries ask only the entry before the range and the entries within it: O(log n) plus the
+    entries that do overlap. Every put checks its neighbours to keep the flag true; a table that
+    loses it walks the window until it is empty again.
 
     The sorted keys are a plain list while the table is small (insertion there is a memmove of at
     most SMALL pointers, several times cheaper than a SortedList's bookkeeping at a few hundred
@@ -68,6 +73,13 @@ class _TableOps:
         self._size_count: dict[int, int] = {}
         self._size_heap: list[int] = []  # negated sizes; stale entries are dropped lazily
         self._largest: int | None = None  # the largest size while known; None: ask the heap
+        # True only while the table is known to be separated: no entry's key lies inside another
+        # entry's non-empty range (so non-empty ranges are disjoint), as a table of registrations or
+        # allocations is in a trace that keeps its spec's invariants. Then only the entry before an
+        # address can contain it, and the probes ask that one entry instead of walking the window of
+        # keys one largest size wide (which one large entry widens to the whole table). False is
+        # always safe: the window's walk is exact either way.
+        self._separated = True
         # Every put/remove is appended as (table, key, "put"|"remove", previous record): `apply`
         # rolls a failed effect back with it, and the replayer learns which line made each entry.
         self.journal: list | None = None
@@ -103,6 +115,8 @@ class _TableOps:
             else:
                 self._forget_size(old[field])
             size = record[field]
+            if self._separated and not self._keeps_separated(key, size):
+                self._separated = False
             counts = self._size_count
             count = counts.get(size, 0)
             counts[size] = count + 1
@@ -135,6 +149,8 @@ class _TableOps:
                 if len(keys) < self.small // 2:
                     self.keys = list(keys)
             self._forget_size(old[field])
+            if not self.rows:
+                self._separated = True
 
     def _forget_size(self, size: int) -> None:
         count = self._size_count[size] - 1
@@ -158,6 +174,42 @@ class _TableOps:
         record[name] = value
         self.rows[key] = record
 
+    def _keeps_separated(self, key, size) -> bool:
+        """Whether a separated table stays separated with the entry (key, size), its key in the index
+        already: the entry before it must not hold `key`, nor may the entry after it lie inside it.
+        (In a separated table only the entry before an address can hold it.) False where a size or a
+        key cannot be compared: the window's walk answers then."""
+        try:
+            before, after = self._neighbours(key)
+            if after is not None and size > 0 and after < key + size:
+                return False
+            if before is None:
+                return True
+            size_before = self.rows[before][self.sized_by]
+            return not (size_before > 0 and key < before + size_before)
+        except (TypeError, KeyError, OverflowError):
+            return False
+
+    def _neighbours(self, x) -> tuple:
+        """(the largest key < x, the smallest key > x), each None where there is none."""
+        keys = self.keys
+        if type(keys) is list:
+            i = bisect_left(keys, x)
+            j = i + 1 if i < len(keys) and keys[i] == x else i
+            return (keys[i - 1] if i else None), (keys[j] if j < len(keys) else None)
+        if type(keys) is not SortedList:
+            return keys.neighbours(x)  # the C module's SortedKeys
+        maxes, lists = keys._maxes, keys._lists  # (their documented-stable layout, as _keys_between)
+        pos = bisect_left(maxes, x)
+        if pos == len(maxes):
+            return (maxes[-1] if maxes else None), None
+        sub = lists[pos]
+        i = bisect_left(sub, x)  # sub[i] exists: maxes[pos] >= x
+        before = sub[i - 1] if i else (lists[pos - 1][-1] if pos else None)
+        j = i + 1 if sub[i] == x else i
+        after = sub[j] if j < len(sub) else (lists[pos + 1][0] if pos + 1 < len(lists) else None)
+        return before, after
+
     def entries(self) -> list[tuple]:
         return list(self.rows.items())
 
@@ -169,12 +221,22 @@ class _TableOps:
     def overlapping(self, base: int, end: int) -> list[tuple]:
         """Candidates for `entry.range overlaps [base, end)`."""
         bounds = self._probe_bounds(base, end, True)
-        return self._window(*bounds) if bounds else []
+        if not bounds:
+            return []
+        if self._separated:  # the entry before base, and those from base on
+            before = self._neighbours(base)[0]
+            return ([(before, self.rows[before])] if before is not None else []) + self._window(base, end)
+        return self._window(*bounds)
 
     def containing(self, base: int, end: int) -> list[tuple]:
         """Candidates for `entry.range contains [base, end)` (an address x is [x, x + 1))."""
         bounds = self._probe_bounds(base, end, False)
-        return self._window(*bounds) if bounds else []
+        if not bounds:
+            return []
+        if self._separated and base < end:  # only the entry at or before base can hold it
+            at = base if base in self.rows else self._neighbours(base)[0]
+            return [(at, self.rows[at])] if at is not None else []
+        return self._window(*bounds)
 
     def _probe_bounds(self, base: int, end: int, overlap: bool) -> tuple[int, int] | None:
         """[lo, hi): where the keys of the entries that may overlap (`overlap`) or contain
@@ -232,6 +294,18 @@ class _TableOps:
             largest = self.max_size()
         if largest <= 0:
             return False
+        if self._separated:  # the entry before base, then the entries from base on (as the walk meets them)
+            before = self._neighbours(base)[0]
+            if before is not None:
+                record = rows[before]
+                size = record[field]
+                if size > 0 and base < before + size and (pred is None or pred((before, record))):
+                    return True
+            for k in self._keys_between(base + 1, end):
+                record = rows[k]
+                if record[field] > 0 and (pred is None or pred((k, record))):
+                    return True
+            return False
         lo = base - largest + 1  # overlap_window(base, end, largest), inline
         for k in self._window_keys(lo, end, base):
             if k == base:
@@ -253,6 +327,12 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
+        if self._separated and base < end:  # only the entry before base can hold it (base's own was asked)
+            before = self._neighbours(base)[0]
+            if before is None:
+                return False
+            record = rows[before]
+            return end <= before + record[field] and (pred is None or bool(pred((before, record))))
         lo = (base if base < end else end) - largest  # containment_window(base, end, largest), inline
         for k in self._window_keys(lo, base + 1, base):
             if k == base:
@@ -273,6 +353,12 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
+        if self._separated:  # only the entry before x can hold it (x's own was asked)
+            before = self._neighbours(x)[0]
+            if before is None:
+                return False
+            record = rows[before]
+            return x < before + record[field] and (pred is None or bool(pred((before, record))))
         lo = x - largest  # containment_window(x, x + 1, largest), inline
         for k in self._window_keys(lo, x + 1, x):
             if k == x:
@@ -339,6 +425,7 @@ class _TableOps:
             t._size_count = dict(self._size_count)
             t._size_heap = list(self._size_heap)
             t._largest = self._largest
+            t._separated = self._separated
         return t
 
     # Pickling and copy.copy/deepcopy, the same for both classes (the C base has no default for it).
@@ -358,7 +445,7 @@ class _TableOps:
     _slow_any_containing_addr = any_containing_addr
 
 
-_FIELDS = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "_largest", "journal")
+_FIELDS = ("name", "rows", "sized_by", "keys", "small", "_size_count", "_size_heap", "_largest", "_separated", "journal")
 
 
 class PyTable(_TableOps):

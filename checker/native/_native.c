@@ -39,7 +39,7 @@ typedef __int128 wide;
 #define NATIVE_INTERFACE 9
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
-#define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(journal)
+#define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(separated) X(journal)
 #define DECLARE_FIELD(f) PyObject *f;
 #define VISIT_FIELD(f) Py_VISIT(self->f);
 #define CLEAR_FIELD(f) Py_CLEAR(self->f);
@@ -679,6 +679,28 @@ static PyObject *sk_irange(SortedKeys *sk, PyObject *const *args, Py_ssize_t nar
     return out;
 }
 
+/* neighbours(x): (the largest key < x, the smallest key > x), each None where there is none. */
+static PyObject *sk_neighbours(SortedKeys *sk, PyObject *arg)
+{
+    wide x;
+    if (!sk_bound(arg, &x))
+        return NULL;
+    Py_ssize_t c, i;
+    sk_seek(sk, x, &c, &i);
+    PyObject *before = Py_None, *after = Py_None;
+    if (i > 0)
+        before = sk->chunks[c]->o[i - 1];
+    else if (c > 0)
+        before = sk->chunks[c - 1]->o[sk->chunks[c - 1]->n - 1];
+    if (c < sk->nchunks && (wide)sk->chunks[c]->k[i] == x && ++i == sk->chunks[c]->n) {
+        c++;
+        i = 0;
+    }
+    if (c < sk->nchunks)
+        after = sk->chunks[c]->o[i];
+    return PyTuple_Pack(2, before, after);
+}
+
 static PyObject *sk_tolist(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
 {
     PyObject *out = PyList_New(sk->len);
@@ -791,6 +813,7 @@ static PyMethodDef sk_methods[] = {
     {"add", (PyCFunction)sk_add, METH_O, "add(key): insert a key (an int within 64 bits, else OverflowError)"},
     {"remove", (PyCFunction)sk_remove, METH_O, "remove(key): delete a key (ValueError when absent)"},
     {"irange", (PyCFunction)(void (*)(void))sk_irange, METH_FASTCALL, "irange(lo, hi): the keys in [lo, hi), as a list"},
+    {"neighbours", (PyCFunction)sk_neighbours, METH_O, "neighbours(x): (the largest key < x, the smallest key > x), None where none"},
     {"copy", (PyCFunction)sk_copy, METH_NOARGS, "copy(): an independent index of the same keys"},
     {"__reduce__", (PyCFunction)sk_reduce, METH_NOARGS, NULL},
     {NULL},
@@ -1151,6 +1174,158 @@ static PyObject *containing_addr_body(const KeyIndex *ki, PyObject *rows, PyObje
 
 static probe_body probe_bodies[3] = {overlapping_body, containing_body, containing_addr_body};
 
+/* ---- separated tables: the entry before an address is the only one that can hold it */
+
+/* An entry next to an address in a sized table's index: its key object (borrowed; NULL: none), key and size. */
+typedef struct {
+    PyObject *o;
+    long long k, size;
+} Neighbour;
+
+static int list_neighbour(PyObject *rows, PyObject *field, PyObject *key, Neighbour *nb)
+{
+    if (!as_i64(key, &nb->k))
+        return 0;
+    PyObject *record = PyDict_GetItemWithError(rows, key);
+    if (record == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!record_size(record, field, &nb->size))
+        return 0;
+    nb->o = key;
+    return 1;
+}
+
+/* The entries next to x (strictly before and after it) in the index `keys` of `rows`, with their
+ * sizes, as checker/model/state.py's _neighbours finds their keys: 1, or 0 where C cannot read one. */
+static int neighbours(PyObject *rows, PyObject *keys, PyObject *field, wide x, Neighbour *before, Neighbour *after)
+{
+    before->o = after->o = NULL;
+    if (Py_IS_TYPE(keys, &SortedKeysType)) {
+        SortedKeys *sk = (SortedKeys *)keys;
+        Py_ssize_t c, i, bc, bi;
+        sk_seek(sk, x, &c, &i);
+        bc = c;
+        bi = i;
+        if (bi == 0 && bc > 0)
+            bi = sk->chunks[--bc]->n; /* chunks are never empty */
+        if (bi > 0) {
+            KeyChunk *chunk = sk->chunks[bc];
+            if (!slot_size(chunk, bi - 1, rows, field, &before->size))
+                return 0;
+            before->o = chunk->o[bi - 1];
+            before->k = chunk->k[bi - 1];
+        }
+        if (c < sk->nchunks && (wide)sk->chunks[c]->k[i] == x && ++i == sk->chunks[c]->n) {
+            c++;
+            i = 0;
+        }
+        if (c < sk->nchunks) {
+            KeyChunk *chunk = sk->chunks[c];
+            if (!slot_size(chunk, i, rows, field, &after->size))
+                return 0;
+            after->o = chunk->o[i];
+            after->k = chunk->k[i];
+        }
+        return 1;
+    }
+    if (!PyList_CheckExact(keys))
+        return 0;
+    Py_ssize_t n = PyList_GET_SIZE(keys), i = bisect(keys, x, 0, 0), j;
+    long long v;
+    if (i < 0)
+        return 0;
+    j = i;
+    if (j < n) {
+        if (!as_i64(PyList_GET_ITEM(keys, j), &v))
+            return 0;
+        if ((wide)v == x)
+            j++;
+    }
+    if (i > 0 && !list_neighbour(rows, field, PyList_GET_ITEM(keys, i - 1), before))
+        return 0;
+    return j >= n || list_neighbour(rows, field, PyList_GET_ITEM(keys, j), after);
+}
+
+/* Whether a separated table stays separated with the entry (k, size), in its index already (the
+ * Python put's _keeps_separated): 0 also where C cannot tell, which is always safe. */
+static int keeps_separated(TableCore *self, long long k, long long size)
+{
+    Neighbour before, after;
+    if (!neighbours(self->rows, self->keys, self->sized_by, (wide)k, &before, &after))
+        return 0;
+    if (after.o != NULL && size > 0 && (wide)after.k < (wide)k + size)
+        return 0;
+    return before.o == NULL || !(before.size > 0 && (wide)k < (wide)before.k + before.size);
+}
+
+/* A probe of a separated table, as the Python methods' `_separated` branches: the exact key, then
+ * only the entry before base, and for an overlap the entries from base on below end. These are the
+ * entries the window's walk would find true, met in its order, so the predicate is asked the same
+ * questions in the same order. (A containment of an empty or inverted range walks the window.) */
+static PyObject *separated_probe(const KeyIndex *ki, PyObject *rows, PyObject *keys, PyObject *field, long long largest,
+                                 PyObject *kobj, long long base, long long end, int mode, Pred *pred)
+{
+    if ((Py_IS_TYPE(keys, &SortedKeysType) ? ((SortedKeys *)keys)->len : PyList_GET_SIZE(keys)) != PyDict_GET_SIZE(rows))
+        return SLOW; /* not the index of these rows */
+    if (mode == PROBE_OVERLAPPING) {
+        if (end <= base)
+            Py_RETURN_FALSE;
+        EXACT_HIT(kobj, base, end, 0);
+        if (largest <= 0)
+            Py_RETURN_FALSE;
+    } else
+        EXACT_HIT(kobj, base, end, mode == PROBE_CONTAINING ? 1 : 0);
+    Neighbour before, after;
+    if (!neighbours(rows, keys, field, (wide)base, &before, &after))
+        return SLOW;
+    if (before.o != NULL) {
+        wide upto = (wide)before.k + before.size;
+        int hit = mode == PROBE_OVERLAPPING ? before.size > 0 && (wide)base < upto
+                  : mode == PROBE_CONTAINING ? (wide)end <= upto : (wide)base < upto;
+        if (hit)
+            HOLDS_KEY(before.o);
+    }
+    if (mode != PROBE_OVERLAPPING)
+        Py_RETURN_FALSE;
+    if (Py_IS_TYPE(keys, &SortedKeysType)) {
+        SortedKeys *sk = (SortedKeys *)keys;
+        unsigned long long version = sk->version;
+        Py_ssize_t c, i;
+        sk_seek(sk, (wide)base + 1, &c, &i);
+        for (; c < sk->nchunks; c++, i = 0) {
+            for (; i < sk->chunks[c]->n; i++) {
+                KeyChunk *chunk = sk->chunks[c];
+                long long size;
+                if ((wide)chunk->k[i] >= (wide)end)
+                    Py_RETURN_FALSE;
+                if (!slot_size(chunk, i, rows, field, &size))
+                    return SLOW;
+                if (size > 0) {
+                    HOLDS_KEY(chunk->o[i]);
+                    if (sk->version != version)
+                        return SLOW;
+                }
+            }
+        }
+        Py_RETURN_FALSE;
+    }
+    Py_ssize_t i = bisect(keys, (wide)base + 1, 0, 0);
+    if (i < 0)
+        return SLOW;
+    for (; i < PyList_GET_SIZE(keys); i++) { /* (its size re-read: a predicate runs Python code) */
+        PyObject *wkey = PyList_GET_ITEM(keys, i);
+        long long kv;
+        if (!as_i64(wkey, &kv))
+            return SLOW;
+        if ((wide)kv >= (wide)end)
+            break;
+        WINDOW_CANDIDATE(wkey, kv, base, size > 0);
+    }
+    Py_RETURN_FALSE;
+}
+
 /* A probe's answer (a new reference to True or False), NULL on error, or SLOW when it is the
  * Python method's to answer. `kobj` is the int object of `base`; `end` is unused by
  * PROBE_CONTAINING_ADDR. The body runs on references of its own to the table's fields (a
@@ -1172,7 +1347,9 @@ static PyObject *probe_core(TableCore *self, int mode, PyObject *kobj, wide base
     Py_INCREF(rows);
     Py_INCREF(keys);
     Py_INCREF(field);
-    PyObject *r = Py_IS_TYPE(keys, &SortedKeysType)
+    PyObject *r = self->separated == Py_True && !(mode == PROBE_CONTAINING && end <= base)
+                      ? separated_probe(ki, rows, keys, field, largest, kobj, (long long)base, (long long)end, mode, pred)
+                  : Py_IS_TYPE(keys, &SortedKeysType)
                       ? sk_probe(ki, rows, (SortedKeys *)keys, field, largest, kobj, (long long)base, (long long)end, mode, pred)
                       : probe_bodies[mode](ki, rows, keys, field, largest, kobj, (long long)base, (long long)end, pred);
     Py_DECREF(rows);
@@ -1492,6 +1669,8 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (field != Py_None && old != NULL && Py_IS_TYPE(self->keys, &SortedKeysType))
         sk_set_size((SortedKeys *)self->keys, key, size_value, sized && !failed); /* the index's size follows */
+    if (!failed && field != Py_None && self->separated == Py_True && !(key_held && sized && keeps_separated(self, kv, size_value)))
+        Py_SETREF(self->separated, Py_NewRef(Py_False)); /* (the Python put's check; False where C cannot tell) */
     Py_DECREF(own);
     Py_XDECREF(old);
     Py_XDECREF(old_size);
@@ -1601,6 +1780,8 @@ static PyObject *remove_(TableCore *self, PyObject *const *args, Py_ssize_t narg
     Py_DECREF(found);
     if (failed)
         return NULL;
+    if (field != Py_None && PyDict_GET_SIZE(self->rows) == 0 && self->separated != NULL)
+        Py_SETREF(self->separated, Py_NewRef(Py_True)); /* (as the Python remove) */
     Py_RETURN_NONE;
 slow_found:
     Py_XDECREF(size);
@@ -1704,7 +1885,7 @@ static void dealloc(TableCore *self)
 static PyMemberDef members[] = {
     MEMBER("name", name), MEMBER("rows", rows), MEMBER("sized_by", sized_by), MEMBER("keys", keys),
     MEMBER("small", small), MEMBER("_size_count", size_count), MEMBER("_size_heap", size_heap),
-    MEMBER("_largest", largest), MEMBER("journal", journal), {NULL},
+    MEMBER("_largest", largest), MEMBER("_separated", separated), MEMBER("journal", journal), {NULL},
 };
 
 static PyMethodDef methods[] = {
