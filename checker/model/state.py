@@ -115,8 +115,8 @@ class _TableOps:
             else:
                 self._forget_size(old[field])
             size = record[field]
-            if self._separated and not self._keeps_separated(key, size):
-                self._separated = False
+            if self._separated:
+                self._separated = self._keeps_separated(key, size)
             counts = self._size_count
             count = counts.get(size, 0)
             counts[size] = count + 1
@@ -180,10 +180,20 @@ class _TableOps:
         (In a separated table only the entry before an address can hold it.) False where a size or a
         key cannot be compared: the window's walk answers then."""
         try:
-            before, after = self._neighbours(key)
+            keys = self.keys
+            if type(keys) is SortedList:  # (_neighbours, inline: every put of a large table asks)
+                maxes, lists = keys._maxes, keys._lists
+                pos = bisect_left(maxes, key)  # < len(maxes): the key is in the index
+                sub = lists[pos]
+                i = bisect_left(sub, key)
+                before = sub[i - 1] if i else (lists[pos - 1][-1] if pos else None)
+                after = sub[i + 1] if i + 1 < len(sub) else (lists[pos + 1][0] if pos + 1 < len(lists) else None)
+            else:
+                before, after = self._neighbours(key)
             if after is not None and size > 0 and after < key + size:
                 return False
-            if before is None:
+            largest = self._largest  # (no entry before this put is larger; unknown: read the record)
+            if before is None or largest is not None and key - before >= largest:
                 return True
             size_before = self.rows[before][self.sized_by]
             return not (size_before > 0 and key < before + size_before)
@@ -255,9 +265,12 @@ class _TableOps:
     # the window's keys come from `_window_keys`, shared by the three.
     # The window skips the exact key: its test there is the exact hit's, with the same answer (the
     # spec's predicates are pure), so asking it again would only repeat the predicate.
-    def _window_keys(self, lo: int, hi: int, exact: int) -> Sequence:
+    def _window_keys(self, lo: int, hi: int, exact: int, separable: bool) -> Sequence | None:
         """The keys in [lo, hi), or none when the window holds no key but `exact` (whose test the
-        probe has made already): the probes' windows, each usual case found by one bisection."""
+        probe has made already): the probes' windows, each usual case found by one bisection.
+        None where the window holds keys, the table is separated and `separable` (the probe can
+        ask the separated way): the probe then asks the entry before its range, and for an
+        overlap those within it, not every key one largest size wide."""
         keys = self.keys
         if type(keys) is list:
             i = bisect_left(keys, lo)
@@ -265,6 +278,8 @@ class _TableOps:
                 return ()
             if keys[i] == exact and (i + 1 == len(keys) or keys[i + 1] >= hi):  # only the exact key's
                 return ()
+            if separable and self._separated:
+                return None
             return keys[i:bisect_left(keys, hi, i)]
         if type(keys) is SortedList:  # the usual window: in one sublist, or in the last (else `_keys_between`)
             maxes = keys._maxes
@@ -277,9 +292,19 @@ class _TableOps:
                 return ()
             if sub[i] == exact and (sub[i + 1] >= hi if i + 1 < len(sub) else pos + 1 == len(maxes)):
                 return ()  # only the exact key's
+            if separable and self._separated:
+                return None
             j = bisect_left(sub, hi, i)
             return sub[i:j] if j < len(sub) or pos + 1 == len(maxes) else self._keys_between(lo, hi)
-        return self._keys_between(lo, hi)
+        return None if separable and self._separated else self._keys_between(lo, hi)
+
+    def _entry_before(self, x, largest: int, reach: int):
+        """(key, record) of the entry before x, where its size can reach `reach` - key (no larger
+        size than `largest` is in the table); None otherwise (its record is then not read)."""
+        before = self._neighbours(x)[0]
+        if before is None or reach - before > largest:
+            return None
+        return before, self.rows[before]
 
     def any_overlapping(self, base: int, end: int, pred: Callable | None = None) -> bool:
         rows = self.rows
@@ -294,20 +319,21 @@ class _TableOps:
             largest = self.max_size()
         if largest <= 0:
             return False
-        if self._separated:  # the entry before base, then the entries from base on (as the walk meets them)
-            before = self._neighbours(base)[0]
-            if before is not None:
-                record = rows[before]
+        lo = base - largest + 1  # overlap_window(base, end, largest), inline
+        window = self._window_keys(lo, end, base, True)
+        if window is None:  # separated: the entry before base, then those from base on (as the walk meets them)
+            entry = self._entry_before(base, largest, base + 1)
+            if entry is not None:
+                before, record = entry
                 size = record[field]
-                if size > 0 and base < before + size and (pred is None or pred((before, record))):
+                if size > 0 and base < before + size and (pred is None or pred(entry)):
                     return True
             for k in self._keys_between(base + 1, end):
                 record = rows[k]
                 if record[field] > 0 and (pred is None or pred((k, record))):
                     return True
             return False
-        lo = base - largest + 1  # overlap_window(base, end, largest), inline
-        for k in self._window_keys(lo, end, base):
+        for k in window:
             if k == base:
                 continue
             record = rows[k]
@@ -327,14 +353,12 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        if self._separated and base < end:  # only the entry before base can hold it (base's own was asked)
-            before = self._neighbours(base)[0]
-            if before is None:
-                return False
-            record = rows[before]
-            return end <= before + record[field] and (pred is None or bool(pred((before, record))))
         lo = (base if base < end else end) - largest  # containment_window(base, end, largest), inline
-        for k in self._window_keys(lo, base + 1, base):
+        window = self._window_keys(lo, base + 1, base, base < end)
+        if window is None:  # separated: only the entry before base can hold it (base's own was asked)
+            entry = self._entry_before(base, largest, end)
+            return entry is not None and end <= entry[0] + entry[1][field] and (pred is None or bool(pred(entry)))
+        for k in window:
             if k == base:
                 continue
             record = rows[k]
@@ -353,14 +377,12 @@ class _TableOps:
         largest = self._largest
         if largest is None:
             largest = self.max_size()
-        if self._separated:  # only the entry before x can hold it (x's own was asked)
-            before = self._neighbours(x)[0]
-            if before is None:
-                return False
-            record = rows[before]
-            return x < before + record[field] and (pred is None or bool(pred((before, record))))
         lo = x - largest  # containment_window(x, x + 1, largest), inline
-        for k in self._window_keys(lo, x + 1, x):
+        window = self._window_keys(lo, x + 1, x, True)
+        if window is None:  # separated: only the entry before x can hold it (x's own was asked)
+            entry = self._entry_before(x, largest, x + 1)
+            return entry is not None and x < entry[0] + entry[1][field] and (pred is None or bool(pred(entry)))
+        for k in window:
             if k == x:
                 continue
             record = rows[k]

@@ -1176,32 +1176,35 @@ static probe_body probe_bodies[3] = {overlapping_body, containing_body, containi
 
 /* ---- separated tables: the entry before an address is the only one that can hold it */
 
-/* An entry next to an address in a sized table's index: its key object (borrowed; NULL: none), key and size. */
+/* An entry next to an address in a sized table's index: its key object (borrowed; NULL: none) and
+ * key, and where its size is: a SortedKeys chunk's place, or (chunk NULL) its record in the rows. */
 typedef struct {
     PyObject *o;
-    long long k, size;
+    long long k;
+    KeyChunk *chunk;
+    Py_ssize_t c, i; /* its place: chunk c, index i of a SortedKeys, or index i of a list */
 } Neighbour;
 
-static int list_neighbour(PyObject *rows, PyObject *field, PyObject *key, Neighbour *nb)
+/* A neighbour's size: 1, or 0 where C cannot read it. Read only when its range could reach far
+ * enough to matter: in a large table the record is seldom in the cache. */
+static int neighbour_size(PyObject *rows, PyObject *field, Neighbour *nb, long long *size)
 {
-    if (!as_i64(key, &nb->k))
-        return 0;
-    PyObject *record = PyDict_GetItemWithError(rows, key);
+    if (nb->chunk != NULL)
+        return slot_size(nb->chunk, nb->i, rows, field, size);
+    PyObject *record = PyDict_GetItemWithError(rows, nb->o);
     if (record == NULL) {
         PyErr_Clear();
         return 0;
     }
-    if (!record_size(record, field, &nb->size))
-        return 0;
-    nb->o = key;
-    return 1;
+    return record_size(record, field, size);
 }
 
-/* The entries next to x (strictly before and after it) in the index `keys` of `rows`, with their
- * sizes, as checker/model/state.py's _neighbours finds their keys: 1, or 0 where C cannot read one. */
-static int neighbours(PyObject *rows, PyObject *keys, PyObject *field, wide x, Neighbour *before, Neighbour *after)
+/* The entries next to x (strictly before and after it) in the sorted index `keys`, as
+ * checker/model/state.py's _neighbours finds them: 1, or 0 where C cannot read a key. */
+static int neighbours(PyObject *keys, wide x, Neighbour *before, Neighbour *after)
 {
     before->o = after->o = NULL;
+    before->chunk = after->chunk = NULL;
     if (Py_IS_TYPE(keys, &SortedKeysType)) {
         SortedKeys *sk = (SortedKeys *)keys;
         Py_ssize_t c, i, bc, bi;
@@ -1212,10 +1215,7 @@ static int neighbours(PyObject *rows, PyObject *keys, PyObject *field, wide x, N
             bi = sk->chunks[--bc]->n; /* chunks are never empty */
         if (bi > 0) {
             KeyChunk *chunk = sk->chunks[bc];
-            if (!slot_size(chunk, bi - 1, rows, field, &before->size))
-                return 0;
-            before->o = chunk->o[bi - 1];
-            before->k = chunk->k[bi - 1];
+            *before = (Neighbour){chunk->o[bi - 1], chunk->k[bi - 1], chunk, bc, bi - 1};
         }
         if (c < sk->nchunks && (wide)sk->chunks[c]->k[i] == x && ++i == sk->chunks[c]->n) {
             c++;
@@ -1223,10 +1223,7 @@ static int neighbours(PyObject *rows, PyObject *keys, PyObject *field, wide x, N
         }
         if (c < sk->nchunks) {
             KeyChunk *chunk = sk->chunks[c];
-            if (!slot_size(chunk, i, rows, field, &after->size))
-                return 0;
-            after->o = chunk->o[i];
-            after->k = chunk->k[i];
+            *after = (Neighbour){chunk->o[i], chunk->k[i], chunk, c, i};
         }
         return 1;
     }
@@ -1243,9 +1240,18 @@ static int neighbours(PyObject *rows, PyObject *keys, PyObject *field, wide x, N
         if ((wide)v == x)
             j++;
     }
-    if (i > 0 && !list_neighbour(rows, field, PyList_GET_ITEM(keys, i - 1), before))
-        return 0;
-    return j >= n || list_neighbour(rows, field, PyList_GET_ITEM(keys, j), after);
+    if (i > 0) {
+        before->o = PyList_GET_ITEM(keys, i - 1);
+        if (!as_i64(before->o, &before->k))
+            return 0;
+    }
+    if (j < n) {
+        after->o = PyList_GET_ITEM(keys, j);
+        after->i = j;
+        if (!as_i64(after->o, &after->k))
+            return 0;
+    }
+    return 1;
 }
 
 /* Whether a separated table stays separated with the entry (k, size), in its index already (the
@@ -1253,11 +1259,16 @@ static int neighbours(PyObject *rows, PyObject *keys, PyObject *field, wide x, N
 static int keeps_separated(TableCore *self, long long k, long long size)
 {
     Neighbour before, after;
-    if (!neighbours(self->rows, self->keys, self->sized_by, (wide)k, &before, &after))
+    long long largest, before_size;
+    if (!neighbours(self->keys, (wide)k, &before, &after))
         return 0;
     if (after.o != NULL && size > 0 && (wide)after.k < (wide)k + size)
         return 0;
-    return before.o == NULL || !(before.size > 0 && (wide)k < (wide)before.k + before.size);
+    if (before.o == NULL || (as_i64(self->largest, &largest) && (wide)k - before.k >= (wide)largest))
+        return 1; /* (the cached largest size: no entry before this put is larger) */
+    if (!neighbour_size(self->rows, self->sized_by, &before, &before_size))
+        return 0;
+    return !(before_size > 0 && (wide)k < (wide)before.k + before_size);
 }
 
 /* A probe of a separated table, as the Python methods' `_separated` branches: the exact key, then
@@ -1278,22 +1289,30 @@ static PyObject *separated_probe(const KeyIndex *ki, PyObject *rows, PyObject *k
     } else
         EXACT_HIT(kobj, base, end, mode == PROBE_CONTAINING ? 1 : 0);
     Neighbour before, after;
-    if (!neighbours(rows, keys, field, (wide)base, &before, &after))
+    long long before_size;
+    if (!neighbours(keys, (wide)base, &before, &after))
         return SLOW;
-    if (before.o != NULL) {
-        wide upto = (wide)before.k + before.size;
-        int hit = mode == PROBE_OVERLAPPING ? before.size > 0 && (wide)base < upto
+    /* (its size is read only where it can reach: base for an overlap or an address, end for a containment) */
+    wide reach = mode == PROBE_CONTAINING ? (wide)end : (wide)base + 1;
+    if (before.o != NULL && reach - before.k <= (wide)largest) {
+        if (!neighbour_size(rows, field, &before, &before_size))
+            return SLOW;
+        wide upto = (wide)before.k + before_size;
+        int hit = mode == PROBE_OVERLAPPING ? before_size > 0 && (wide)base < upto
                   : mode == PROBE_CONTAINING ? (wide)end <= upto : (wide)base < upto;
         if (hit)
             HOLDS_KEY(before.o);
     }
-    if (mode != PROBE_OVERLAPPING)
+    if (mode != PROBE_OVERLAPPING || after.o == NULL || (wide)after.k >= (wide)end)
         Py_RETURN_FALSE;
+    /* the entries from base on, below end: from the one after base (no predicate has run since it was found,
+     * or the walk checks the index's version) */
     if (Py_IS_TYPE(keys, &SortedKeysType)) {
         SortedKeys *sk = (SortedKeys *)keys;
         unsigned long long version = sk->version;
-        Py_ssize_t c, i;
-        sk_seek(sk, (wide)base + 1, &c, &i);
+        Py_ssize_t c = after.c, i = after.i;
+        if (before.o != NULL && reach - before.k <= (wide)largest)
+            sk_seek(sk, (wide)base + 1, &c, &i); /* (a predicate ran: find the place again) */
         for (; c < sk->nchunks; c++, i = 0) {
             for (; i < sk->chunks[c]->n; i++) {
                 KeyChunk *chunk = sk->chunks[c];
@@ -1311,9 +1330,9 @@ static PyObject *separated_probe(const KeyIndex *ki, PyObject *rows, PyObject *k
         }
         Py_RETURN_FALSE;
     }
-    Py_ssize_t i = bisect(keys, (wide)base + 1, 0, 0);
-    if (i < 0)
-        return SLOW;
+    Py_ssize_t i = after.i;
+    if (before.o != NULL && reach - before.k <= (wide)largest && (i = bisect(keys, (wide)base + 1, 0, 0)) < 0)
+        return SLOW; /* (a predicate ran: find the place again) */
     for (; i < PyList_GET_SIZE(keys); i++) { /* (its size re-read: a predicate runs Python code) */
         PyObject *wkey = PyList_GET_ITEM(keys, i);
         long long kv;
