@@ -227,6 +227,9 @@ def test_sorted_keys_is_a_sorted_list_of_int64_keys():
     lo, hi = ref[100], ref[1400]
     assert sk.irange(lo, hi) == ref[100:1400] and sk.irange(-2**70, 2**70) == ref
     assert list(sk.copy()) == ref and list(pickle.loads(pickle.dumps(sk))) == ref
+    for x in [ref[0] - 1, ref[0], ref[-1], ref[-1] + 1, -2**70, 2**70] + [ref[i] + d for i in (63, 64, 700) for d in (-1, 0, 1)]:
+        below, above = [k for k in ref if k < x], [k for k in ref if k > x]  # at chunk edges too
+        assert sk.neighbours(x) == (below[-1] if below else None, above[0] if above else None), x
     for k in rng.sample(ref, len(ref) * 19 // 20):  # sparse chunks join their neighbours
         sk.remove(k)
         ref.remove(k)

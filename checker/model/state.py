@@ -180,16 +180,7 @@ class _TableOps:
         (In a separated table only the entry before an address can hold it.) False where a size or a
         key cannot be compared: the window's walk answers then."""
         try:
-            keys = self.keys
-            if type(keys) is SortedList:  # (_neighbours, inline: every put of a large table asks)
-                maxes, lists = keys._maxes, keys._lists
-                pos = bisect_left(maxes, key)  # < len(maxes): the key is in the index
-                sub = lists[pos]
-                i = bisect_left(sub, key)
-                before = sub[i - 1] if i else (lists[pos - 1][-1] if pos else None)
-                after = sub[i + 1] if i + 1 < len(sub) else (lists[pos + 1][0] if pos + 1 < len(lists) else None)
-            else:
-                before, after = self._neighbours(key)
+            before, after = self._neighbours(key)
             if after is not None and size > 0 and after < key + size:
                 return False
             largest = self._largest  # (no entry before this put is larger; unknown: read the record)

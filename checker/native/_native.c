@@ -679,27 +679,7 @@ static PyObject *sk_irange(SortedKeys *sk, PyObject *const *args, Py_ssize_t nar
     return out;
 }
 
-/* neighbours(x): (the largest key < x, the smallest key > x), each None where there is none. */
-static PyObject *sk_neighbours(SortedKeys *sk, PyObject *arg)
-{
-    wide x;
-    if (!sk_bound(arg, &x))
-        return NULL;
-    Py_ssize_t c, i;
-    sk_seek(sk, x, &c, &i);
-    PyObject *before = Py_None, *after = Py_None;
-    if (i > 0)
-        before = sk->chunks[c]->o[i - 1];
-    else if (c > 0)
-        before = sk->chunks[c - 1]->o[sk->chunks[c - 1]->n - 1];
-    if (c < sk->nchunks && (wide)sk->chunks[c]->k[i] == x && ++i == sk->chunks[c]->n) {
-        c++;
-        i = 0;
-    }
-    if (c < sk->nchunks)
-        after = sk->chunks[c]->o[i];
-    return PyTuple_Pack(2, before, after);
-}
+static PyObject *sk_neighbours(SortedKeys *sk, PyObject *arg); /* (below, beside the tables' neighbours) */
 
 static PyObject *sk_tolist(SortedKeys *sk, PyObject *Py_UNUSED(ignored))
 {
@@ -1254,6 +1234,17 @@ static int neighbours(PyObject *keys, wide x, Neighbour *before, Neighbour *afte
     return 1;
 }
 
+/* neighbours(x): (the largest key < x, the smallest key > x), each None where there is none. */
+static PyObject *sk_neighbours(SortedKeys *sk, PyObject *arg)
+{
+    wide x;
+    Neighbour before, after;
+    if (!sk_bound(arg, &x))
+        return NULL;
+    neighbours((PyObject *)sk, x, &before, &after); /* (a SortedKeys' keys are all readable) */
+    return PyTuple_Pack(2, before.o != NULL ? before.o : Py_None, after.o != NULL ? after.o : Py_None);
+}
+
 /* Whether a separated table stays separated with the entry (k, size), in its index already (the
  * Python put's _keeps_separated): 0 also where C cannot tell, which is always safe. */
 static int keeps_separated(TableCore *self, long long k, long long size)
@@ -1294,7 +1285,8 @@ static PyObject *separated_probe(const KeyIndex *ki, PyObject *rows, PyObject *k
         return SLOW;
     /* (its size is read only where it can reach: base for an overlap or an address, end for a containment) */
     wide reach = mode == PROBE_CONTAINING ? (wide)end : (wide)base + 1;
-    if (before.o != NULL && reach - before.k <= (wide)largest) {
+    int asked_before = before.o != NULL && reach - before.k <= (wide)largest; /* (then a predicate may have run) */
+    if (asked_before) {
         if (!neighbour_size(rows, field, &before, &before_size))
             return SLOW;
         wide upto = (wide)before.k + before_size;
@@ -1311,8 +1303,8 @@ static PyObject *separated_probe(const KeyIndex *ki, PyObject *rows, PyObject *k
         SortedKeys *sk = (SortedKeys *)keys;
         unsigned long long version = sk->version;
         Py_ssize_t c = after.c, i = after.i;
-        if (before.o != NULL && reach - before.k <= (wide)largest)
-            sk_seek(sk, (wide)base + 1, &c, &i); /* (a predicate ran: find the place again) */
+        if (asked_before)
+            sk_seek(sk, (wide)base + 1, &c, &i); /* (find the place again) */
         for (; c < sk->nchunks; c++, i = 0) {
             for (; i < sk->chunks[c]->n; i++) {
                 KeyChunk *chunk = sk->chunks[c];
@@ -1331,8 +1323,8 @@ static PyObject *separated_probe(const KeyIndex *ki, PyObject *rows, PyObject *k
         Py_RETURN_FALSE;
     }
     Py_ssize_t i = after.i;
-    if (before.o != NULL && reach - before.k <= (wide)largest && (i = bisect(keys, (wide)base + 1, 0, 0)) < 0)
-        return SLOW; /* (a predicate ran: find the place again) */
+    if (asked_before && (i = bisect(keys, (wide)base + 1, 0, 0)) < 0)
+        return SLOW; /* (find the place again) */
     for (; i < PyList_GET_SIZE(keys); i++) { /* (its size re-read: a predicate runs Python code) */
         PyObject *wkey = PyList_GET_ITEM(keys, i);
         long long kv;
