@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from checker.drivers import pinning
 from checker.drivers.execute import Execution, execute_trace
 from checker.drivers.executor import ReferenceDriver
-from checker.drivers.lockcheck import LockCheck, Mismatch
+from checker.drivers.lockcheck import LockCheck, Mismatch, StartIndex
 from checker.engines.replay import semantics_for
 from checker.trace.reader import header_spec_ref, read_trace
 from tests.drivers import sloppy
@@ -359,3 +359,38 @@ def test_changes_of_an_entrys_fields_give_the_whole_comparisons_answer(ops):
         assert check.after_event(st_, journal, False) == whole.after_event(st_, journal, False), (op, which, size, on)
         assert check.pinned_at == whole.pinned_at
 
+
+
+# StartIndex: the entries by start that a changed span or a relocated range asks for, against a
+# plain set of (start, item) pairs; both kinds of index (the C module's SortedKeys, a SortedList),
+# and starts beyond 64 bits, which move a SortedKeys index to a SortedList on the way.
+_START = st.one_of(st.integers(0, 64), st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, -1, -(2**63) - 1]))
+_INDEX_OPS = st.lists(st.tuples(st.sampled_from(["add", "discard", "within"]), _START, st.integers(0, 3),
+                                st.integers(0, 70)), max_size=60)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["sortedkeys", "sortedlist"])
+@settings(max_examples=150, deadline=None)
+@given(ops=_INDEX_OPS)
+def test_start_index_answers_as_a_set_of_pairs(native, ops):
+    index, model = StartIndex(native), set()
+    for op, start, item, width in ops:
+        if op == "add":
+            index.add(start, item)
+            model.add((start, item))
+        elif op == "discard":
+            index.discard(start, item)
+            model.discard((start, item))
+        else:
+            got = index.within(start, start + width)
+            assert sorted(got) == sorted(i for s, i in model if start <= s < start + width)
+    assert sorted(index.within(-(2**70), 2**70)) == sorted(i for _, i in model)
+
+
+def test_a_start_beyond_64_bits_moves_the_index_to_a_sorted_list():
+    index = StartIndex()
+    index.add(5, "a")
+    index.add(2**64, "b")
+    assert index.native is False
+    assert index.within(0, 2**65) == ["a", "b"]
+    assert index.within(6, 2**64) == []

@@ -47,7 +47,7 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .executor import ReferenceDriver
-from .lockcheck import LockCheck
+from .lockcheck import LockCheck, Mismatch
 from .pinning import PAGE_SIZE, forget_locked_reading
 from .protocol import Driver, Result
 
@@ -78,7 +78,9 @@ class Relocator:
 
     def take_changed(self) -> list[tuple[int, int]]:
         """The recorded spans where an address relocates differently since the last call."""
-        spans, self._changed = self._changed, []
+        spans = self._changed
+        if spans:  # else the same empty list serves again: most events relocate nothing
+            self._changed = []
         return spans
 
     @staticmethod
@@ -157,6 +159,7 @@ class Execution:
         self.plans = {name: (tuple((p, p in self.shape.releases.get(name, ())) for p in params),
                              self.shape.allocators.get(name))
                       for name, params in self.shape.addr_params.items()}
+        self.releases = {name: tuple(ps) for name, ps in self.shape.releases.items() if ps}
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
         self.driver_model = ModelSteps(sem, self.driver_state, FAST_STEPS)
@@ -199,20 +202,28 @@ class Execution:
         result = self.driver.call(name, driver_args)
         incident = getattr(self.driver, "last_incident", None)
         refused = incident is not None and incident.kind.value == "refused"
-        findings.extend(self._judge_driver(ev, name, args, status, outs, result, refused, inputs))
+        self._judge_driver(ev, name, args, status, outs, result, refused, inputs, findings)
         if incident is not None:
             kind = "refused" if incident.kind.value == "refused" else "divergence"
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
             findings.append(rep.finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
         if self.locks is not None:
-            findings.extend(self._compare_locks(ev, last))
+            if last:
+                forget_locked_reading()  # a fresh reading of smaps, not one reused
+            mismatch = self.locks.after_event(self.driver_state, self.applied, last)
+            if mismatch is not None:
+                findings += self._lock_findings(ev, mismatch)
         return findings
 
     def lock_check_at_the_end(self, ev) -> list[Finding]:
         """After a run whose last event (`ev`) was not known as last when it was stepped: the page
         locks compared whole, with smaps read afresh, as `step(ev, last=True)` would have (the
         findings at `ev`)."""
-        return self._compare_locks(ev, True) if self.locks is not None else []
+        if self.locks is None:
+            return []
+        forget_locked_reading()  # a fresh reading of smaps, not one reused
+        mismatch = self.locks.after_event(self.driver_state, self.applied, True)
+        return [] if mismatch is None else self._lock_findings(ev, mismatch)
 
     def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
         out = dict(args)
@@ -230,25 +241,29 @@ class Execution:
         return out, None
 
     def _judge_driver(self, ev, name, args, status, outs, result: Result, refused: bool,
-                      inputs: tuple | None = None) -> list[Finding]:
+                      inputs: tuple | None, found: list[Finding]) -> None:
         """The driver's result against the spec, in the model that follows the driver's results
-        (`inputs`: the arguments' values in declaration order as the decoder gave them, if it did)."""
+        (`inputs`: the arguments' values in declaration order as the decoder gave them, if it did);
+        its findings go into `found`."""
         sem, rep = self.sem, self.replayer
-        found: list[Finding] = []
         driver_status = result.ret
         alloc = self.plans[name][1]
-        model_outs = dict(result.out)
+        model_outs: Mapping[str, Any] | None = result.out  # read only, as the driver's own
         substituted = False
         if alloc is not None and driver_status == sem.success:
             recorded_base = outs.get(alloc.output)
             block = result.out.get(alloc.output)
             if recorded_base is not None and block is not None:
                 self.relocator.add(recorded_base, args[alloc.size_param], block)
-                model_outs[alloc.output] = recorded_base  # the driver's block stands for the recorded one
+                # The driver's block stands for the recorded one.
+                model_outs = {**result.out, alloc.output: recorded_base}
                 substituted = True
             else:
                 model_outs = None  # allocated only by the driver: nothing of the trace refers to it
         st = self.driver_state
+        # A step whose call has no effect leaves the journal as the last effect left it; emptied
+        # here, it lists this event's changes alone (the lock check looks again only at those).
+        st.journal.clear()
         # The call's fast step, where it takes the result, found it allowed (so the judgement below
         # would find nothing) and, for a success, applied its effect, as `sem.apply` below would.
         took = model_outs is not None and not refused and self.driver_model.took(name, args, driver_status, model_outs,
@@ -269,22 +284,15 @@ class Execution:
         if driver_status == sem.success and model_outs is not None and not refused:
             if not took:
                 sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
-            self._applied_in_driver_model(name, args)
-        return found
+            # Its changes, for the lock check; the recorded allocations it released relocate to
+            # nothing any more.
+            self.applied = st.journal
+            released = self.releases.get(name)
+            if released:
+                for p in released:
+                    self.relocator.forget(args[p])
 
-    def _applied_in_driver_model(self, name: str, args: Mapping[str, Any]) -> None:
-        """After a success's effect on the driver-following model: its changes for the lock check,
-        and the recorded allocations it released relocate to nothing any more."""
-        self.applied = self.driver_state.journal
-        for p in self.shape.releases.get(name, ()):
-            self.relocator.forget(args[p])
-
-    def _compare_locks(self, ev, last: bool) -> list[Finding]:
-        if last:
-            forget_locked_reading()  # a fresh reading of smaps, not one reused
-        mismatch = self.locks.after_event(self.driver_state, self.applied, last)  # type: ignore[union-attr]
-        if mismatch is None:
-            return []
+    def _lock_findings(self, ev, mismatch: Mismatch) -> list[Finding]:
         found = []
         if mismatch.missing:
             found.append(self.replayer.finding(
@@ -316,7 +324,7 @@ class ModelSteps:
         # The status as the decoder gives it: a JSON integer (within int64), or an enum status's member.
         status_type = sem.spec.status_type
         members = frozenset(sem.spec.enums[status_type.name]) if status_type.kind == "enum" else frozenset()
-        self.status_ok: Callable[[Any], bool] = _int64 if status_type.kind == "int" else partial(_member, members)
+        self.members = None if status_type.kind == "int" else members  # None: an int status
         for call, maker in (event_makers(sem, fast) if fast is not None else {}).items():
             if all(b is not None for b in maker.bounds):
                 info = sem.calls[call].info
@@ -327,7 +335,12 @@ class ModelSteps:
         """`inputs`: the values of `args` in declaration order as the decoder gave them (so within
         its bounds), where they were decoded."""
         entry = self.steps.get(call)
-        if entry is None or not self.status_ok(status):
+        if entry is None:
+            return False
+        if self.members is None:
+            if type(status) is not int or not INT64_MIN <= status <= INT64_MAX:
+                return False
+        elif type(status) is not str or status not in self.members:
             return False
         maker, params, outputs = entry
         bounds = maker.bounds
@@ -357,14 +370,6 @@ def _within(values: Mapping[str, Any], names: tuple[str, ...], bounds: tuple, fi
 
 def _nothing_to_remember(line: int, call: str) -> None:
     """The driver-following model keeps no record of which line made an entry."""
-
-
-def _int64(status: Any) -> bool:
-    return type(status) is int and INT64_MIN <= status <= INT64_MAX
-
-
-def _member(members: frozenset, status: Any) -> bool:
-    return type(status) is str and status in members
 
 
 class Located(NamedTuple):
@@ -460,14 +465,17 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             else:
                 items = ((ev,) for ev in events)
                 step = run.step
+            violations = 0  # findings so far that make the trace violate (counted, not recounted)
             item = next(items, None)
             while item is not None:
                 following = next(items, None)
                 found = step(*item, last=following is None)
-                findings.extend(found)
-                if max_findings is not None and sum(f.kind not in INFORMATIONAL for f in findings) >= max_findings:
-                    truncated = True
-                    break
+                if found:
+                    findings += found
+                    violations += sum(f.kind not in INFORMATIONAL for f in found)
+                    if max_findings is not None and violations >= max_findings:
+                        truncated = True
+                        break
                 item = following
             return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated,
                                    spec_notes(header, spec_name, path), spec_ref)

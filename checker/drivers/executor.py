@@ -148,7 +148,7 @@ class ReferenceDriver:
 
     def owns(self, address: int, size: int) -> bool:
         """Whether [address, address + size) lies inside one allocation this driver handed out."""
-        return self._require_impl().allocation_of(address, size) is not None
+        return (self._impl or self._require_impl()).allocation_of(address, size) is not None
 
     def expected_locked_pages(self) -> frozenset[int]:
         """The pages the driver's own tables say must be locked: pinned-allocator blocks (aclrtMallocHost,
@@ -164,20 +164,21 @@ class ReferenceDriver:
         return self._require_arena().kernel_locked_pages()
 
     # The executor's event-by-event lock check (checker.drivers.lockcheck) asks these three: every
-    # change to the kernel's locks on this driver's pages is a call its arena makes.
+    # change to the kernel's locks on this driver's pages is a call its arena makes. (`x or
+    # self._require_x()`: the check asks them at every event, and only a missing one needs the call.)
 
     def take_changed_spans(self) -> list[tuple[int, int]]:
         """The spans of real memory mapped, unmapped, locked or unlocked since the last call."""
-        return self._require_arena().take_changed_spans()
+        return (self._arena or self._require_arena()).take_changed_spans()
 
     def kernel_locked_in(self, spans: list[tuple[int, int]]) -> frozenset[int]:
         """The pages within `spans` of the driver's real memory that the kernel holds locked."""
-        return self._require_arena().kernel_locked_in(spans)
+        return (self._arena or self._require_arena()).kernel_locked_in(spans)
 
     def tracks(self, address: int, size: int) -> bool:
         """Whether the range is real memory, whose every change `take_changed_spans` reports (not
         the simulated device memory)."""
-        return self._require_arena().owns(address, size)
+        return (self._arena or self._require_arena()).owns(address, size)
 
     # -- internals
 

@@ -24,20 +24,63 @@ at every event while it lasts.
 from __future__ import annotations
 
 from itertools import repeat
-from operator import itemgetter
 from typing import Any, Callable, NamedTuple
 
 from sortedcontainers import SortedList
 
 from ..model.semantics import Semantics
-from ..model.state import State
+from ..model.state import NATIVE, State
 from .pinning import PAGE_SIZE
 
 
-# (decl, key) of a by_key item (key, decl) and of a by_place item (place, decl, key), read in C
-# rather than by a generator per call.
-_DECL_KEY_OF_KEY = itemgetter(1, 0)
-_DECL_KEY_OF_PLACE = itemgetter(1, 2)
+class StartIndex:
+    """Items by an int start (an entry's key, or where its range lies in the driver's memory):
+    `add`, `discard` and the items whose start lies in [lo, hi) (`within`), each O(log n).
+
+    The starts are kept in the C module's SortedKeys where it is built (one C call per question,
+    where a SortedList of tuples took several Python calls), else, and from the first start it
+    cannot hold (beyond 64 bits), in a SortedList."""
+
+    __slots__ = ("starts", "items", "native")
+
+    def __init__(self, native: bool = True) -> None:
+        self.native = native and NATIVE is not None  # native False: the SortedList from the start (tests)
+        self.starts: Any = NATIVE.SortedKeys() if self.native else SortedList()
+        self.items: dict[Any, set] = {}  # start -> its items
+
+    def add(self, start: Any, item: Any) -> None:
+        held = self.items.get(start)
+        if held is not None:
+            held.add(item)
+            return
+        if self.native:
+            try:
+                self.starts.add(start)
+            except (OverflowError, TypeError):
+                self.native = False
+                self.starts = SortedList(self.starts)
+        if not self.native:
+            self.starts.add(start)
+        self.items[start] = {item}
+
+    def discard(self, start: Any, item: Any) -> None:
+        held = self.items.get(start)
+        if held is None:
+            return
+        held.discard(item)
+        if not held:
+            del self.items[start]
+            self.starts.remove(start)
+
+    def within(self, lo: int, hi: int) -> list:
+        """The items whose start s has lo <= s < hi."""
+        if not self.items:
+            return []
+        starts = self.starts.irange(lo, hi) if self.native else self.starts.irange(lo, hi, inclusive=(True, False))
+        out: list = []
+        for start in starts:
+            out += self.items[start]
+        return out
 
 
 def pages_of(lo: int, hi: int) -> range:
@@ -68,14 +111,22 @@ class LockCheck:
         self.owns = getattr(driver, "owns", None)
         self.incremental = all(callable(getattr(driver, m, None))
                                for m in ("take_changed_spans", "kernel_locked_in", "tracks"))
+        self.take_spans = driver.take_changed_spans if self.incremental else None
         self.decls = sem.pinned_decls
         self.rules = [rule for rule, _, _ in self.decls]
+        # Per table, the declarations whose condition reads only the entry's own fields: a change
+        # of an entry is asked of those alone; the others are asked of every entry after any change.
+        self.local_decls: dict[str, tuple[int, ...]] = {}
+        for decl, (_, table, local) in enumerate(self.decls):
+            if local:
+                self.local_decls[table] = self.local_decls.get(table, ()) + (decl,)
+        self.nonlocal_decls = tuple(decl for decl, (_, _, local) in enumerate(self.decls) if not local)
         # (rule, key) -> where the entry's range lay in the driver's memory when first predicted, or
         # None (stale: its memory went or moved under it; it predicts nothing until it goes).
         self.pinned_at: dict[tuple[str, Any], tuple[int, int] | None] = {}
         self.members: list[set] = [set() for _ in self.decls]  # per declaration: keys in pinned_at
-        self.by_key: SortedList = SortedList()  # (key, decl) of every entry predicting pages
-        self.by_place: SortedList = SortedList()  # (driver base, decl, key) of the same
+        self.by_key = StartIndex()  # (decl, key) of every entry predicting pages, by its key
+        self.by_place = StartIndex()  # the same, by where its range lies in the driver's memory
         self.untracked: set[tuple[int, Any]] = set()  # (decl, key) predicting pages the driver's reports miss
         self.cover: dict[int, list[int]] = {}  # page -> per declaration, the entries predicting it
         self.kernel: set[int] = set()  # pages the kernel holds locked, as last read
@@ -90,14 +141,14 @@ class LockCheck:
         if not self.incremental or last:
             self.rebuild(st)
         else:
-            spans, relocated = self.driver.take_changed_spans(), self.take_relocated()
+            spans, relocated = self.take_spans(), self.take_relocated()
             if journal or spans or relocated or self.untracked:  # else (most queries) neither side changed
                 dirty: set[int] = set()
                 for decl, key in self._entries_to_evaluate(st, journal, spans, relocated):
                     self._evaluate(st, decl, key, dirty)
                 self._read_kernel(spans, dirty)
                 self._compare(dirty)
-        return self.mismatch()
+        return self.mismatch() if self.missing or self.extra else None
 
     def rebuild(self, st: State) -> None:
         """Both sides afresh: every pinned entry, and the kernel's locks read whole."""
@@ -130,18 +181,20 @@ class LockCheck:
         several reasons: evaluating it again would only repeat the answer)."""
         todo: set[tuple[int, Any]] = set(self.untracked)
         if journal:
-            changed: dict[str, set] = {}
-            for table, key, _, _ in journal:
-                if table is not None:
-                    changed.setdefault(table, set()).add(key)
-            for decl, (_, table, local) in enumerate(self.decls):
-                keys = changed.get(table, ()) if local else self._keys_of(st, decl)
-                todo.update(zip(repeat(decl), keys))
+            local_decls = self.local_decls
+            for change in journal:
+                decls = local_decls.get(change[0])  # (table None: a state variable, no entry)
+                if decls is not None:
+                    key = change[1]
+                    for decl in decls:
+                        todo.add((decl, key))
+            for decl in self.nonlocal_decls:
+                todo.update(zip(repeat(decl), self._keys_of(st, decl)))
         for lo, hi in relocated:
-            todo.update(map(_DECL_KEY_OF_KEY, self.by_key.irange((lo,), (hi,), inclusive=(True, False))))
+            todo.update(self.by_key.within(lo, hi))
         # The driver's memory changed there: those entries' memory may have gone.
         for lo, hi in spans:
-            todo.update(map(_DECL_KEY_OF_PLACE, self.by_place.irange((lo,), (hi,), inclusive=(True, False))))
+            todo.update(self.by_place.within(lo, hi))
         return todo
 
     def _keys_of(self, st: State, decl: int) -> set:
@@ -175,15 +228,15 @@ class LockCheck:
             self._predict(decl, key, new, +1, dirty)
 
     def _predict(self, decl: int, key: Any, place: tuple[int, int], delta: int, dirty: set[int] | None) -> None:
-        entry = (place[0], decl, key)
+        entry = (decl, key)
         if delta > 0:
-            self.by_key.add((key, decl))
-            self.by_place.add(entry)
+            self.by_key.add(key, entry)
+            self.by_place.add(place[0], entry)
             if self.incremental and not self.driver.tracks(place[0], max(place[1] - place[0], 1)):
                 self.untracked.add((decl, key))
         else:
-            self.by_key.discard((key, decl))
-            self.by_place.discard(entry)
+            self.by_key.discard(key, entry)
+            self.by_place.discard(place[0], entry)
             self.untracked.discard((decl, key))
         n, cover, pages = len(self.decls), self.cover, pages_of(*place)
         for page in pages:
@@ -191,7 +244,7 @@ class LockCheck:
             if counts is None:
                 counts = cover[page] = [0] * n
             counts[decl] += delta
-            if not any(counts):
+            if delta < 0 and not any(counts):  # (after a +1 the page has a count)
                 del cover[page]
         if dirty is not None:
             dirty.update(pages)
@@ -209,16 +262,19 @@ class LockCheck:
         if not spans:
             return
         kernel = self.kernel
-        for lo, hi in spans:
-            if (hi - lo) // PAGE_SIZE <= len(kernel):
-                gone = kernel.intersection(pages_of(lo, hi))
-            else:
-                gone = [p for p in kernel if lo <= p < hi]
-            kernel.difference_update(gone)
-            dirty.update(gone)
+        if kernel:
+            for lo, hi in spans:
+                if (hi - lo) // PAGE_SIZE <= len(kernel):
+                    gone = kernel.intersection(pages_of(lo, hi))
+                else:
+                    gone = [p for p in kernel if lo <= p < hi]
+                if gone:
+                    kernel.difference_update(gone)
+                    dirty.update(gone)
         locked = self.driver.kernel_locked_in(spans)
-        kernel.update(locked)
-        dirty.update(locked)
+        if locked:
+            kernel.update(locked)
+            dirty.update(locked)
 
     def _compare(self, dirty: set[int]) -> None:
         cover, kernel = self.cover, self.kernel

@@ -34,17 +34,19 @@ class LockCounts:
 
     def segments(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int, int]]:
         """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
-        starts = self._starts
-        i = max(bisect.bisect_right(starts, lo) - 1, 0)
+        starts, segs = self._starts, self._segs
+        i = bisect.bisect_right(starts, lo) - 1
+        if i < 0:
+            i = 0
         while i < len(starts):  # by index: a slice of the rest would copy it for every call
             start = starts[i]
-            i += 1
-            end, count = self._segs[start]
             if hi is not None and start >= hi:
                 break
+            i += 1
+            end, count = segs[start]
             if end <= lo:
                 continue
-            yield max(start, lo), end if hi is None else min(end, hi), count
+            yield start if start > lo else lo, end if hi is None or end < hi else hi, count
 
     def covered(self, lo: int, hi: int) -> int:
         """Bytes of [lo, hi) with a count >= 1."""

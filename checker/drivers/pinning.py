@@ -275,6 +275,8 @@ class PinnedArena:
         # Page-aligned spans whose mapping or lock state changed since `take_changed_spans` last ran.
         self._changed: list[tuple[int, int]] = []
         self._counts = LockCounts()  # lock counts by page-aligned range, only counts > 0
+        self._looped_probe: Callable[[int, int], int] | None = None  # the probe `_loops` ask
+        self._loops: tuple[ProbeLoop, ProbeLoop] | None = None
         self._closed = False
         _LIVE.add(self)
 
@@ -466,7 +468,9 @@ class PinnedArena:
         """The page-aligned spans this arena mapped, unmapped, locked or unlocked since the last
         call (or since it opened), and forgets them: the only places where the kernel's locks on
         the arena's pages can have changed, since the arena makes every such call itself."""
-        spans, self._changed = self._changed, []
+        spans = self._changed
+        if spans:  # else the same empty list serves again: most events change nothing here
+            self._changed = []
         return spans
 
     def kernel_locked_in(self, spans: list[tuple[int, int]]) -> frozenset[int]:
@@ -476,14 +480,18 @@ class PinnedArena:
         inside = self._live_parts(_merged(spans))
         if probe is None:
             return frozenset(_pages_within(sorted(kernel_locked_vmas()), inside))
-        halving, each = probe_loops(probe)
+        if probe is not self._looped_probe:  # the loops over a probe are made once per probe
+            self._loops, self._looped_probe = probe_loops(probe), probe
+        halving, each = self._loops
+        counts = self._counts
         pages: list[int] = []
         for lo, hi in inside:
             # Where the arena holds the pages locked, each is asked alone (a yes is expected, and
             # halving would ask twice as often); elsewhere a no for the whole run is expected.
             at = lo
-            for start, end, _ in self._counts.segments(lo, hi):
-                pages += halving(at, start) if at < start else []
+            for start, end, _ in counts.segments(lo, hi):
+                if at < start:
+                    pages += halving(at, start)
                 pages += each(start, end)
                 at = end
             if at < hi:
@@ -661,6 +669,9 @@ class PinnedArena:
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Sorted, disjoint spans covering the same addresses."""
+    if len(spans) == 1:  # the usual case: one span, nothing to sort or join
+        lo, hi = spans[0]
+        return [(lo, hi)] if hi > lo else []
     out: list[tuple[int, int]] = []
     for lo, hi in sorted(spans):
         if out and lo <= out[-1][1]:
