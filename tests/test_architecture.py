@@ -126,7 +126,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("symbolic", "the Z3 encoding and the solver", ("solver", "terms", "tables", "encode")),
     ("engines", "runs, proofs, bounded model checking, random walks, replay, scale-out, recording",
      ("runs", "bmc", "proof", "consistency", "prover", "simulate", "replay", "shrink", "parallel", "record")),
-    ("drivers", "pinned memory, drivers, execution", ("lockcounts", "pinning", "protocol", "memory", "acl", "cupva",
+    ("drivers", "pinned memory, drivers, execution", ("ordered", "lockcounts", "pinning", "protocol", "memory", "acl", "cupva",
                                                       "pinned", "cuda", "hip", "executor", "lockcheck", "execute")),
     ("testgen", "conformance suites and fuzzing", ("model", "configs", "coverage", "pool", "generate", "suite", "conform",
                                                   "specdriver", "fuzz")),

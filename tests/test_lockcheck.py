@@ -391,6 +391,6 @@ def test_a_start_beyond_64_bits_moves_the_index_to_a_sorted_list():
     index = StartIndex()
     index.add(5, "a")
     index.add(2**64, "b")
-    assert index.native is False
+    assert index.starts.native is False
     assert index.within(0, 2**65) == ["a", "b"]
     assert index.within(6, 2**64) == []

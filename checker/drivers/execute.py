@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-from sortedcontainers import SortedDict
-
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value, spec_notes
 from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
 from ..fast.stepcode import INT64_MAX, INT64_MIN
@@ -48,6 +46,7 @@ from ..model.state import State
 from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .executor import ReferenceDriver
 from .lockcheck import LockCheck, Mismatch
+from .ordered import IntKeys
 from .pinning import PAGE_SIZE, forget_locked_reading
 from .protocol import Driver, Result
 
@@ -72,7 +71,8 @@ class Relocator:
     """Recorded allocations -> the driver's: an address keeps its offset in its allocation and page."""
 
     def __init__(self) -> None:
-        self._by_base: SortedDict = SortedDict()  # recorded base -> (size, driver address of that base, shift)
+        self._by_base: dict[int, tuple[int, int, int]] = {}  # recorded base -> (size, driver address of that base, shift)
+        self._bases = IntKeys()  # the recorded bases, in order
         # Recorded (base, end) spans whose relocation changed since `take_changed` last ran.
         self._changed: list[tuple[int, int]] = []
 
@@ -93,12 +93,16 @@ class Relocator:
         # The recorded allocations never overlap (a reuse replaces them), so of those below
         # `recorded_base` only the last can reach into the new one.
         end = recorded_base + max(size, 1)
-        first = self._by_base.bisect_left(recorded_base)
-        for base in list(self._by_base.islice(max(first - 1, 0), self._by_base.bisect_left(end))):
+        reaching = self._bases.within(recorded_base, end)
+        before = self._bases.before(recorded_base)
+        for base in reaching if before is None else [before, *reaching]:
             old_size = self._by_base[base][0]
-            if base < recorded_base + max(size, 1) and recorded_base < base + max(old_size, 1):
+            if base < end and recorded_base < base + max(old_size, 1):
                 del self._by_base[base]  # the recording reused that memory
+                self._bases.remove(base)
                 self._changed.append((base, base + max(old_size, 1)))
+        if recorded_base not in self._by_base:
+            self._bases.add(recorded_base)
         self._by_base[recorded_base] = (size, driver_block + shift, shift)
         self._changed.append((recorded_base, recorded_base + max(size, 1)))
 
@@ -109,10 +113,9 @@ class Relocator:
         entry = self._by_base.get(address)
         if entry is not None:  # the usual case, an allocation's own base: no bisection
             return entry[1]
-        i = self._by_base.bisect_right(address) - 1
-        if i < 0:
+        base = self._bases.before(address)
+        if base is None:
             return None
-        base = self._by_base.keys()[i]
         size, moved, _ = self._by_base[base]
         if base <= address < base + max(size, 1):
             return moved + (address - base)
@@ -131,6 +134,7 @@ class Relocator:
         driver may hand the same memory out again for a later allocation)."""
         entry = self._by_base.pop(recorded_base, None)
         if entry is not None:
+            self._bases.remove(recorded_base)
             self._changed.append((recorded_base, recorded_base + max(entry[0], 1)))
 
     def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:

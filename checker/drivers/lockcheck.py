@@ -26,26 +26,22 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any, Callable, NamedTuple
 
-from sortedcontainers import SortedList
-
 from ..model.semantics import Semantics
-from ..model.state import NATIVE, State
+from ..model.state import State
+from .ordered import IntKeys
 from .pinning import PAGE_SIZE
 
 
 class StartIndex:
     """Items by an int start (an entry's key, or where its range lies in the driver's memory):
-    `add`, `discard` and the items whose start lies in [lo, hi) (`within`), each O(log n).
+    `add`, `discard` and the items whose start lies in [lo, hi) (`within`), each O(log n) in the
+    starts (checker.drivers.ordered's IntKeys: one C call each where the C module is built, where a
+    SortedList of tuples took several Python calls)."""
 
-    The starts are kept in the C module's SortedKeys where it is built (one C call per question,
-    where a SortedList of tuples took several Python calls), else, and from the first start it
-    cannot hold (beyond 64 bits), in a SortedList."""
-
-    __slots__ = ("starts", "items", "native")
+    __slots__ = ("starts", "items")
 
     def __init__(self, native: bool = True) -> None:
-        self.native = native and NATIVE is not None  # native False: the SortedList from the start (tests)
-        self.starts: Any = NATIVE.SortedKeys() if self.native else SortedList()
+        self.starts = IntKeys(native)
         self.items: dict[Any, set] = {}  # start -> its items
 
     def add(self, start: Any, item: Any) -> None:
@@ -53,14 +49,7 @@ class StartIndex:
         if held is not None:
             held.add(item)
             return
-        if self.native:
-            try:
-                self.starts.add(start)
-            except (OverflowError, TypeError):
-                self.native = False
-                self.starts = SortedList(self.starts)
-        if not self.native:
-            self.starts.add(start)
+        self.starts.add(start)
         self.items[start] = {item}
 
     def discard(self, start: Any, item: Any) -> None:
@@ -76,9 +65,8 @@ class StartIndex:
         """The items whose start s has lo <= s < hi."""
         if not self.items:
             return []
-        starts = self.starts.irange(lo, hi) if self.native else self.starts.irange(lo, hi, inclusive=(True, False))
         out: list = []
-        for start in starts:
+        for start in self.starts.within(lo, hi):
             out += self.items[start]
         return out
 

@@ -1,0 +1,62 @@
+"""Ordered int keys for the executor's address tables: add, remove, the keys in a range and the key
+before a value, each O(log n).
+
+The drivers' tables are dicts (by start address) beside an `IntKeys` when they need order. The keys
+are kept in the C module's `SortedKeys` where it is built, one C call per operation where a
+SortedDict or a SortedList of tuples took several Python calls; else, and from the first key it
+cannot hold (beyond 64 bits, or not an int), in a SortedList. Keys are unique: the caller adds a key
+only when its dict did not have it, and removes it with the dict's entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from ..model.state import NATIVE
+
+
+class IntKeys:
+    """A sorted set of int keys (see the module's docstring)."""
+
+    __slots__ = ("keys", "native")
+
+    def __init__(self, native: bool = True) -> None:
+        self.native = native and NATIVE is not None  # native False: the SortedList from the start (tests)
+        self.keys: Any = NATIVE.SortedKeys() if self.native else SortedList()
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self):
+        return iter(self.keys)
+
+    def add(self, key: Any) -> None:
+        if self.native:
+            try:
+                self.keys.add(key)
+                return
+            except (OverflowError, TypeError):
+                self.native = False
+                self.keys = SortedList(self.keys)
+        self.keys.add(key)
+
+    def remove(self, key: Any) -> None:
+        self.keys.remove(key)
+
+    def clear(self) -> None:
+        self.keys = NATIVE.SortedKeys() if self.native else SortedList()
+
+    def within(self, lo: int, hi: int) -> list:
+        """The keys k with lo <= k < hi, in order."""
+        if self.native:
+            return self.keys.irange(lo, hi)
+        return list(self.keys.irange(lo, hi, inclusive=(True, False)))
+
+    def before(self, x: int) -> Any:
+        """The largest key below x, or None."""
+        if self.native:
+            return self.keys.neighbours(x)[0]
+        i = self.keys.bisect_left(x)
+        return self.keys[i - 1] if i else None

@@ -1,0 +1,52 @@
+"""checker.drivers.ordered: IntKeys against a sorted list, both kinds (the C module's SortedKeys and
+a SortedList), keys at and beyond the 64-bit edges (which move a SortedKeys to a SortedList)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checker.drivers.ordered import IntKeys
+from checker.model.state import NATIVE
+
+EDGES = [2**63 - 1, 2**63, 2**64 - 1, -1, -(2**63), -(2**63) - 1]
+KEY = st.one_of(st.integers(0, 80), st.sampled_from(EDGES))
+OPS = st.lists(st.tuples(st.sampled_from(["add", "remove", "within", "before"]), KEY, st.integers(0, 90)),
+               max_size=80)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["sortedkeys", "sortedlist"])
+@settings(max_examples=200, deadline=None)
+@given(ops=OPS)
+def test_int_keys_answer_as_a_sorted_list(native, ops):
+    keys, model = IntKeys(native), []
+    for op, key, width in ops:
+        if op == "add" and key not in model:  # the caller adds a key only once (its dict did not have it)
+            keys.add(key)
+            model = sorted(model + [key])
+        elif op == "remove" and key in model:
+            keys.remove(key)
+            model.remove(key)
+        elif op == "within":
+            assert keys.within(key, key + width) == [k for k in model if key <= k < key + width]
+        elif op == "before":
+            below = [k for k in model if k < key]
+            assert keys.before(key) == (below[-1] if below else None)
+        assert len(keys) == len(model)
+    assert list(keys) == model
+    keys.clear()
+    assert list(keys) == [] and keys.before(2**70) is None
+
+
+def test_a_key_beyond_64_bits_moves_the_keys_to_a_sorted_list():
+    keys = IntKeys()
+    keys.add(7)
+    keys.add(2**64)
+    assert keys.native is False
+    assert keys.within(0, 2**65) == [7, 2**64] and keys.before(2**64) == 7
+
+
+def test_the_c_module_is_used_where_it_is_built():
+    assert IntKeys().native is (NATIVE is not None)
+    assert IntKeys(native=False).native is False
