@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.drivers.ordered import IntKeys
+from checker.drivers.ordered import IntKeys, IntMap
 from checker.model.state import NATIVE
 
 EDGES = [2**63 - 1, 2**63, 2**64 - 1, -1, -(2**63), -(2**63) - 1]
@@ -50,3 +50,40 @@ def test_a_key_beyond_64_bits_moves_the_keys_to_a_sorted_list():
 def test_the_c_module_is_used_where_it_is_built():
     assert IntKeys().native is (NATIVE is not None)
     assert IntKeys(native=False).native is False
+
+
+MAP_OPS = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "floor", "irange", "clear"]), KEY,
+                             st.integers(0, 90)), max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=MAP_OPS)
+def test_int_map_answers_as_a_dict_searched_in_full(ops):
+    table, model = IntMap(), {}
+    for op, key, n in ops:
+        if op == "set":
+            table[key] = model[key] = n if n % 7 else None  # values may be None
+        elif op == "del" and key in model:
+            del table[key]
+            del model[key]
+        elif op == "pop":
+            assert table.pop(key, "absent") == model.pop(key, "absent")
+        elif op == "floor":
+            below = [k for k in sorted(model) if k <= key]
+            assert table.floor_item(key) == ((below[-1], model[below[-1]]) if below else None)
+        elif op == "irange":
+            assert table.irange(key, key + n) == [k for k in sorted(model) if key <= k < key + n]
+        elif op == "clear" and n % 10 == 0:
+            table.clear()
+            model.clear()
+        assert table == model and list(table.order) == sorted(model)
+
+
+@pytest.mark.parametrize("call", [lambda m: m.setdefault(1, 2), lambda m: m.update({1: 2}), lambda m: m.popitem(),
+                                  lambda m: m.__ior__({1: 2})])
+def test_int_map_refuses_the_dict_methods_that_would_go_around_its_order(call):
+    table = IntMap()
+    table[3] = "x"
+    with pytest.raises(TypeError):
+        call(table)
+    assert table == {3: "x"} and list(table.order) == [3]

@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-from sortedcontainers import SortedDict
-
 from .memory import (ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
                      ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                      ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL,
                      ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, HostEvents,
                      HostMemory, allocation_at, allocations_of, expected_locks, overlaps_any, show_range)
+from .ordered import IntMap
 from .pinning import PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
 
@@ -35,8 +34,8 @@ class AclDriver(HostEvents):
     def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Report):
         self.arena = arena
         self.host = HostMemory(arena)
-        self.regs: SortedDict = SortedDict()  # base -> _AclRegistration; bases of disjoint ranges
-        self.aliases: SortedDict = SortedDict()  # device address -> size, of live MAPPED registrations
+        self.regs = IntMap()  # base -> _AclRegistration; bases of disjoint ranges
+        self.aliases = IntMap()  # device address -> size, of live MAPPED registrations
         self.supported = config.get("product", "AtlasA2") in ACL_REGISTER_PRODUCTS
         self.note = note
         self.success = ACL_SUCCESS
@@ -172,7 +171,7 @@ class AclDriver(HostEvents):
         # runtime frees anyway and keeps its table entries. So do we: the arena drops the locks and
         # aliases with the block, and the entries stay as dead ones until unregistered.
         size = self.host.blocks[base].size
-        for reg_base in self.regs.irange(base, base + size, inclusive=(True, False)):
+        for reg_base in self.regs.irange(base, base + size):
             reg = self.regs[reg_base]
             if reg.live:  # a dead entry from earlier memory at the same addresses is already done
                 reg.live = reg.locked = False

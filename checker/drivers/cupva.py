@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Mapping
 
-from sortedcontainers import SortedDict
 
 from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, PVA_OK, HostEvents, HostMemory, allocation_at,
                      allocations_of, overlaps_any, show_range, sized_entry_holding)
+from .ordered import IntMap
 from .pinning import MappingFailed, PinnedArena
 from .protocol import Allocation, CallArgs, Report, Result
 
@@ -25,9 +25,9 @@ class PvaDriver(HostEvents):
 
     def __init__(self, arena: PinnedArena, config: Mapping[str, Any], note: Report):
         self.host = HostMemory(arena)
-        self.cuda: SortedDict = SortedDict()  # simulated device base -> size
+        self.cuda = IntMap()  # simulated device base -> size
         self.next_cuda = CUDA_SPACE_BASE
-        self.regs: SortedDict = SortedDict()  # base -> (size, kind)
+        self.regs = IntMap()  # base -> (size, kind)
         self.vm = "Init"
         self.cuda_disabled = False
         self.cuda_interop_used = False

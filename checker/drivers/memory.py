@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from sortedcontainers import SortedDict
 
+from .ordered import IntMap
 from .pinning import CODE_NOT_OWNED, PAGE_SIZE, PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
 
@@ -57,7 +57,7 @@ class HostMemory:
 
     def __init__(self, arena: PinnedArena):
         self.arena = arena
-        self.blocks: SortedDict = SortedDict()  # base -> _Block
+        self.blocks = IntMap()  # base -> _Block
 
     def allocate(self, size: int, kind: str, lock: bool) -> int:
         """A new block; raises PinningError (nothing left behind) when the machine refuses."""
@@ -94,7 +94,7 @@ class HostMemory:
 
     def holding(self, address: int, size: int) -> tuple[int, _Block] | None:
         """The block whose bytes include all of [address, address + size), if any."""
-        entry = _at_or_before(self.blocks, address)
+        entry = self.blocks.floor_item(address)
         if entry is None or size <= 0 or address + size > entry[0] + entry[1].size:
             return None
         return entry
@@ -104,34 +104,22 @@ class HostMemory:
             yield Allocation(base, block.size, block.kind)
 
 
-_ABSENT = object()  # no entry (a table's values are anything, None included)
-
-
-def _at_or_before(table: SortedDict, address: int) -> tuple[int, Any] | None:
-    """The entry with the greatest key <= address, if any."""
-    value = table.get(address, _ABSENT)
-    if value is not _ABSENT:  # the usual case, an entry's own base: a dict lookup, no bisection
-        return address, value
-    i = table.bisect_right(address)
-    return table.peekitem(i - 1) if i else None
-
-
-def sized_entry_holding(table: SortedDict, address: int, size: int) -> int | None:
+def sized_entry_holding(table: IntMap, address: int, size: int) -> int | None:
     """The key of the entry (base -> size, entries disjoint) whose range includes the range, if any."""
-    entry = _at_or_before(table, address)
+    entry = table.floor_item(address)
     if entry is None or size <= 0 or address + size > entry[0] + entry[1]:
         return None
     return entry[0]
 
 
-def allocations_of(host: HostMemory, other: SortedDict, kind: str) -> Iterator[Allocation]:
+def allocations_of(host: HostMemory, other: IntMap, kind: str) -> Iterator[Allocation]:
     """A driver's memory: its host blocks, then the entries (base -> size) of its other space."""
     yield from host.allocations()
     for base, size in other.items():
         yield Allocation(base, size, kind)
 
 
-def allocation_at(host: HostMemory, other: SortedDict, kind: str, address: int, size: int) -> Allocation | None:
+def allocation_at(host: HostMemory, other: IntMap, kind: str, address: int, size: int) -> Allocation | None:
     """The host block, or else the entry of the driver's other space, holding the whole range."""
     held = host.holding(address, size)
     if held is not None:
@@ -140,17 +128,17 @@ def allocation_at(host: HostMemory, other: SortedDict, kind: str, address: int, 
     return None if base is None else Allocation(base, other[base], kind)
 
 
-def overlaps_any(table: SortedDict, address: int, size: int, size_of: Callable[[Any], int]) -> bool:
+def overlaps_any(table: IntMap, address: int, size: int, size_of: Callable[[Any], int]) -> bool:
     """Whether [address, address + size) overlaps an entry of a table of disjoint ranges.
 
     Disjoint ranges sorted by base are sorted by end as well, so only the last one starting
     before `address + size` can reach past `address`.
     """
-    entry = _at_or_before(table, address + size - 1)
+    entry = table.floor_item(address + size - 1)
     return entry is not None and size > 0 and entry[0] + size_of(entry[1]) > address
 
 
-def expected_locks(host: "HostMemory", regs: SortedDict, holds_lock: Callable[[Any], bool]) -> frozenset[int]:
+def expected_locks(host: "HostMemory", regs: IntMap, holds_lock: Callable[[Any], bool]) -> frozenset[int]:
     """The pages a driver's own tables say are locked: its page-locked host blocks, and the
     registrations (base -> entry with a `size`) that `holds_lock` says hold their pages locked."""
     pages: set[int] = set()

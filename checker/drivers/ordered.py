@@ -60,3 +60,58 @@ class IntKeys:
             return self.keys.neighbours(x)[0]
         i = self.keys.bisect_left(x)
         return self.keys[i - 1] if i else None
+
+
+_ABSENT = object()  # no entry (a map's values may be None)
+
+
+class IntMap(dict):
+    """A dict by int key (an address) that keeps its keys in order as well (an IntKeys), for the
+    drivers' tables: `floor_item` and `irange` each cost a dict lookup and a call of the C module,
+    where a SortedDict's bisection and positional reads took several Python calls, and its writes
+    one more.
+
+    Only `d[k] = v`, `del d[k]`, `pop` and `clear` keep the order; the dict methods that would go
+    around them (`setdefault`, `update`, `popitem`, `|=`) raise TypeError. Iteration is in
+    insertion order, as a dict's; `order` holds the keys in order."""
+
+    __slots__ = ("order",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order = IntKeys()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key not in self:
+            self.order.add(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self, key)
+        self.order.remove(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            self.order.remove(key)
+        return dict.pop(self, key, *default)
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.order.clear()
+
+    def _around_the_order(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("an IntMap keeps its keys' order only through d[k] = v, del d[k], pop and clear")
+
+    setdefault = update = popitem = __ior__ = _around_the_order
+
+    def floor_item(self, x: int) -> tuple[Any, Any] | None:
+        """(key, value) of the largest key <= x, or None."""
+        value = self.get(x, _ABSENT)
+        if value is not _ABSENT:  # the usual question, an entry's own key: no search
+            return x, value
+        key = self.order.before(x)
+        return None if key is None else (key, dict.__getitem__(self, key))
+
+    def irange(self, lo: int, hi: int) -> list:
+        """The keys k with lo <= k < hi, in order."""
+        return self.order.within(lo, hi)

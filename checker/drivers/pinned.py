@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from sortedcontainers import SortedDict
 
 from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, HostEvents, HostMemory, allocation_at,
                      allocations_of, expected_locks, overlaps_any, show_range, sized_entry_holding)
+from .ordered import IntMap
 from .pinning import PAGE_SIZE, MappingFailed, PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
 
@@ -46,7 +46,7 @@ class DeviceSpace:
     address, never reused, with nothing mapped behind them (as cuPVA's cudaMalloc, docs/drivers.md)."""
 
     def __init__(self) -> None:
-        self.allocs: SortedDict = SortedDict()  # base -> size
+        self.allocs = IntMap()  # base -> size
         self.next = CUDA_SPACE_BASE
 
     def allocate(self, size: int, call: str) -> int:
@@ -81,9 +81,9 @@ class PinnedHostDriver(HostEvents):
     def __init__(self, arena: PinnedArena, note: Report, success: Any):
         self.arena = arena
         self.host = HostMemory(arena)
-        self.regs: SortedDict = SortedDict()  # base -> Registration; bases of disjoint ranges
+        self.regs = IntMap()  # base -> Registration; bases of disjoint ranges
         self.pinned: dict[int, PinnedBlock] = {}  # base of a pinned-allocator block -> its flags and alias
-        self.aliases: SortedDict = SortedDict()  # device address -> size, of every live alias
+        self.aliases = IntMap()  # device address -> size, of every live alias
         self.device = DeviceSpace()
         self.note = note
         self.success = success
@@ -194,10 +194,10 @@ class PinnedHostDriver(HostEvents):
 
     def registration_holding(self, address: int) -> tuple[int, Registration] | None:
         """The registration (live or dead) whose range includes `address`, if any."""
-        i = self.regs.bisect_right(address)
-        if not i:
+        entry = self.regs.floor_item(address)
+        if entry is None:
             return None
-        base, reg = self.regs.peekitem(i - 1)
+        base, reg = entry
         return (base, reg) if address < base + reg.size else None
 
     def in_one_host_block(self, ptr: int, size: int) -> bool:
@@ -265,22 +265,22 @@ class PinnedHostDriver(HostEvents):
     def _touching(self, base: int, size: int) -> Iterator[tuple[int, Registration]]:
         """Registrations sharing a byte with [base, base + size): the one starting before it, if it
         reaches in, and every one starting inside."""
-        i = self.regs.bisect_right(base)
-        if i:
-            first, reg = self.regs.peekitem(i - 1)
+        entry = self.regs.floor_item(base)
+        if entry is not None:
+            first, reg = entry
             if first < base < first + reg.size:
                 yield first, reg
-        for key in self.regs.irange(base, base + size, inclusive=(True, False)):
+        for key in self.regs.irange(base, base + size):
             yield key, self.regs[key]
 
     def _blocks_touching(self, ptr: int, size: int) -> Iterator[int]:
         if size <= 0:
             return
         blocks = self.host.blocks
-        i = blocks.bisect_right(ptr)
-        if i:
-            first, block = blocks.peekitem(i - 1)
+        entry = blocks.floor_item(ptr)
+        if entry is not None:
+            first, block = entry
             if first < ptr < first + block.size:
                 yield first
-        yield from (b for b in blocks.irange(ptr, ptr + size, inclusive=(True, False)) if blocks[b].size > 0)
+        yield from (b for b in blocks.irange(ptr, ptr + size) if blocks[b].size > 0)
 
