@@ -3,6 +3,9 @@ a SortedList), keys at and beyond the 64-bit edges (which move a SortedKeys to a
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,3 +90,17 @@ def test_int_map_refuses_the_dict_methods_that_would_go_around_its_order(call):
     with pytest.raises(TypeError):
         call(table)
     assert table == {3: "x"} and list(table.order) == [3]
+
+
+@pytest.mark.parametrize("clone", [copy.copy, copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m))],
+                         ids=["copy", "deepcopy", "pickle"])
+def test_an_int_map_copy_keeps_an_order_of_its_own(clone):
+    table = IntMap()
+    for key in (9, 2, 2**64, 5):
+        table[key] = [key]
+    twin = clone(table)
+    assert twin == table and list(twin.order) == [2, 5, 9, 2**64]
+    del twin[5]
+    twin[7] = None
+    assert list(table.order) == [2, 5, 9, 2**64] and list(twin.order) == [2, 7, 9, 2**64]
+    assert twin.floor_item(8) == (7, None) and table.floor_item(8) == (5, [5])

@@ -584,6 +584,34 @@ def test_the_probe_loops_in_c_answer_what_the_python_ones_do(real_pinning, locks
         assert set(native[1](start, end)) == {q for q in locked if start <= q < end}
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 7), st.integers(0, 4), st.booleans()), max_size=12))
+def test_mlock_and_munlock_in_c_answer_what_the_ctypes_ones_do(real_pinning, ops):
+    """checker._native's mlock/munlock against the ctypes originals on real memory: the same calls on
+    two buffers, one each way (unaligned starts, empty ranges, locking twice), give the same
+    answers and leave the same pages locked; both answer ENOMEM for unmapped memory."""
+    native, reference = p.libc_calls(), p._ctypes_lock_calls()
+    if p.NATIVE is not None:  # built: the C calls are the ones the arena uses
+        assert native.mlock is p.NATIVE.mlock and native.munlock is p.NATIVE.munlock
+    probe = p.kernel_lock_probe()
+    assert probe is not None
+    with PinnedArena() as arena:
+        gone = arena.allocate(P)
+        arena.free(gone)
+        assert native.mlock(gone, P) == reference.mlock(gone, P) == errno.ENOMEM
+        buffers = arena.allocate(8 * P), arena.allocate(8 * P)
+        for lock, first, count, unaligned in ops:
+            count = min(count, 8 - first)
+            shift = 100 if unaligned and first + count < 8 else 0  # a range reaching one page further
+            answers = [(calls.mlock if lock else calls.munlock)(b + first * P + shift, count * P)
+                       for calls, b in zip((native, reference), buffers)]
+            assert answers == [0, 0]
+            held = [[probe(b + i * P, P) == errno.EINVAL for i in range(8)] for b in buffers]
+            assert held[0] == held[1]
+            if lock and count:
+                assert all(held[0][first:first + count])
+
+
 @pytest.mark.parametrize("pages", [1, 3, 64])
 def test_the_address_of_a_mapping_in_c_is_the_ctypes_one_and_keeps_no_export(pages):
     import mmap

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Mapping
 
-
 from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, PVA_OK, HostEvents, HostMemory, allocation_at,
                      allocations_of, overlaps_any, show_range, sized_entry_holding)
 from .ordered import IntMap

@@ -104,6 +104,11 @@ class IntMap(dict):
 
     setdefault = update = popitem = __ior__ = _around_the_order
 
+    def __reduce__(self) -> tuple:
+        # pickle, copy and deepcopy: rebuilt through __setitem__, so the copy has its own order (a
+        # dict subclass's default would share it, or set the items before the order exists).
+        return _int_map_of, (list(dict.items(self)),)
+
     def floor_item(self, x: int) -> tuple[Any, Any] | None:
         """(key, value) of the largest key <= x, or None."""
         value = self.get(x, _ABSENT)
@@ -115,3 +120,10 @@ class IntMap(dict):
     def irange(self, lo: int, hi: int) -> list:
         """The keys k with lo <= k < hi, in order."""
         return self.order.within(lo, hi)
+
+
+def _int_map_of(items: list) -> IntMap:
+    table = IntMap()
+    for key, value in items:
+        table[key] = value
+    return table

@@ -128,6 +128,15 @@ class LockCalls:
 
 
 def _libc_calls() -> LockCalls:
+    """checker._native's mlock and munlock where it is built (no ctypes conversion per call), else
+    the ctypes originals, their reference in the tests."""
+    native = (getattr(NATIVE, "mlock", None), getattr(NATIVE, "munlock", None))
+    if None not in native:
+        return LockCalls(*native)
+    return _ctypes_lock_calls()
+
+
+def _ctypes_lock_calls() -> LockCalls:
     libc = ctypes.CDLL(None, use_errno=True)
     for name in ("mlock", "munlock"):
         fn = getattr(libc, name)

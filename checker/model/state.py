@@ -467,7 +467,7 @@ class PyTable(_TableOps):
     __slots__ = _FIELDS
 
 
-NATIVE_INTERFACE = 9  # what checker/native/_native.c must say it implements
+NATIVE_INTERFACE = 10  # what checker/native/_native.c must say it implements
 
 
 def _native_module():

@@ -36,7 +36,7 @@ typedef __int128 wide;
 
 /* checker.semantics uses this module only if it says this number: an old build left in the tree
  * after an interface change is ignored, not half used. Raise it with every such change. */
-#define NATIVE_INTERFACE 9
+#define NATIVE_INTERFACE 10
 
 /* The fields of a table, in one list for the struct, the garbage collector's visit and clear. */
 #define TABLE_FIELDS(X) X(name) X(rows) X(sized_by) X(keys) X(small) X(size_count) X(size_heap) X(largest) X(separated) X(journal)
@@ -4503,6 +4503,37 @@ static PyObject *locked_pages(PyObject *Py_UNUSED(module), PyObject *const *args
     return r == -2 ? NULL : Py_BuildValue("(iKK)", err, at, len);
 }
 
+/* mlock(address, length) and munlock(address, length): 0, or the errno the call failed with, without
+ * the GIL (a large range can take long). The Python original, and the reference the tests compare
+ * these with, is pinning's ctypes `_ctypes_lock_calls`. */
+static PyObject *lock_call(PyObject *const *args, Py_ssize_t nargs, int lock)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "mlock/munlock(address, length) take 2 arguments");
+        return NULL;
+    }
+    unsigned long long address = PyLong_AsUnsignedLongLong(args[0]), length = PyLong_AsUnsignedLongLong(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    int r, err = 0;
+    Py_BEGIN_ALLOW_THREADS
+    r = lock ? mlock((void *)(uintptr_t)address, (size_t)length) : munlock((void *)(uintptr_t)address, (size_t)length);
+    if (r != 0)
+        err = errno;
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(err);
+}
+
+static PyObject *mlock_(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    return lock_call(args, nargs, 1);
+}
+
+static PyObject *munlock_(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    return lock_call(args, nargs, 0);
+}
+
 /* buffer_address(obj): the address of the first byte of an object's buffer (an mmap's mapping),
  * exported and released at once, so the object can be closed afterwards. The Python original,
  * and the reference the tests compare this with, is pinning's ctypes `_address_of`. */
@@ -4521,6 +4552,8 @@ static PyMethodDef functions[] = {
      "buffer_address(obj): the address of the first byte of a writable buffer"},
     {"locked_pages", (PyCFunction)(void (*)(void))locked_pages, METH_FASTCALL,
      "locked_pages(lo, hi, page_size, each): the locked pages of [lo, hi), by madvise probes"},
+    {"mlock", (PyCFunction)(void (*)(void))mlock_, METH_FASTCALL, "mlock(address, length): 0 or the errno"},
+    {"munlock", (PyCFunction)(void (*)(void))munlock_, METH_FASTCALL, "munlock(address, length): 0 or the errno"},
     {"drive", (PyCFunction)(void (*)(void))drive, METH_FASTCALL,
      "drive(lines, decode, steps, errors, lineno, budget): run the fast steps until a line needs the general path"},
     {"remember", (PyCFunction)(void (*)(void))remember, METH_FASTCALL,
