@@ -22,6 +22,7 @@ from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+from gen_mixes import hex_and_names  # noqa: E402
 from gen_trace import generate  # noqa: E402
 
 _NEEDS_C = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
@@ -239,10 +240,26 @@ def test_the_benchmark_mix_runs_on_the_fast_steps_with_the_same_report(real_pinn
     assert (counts.normalised, counts.allowed) == (n, 2 * n)
 
 
+@pytest.mark.parametrize("machine", [pytest.param(True, id="step-machine", marks=_NEEDS_C),
+                                     pytest.param(False, id="python-steps")])
+def test_hex_and_flag_name_lines_run_on_the_fast_steps_with_the_same_report(real_pinning, tmp_path, monkeypatch,
+                                                                             machine):
+    """Recorders write addresses as "0x..." strings and flags as names: such lines go the fast
+    steps too, read as the general path reads them, with the same report."""
+    path = tmp_path / "hex.jsonl"
+    n = hex_and_names(str(path), 1500, seed=3)
+    assert b'"0x' in path.read_bytes() and b'"ACL_HOST_REG_' in path.read_bytes()
+    counts = Counting(monkeypatch)
+    report = assert_same_both_ways(path, machine=machine)
+    assert report[:3] == ("report", n, "conforms")
+    assert (counts.normalised, counts.allowed) == (n, 2 * n)  # the general path: only the run without the steps
+
+
 def spelt_trace():
-    """Lines the fast steps leave to the general path among lines they take: integers spelt as hex
-    strings and flag names, a ret the decoder does not take, a blank line, an `expect`, a usage finding,
-    a divergence, and the last event (the lock check reads smaps whole there)."""
+    """Lines of every kind among the fast steps' own: integers spelt as hex strings and flag names
+    (read on the fast path where the step takes the line), a ret the decoder does not take, a blank
+    line, an `expect`, a usage finding, a divergence, and the last event (the lock check reads smaps
+    whole there): the lines the fast steps decline go the general path."""
     other = BASE + 0x10_0000
     return [
         {"call": "malloc", "args": {"size": 3 * 4096}, "out": {"ptr": BASE}},

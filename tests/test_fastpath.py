@@ -593,15 +593,16 @@ def spelt_mix(tmp_path) -> bytes:
     return b"".join(out)
 
 
-def read_lines_both_ways(text: bytes) -> tuple[int, int]:
+def read_lines_both_ways(text: bytes) -> tuple[int, int, int]:
     """Every line the decoder takes: its values by `line_readers` against `Replayer.normalise` of the
-    same line; (lines read, lines left to the general path for a spelt integer)."""
+    same line; (lines read, of those the lines with a spelt integer, lines left to the general path
+    for a spelt integer the machine's rule does not take)."""
     header, stream = read_trace_text(text, "t.jsonl")
     sem = semantics_for(header, None, "t.jsonl")
     r = Replayer(sem, "t.jsonl")
     fast = r.fast_path()
     readers = fastpath_mod.line_readers(sem, fast)
-    read_n = spelt_n = 0
+    read_n = spelt_n = left_n = 0
     lineno = stream.lineno
     for raw in stream.raw_lines():
         lineno += 1
@@ -614,18 +615,20 @@ def read_lines_both_ways(text: bytes) -> tuple[int, int]:
             continue
         values = read(o)
         ev = stream.event(raw, UNDECODED, lineno)
+        spelt = any(type(v) in (str, list) for v in (*ev.args.values(), *ev.out.values()))
         if values is None:
-            spelt_n += 1
-            assert any(type(v) in (str, list) for v in (*ev.args.values(), *ev.out.values())), raw
+            left_n += 1
+            assert spelt, raw
             continue
         try:
             shape, args, status, outs = r.normalise(ev)
         except RegcheckError:
             continue  # the decoder's shape is wider here; the step declines such a line
         read_n += 1
+        spelt_n += spelt
         assert (values.call, dict(zip(values.params, values.inputs)), values.status, values.outs) == \
             (shape.name, args, status, outs), raw
-    return read_n, spelt_n
+    return read_n, spelt_n, left_n
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -633,9 +636,26 @@ def test_line_readers_read_the_corpus_as_normalise_does(path):
     read_lines_both_ways(path.read_bytes())
 
 
-def test_line_readers_leave_spelt_integers_to_the_general_path(tmp_path):
-    read_n, spelt_n = read_lines_both_ways(spelt_mix(tmp_path))
-    assert read_n > 300 and spelt_n > 20
+def test_line_readers_read_spelt_integers_as_normalise_does(tmp_path):
+    read_n, spelt_n, left_n = read_lines_both_ways(spelt_mix(tmp_path))
+    assert read_n > 300 and spelt_n > 20 and left_n == 0
+
+
+def test_line_readers_leave_spelt_integers_out_of_bounds_to_the_general_path():
+    too_big = hex(2**64)  # a "0x..." string the decoder takes, beyond a 64-bit address
+    text = (b'{"regcheck":1,"spec":"acl","env":{"os_kernel":"6.6","product":"AtlasA2"}}\n'
+            b'{"call":"malloc","args":{"size":4096},"out":{"ptr":"' + too_big.encode() + b'"}}\n'
+            b'{"call":"malloc","args":{"size":"0x1000"},"out":{"ptr":"0x7f0000000000"}}\n')
+    header, stream = read_trace_text(text, "t.jsonl")
+    sem = semantics_for(header, None, "t.jsonl")
+    fast = Replayer(sem, "t.jsonl").fast_path()
+    readers = fastpath_mod.line_readers(sem, fast)
+    values = []
+    for raw in stream.raw_lines():
+        o = fast.decode(raw)
+        values.append(readers[type(o)](o))
+    assert values[0] is None
+    assert values[1] is not None and values[1].inputs == (4096,) and values[1].outs == {"ptr": 0x7F0000000000}
 
 
 def test_a_probe_two_clauses_ask_is_computed_once_per_step():

@@ -390,8 +390,9 @@ class CheckedLines:
     the struct. A line the decoder does not take, or whose step declines (having changed nothing),
     is read as a TraceEvent and checked by the general path from the same state (`Execution.step`).
 
-    Only integers written as JSON integers are read from a struct (as `Replayer.normalise` keeps
-    them); a line with an integer spelt otherwise ("0x..." strings, flag names) goes the general way."""
+    Integers spelt otherwise than as JSON integers ("0x..." strings, flag names) are read from a
+    struct as the step's machine reads them (`line_readers`), which is what `Replayer.normalise`
+    gives; a line with one that rule does not take goes the general way."""
 
     def __init__(self, run: Execution):
         self.run = run

@@ -243,8 +243,10 @@ class LineValues(NamedTuple):
 def line_readers(sem: Semantics, fast: FastPath) -> dict[type, Callable[[Any], LineValues | None]]:
     """Per call with a step in `fast`: read(struct) -> the values of a line the decoder gave as that
     struct (integers, booleans, enum members, as `Replayer.normalise` reads them), for callers that
-    need them besides the step's verdict (`regcheck execute`). None for a line with an integer spelt
-    otherwise than as a JSON integer ("0x..." strings, flag names): only the general path reads those."""
+    need them besides the step's verdict (`regcheck execute`). An integer spelt otherwise than as a
+    JSON integer (a "0x..." string, a flag's name or a list of them) is read as the step's machine
+    reads it (`spelt_value`); None for a line with one that rule does not take (out of its field's
+    bounds): only the general path reads those."""
     readers: dict[type, Callable[[Any], LineValues | None]] = {}
     for struct in fast.steps:
         if struct is not _NoCall:
@@ -255,16 +257,22 @@ def line_readers(sem: Semantics, fast: FastPath) -> dict[type, Callable[[Any], L
 def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None]:
     info = sem.calls[call].info
     params, outputs = tuple(n for n, _ in info.params), tuple(n for n, _ in info.outputs)
-    spelt = tuple(i for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
+    spelt = tuple((i, sp) for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
     n, success, astuple = len(params), sem.success, msgspec.structs.astuple
 
     def read(o: Any) -> LineValues | None:
         inputs = astuple(o.args) if params else ()
         got = astuple(o.out) if outputs and o.out is not UNSET else ()
-        for i in spelt:
+        for i, spelling in spelt:
             v = inputs[i] if i < n else (got[i - n] if got else 0)
             if v.__class__ is not int and v is not UNSET:
-                return None
+                v = spelt_value(v, spelling)
+                if v is None:
+                    return None
+                if i < n:
+                    inputs = (*inputs[:i], v, *inputs[i + 1:])
+                else:
+                    got = (*got[:i - n], v, *got[i - n + 1:])
         outs = {k: v for k, v in zip(outputs, got) if v is not UNSET} if got else {}
         status = o.ret
         return LineValues(call, params, inputs, success if status is UNSET else status, outs)
