@@ -76,6 +76,8 @@ def test_int_map_answers_as_a_dict_searched_in_full(ops):
             assert table.floor_item(key) == ((below[-1], model[below[-1]]) if below else None)
         elif op == "irange":
             assert table.irange(key, key + n) == [k for k in sorted(model) if key <= k < key + n]
+            below = [k for k in sorted(model) if k < key]
+            assert table.meeting(key, key + n) == below[-1:] + [k for k in sorted(model) if key <= k < key + n]
         elif op == "clear" and n % 10 == 0:
             table.clear()
             model.clear()

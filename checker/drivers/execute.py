@@ -45,8 +45,8 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .executor import ReferenceDriver
-from .lockcheck import LockCheck, Mismatch
-from .ordered import IntKeys
+from .lockcheck import LockCheck
+from .ordered import IntMap
 from .pinning import PAGE_SIZE, forget_locked_reading
 from .protocol import Driver, Result
 
@@ -71,8 +71,7 @@ class Relocator:
     """Recorded allocations -> the driver's: an address keeps its offset in its allocation and page."""
 
     def __init__(self) -> None:
-        self._by_base: dict[int, tuple[int, int, int]] = {}  # recorded base -> (size, driver address of that base, shift)
-        self._bases = IntKeys()  # the recorded bases, in order
+        self._by_base = IntMap()  # recorded base -> (size, driver address of that base, shift)
         # Recorded (base, end) spans whose relocation changed since `take_changed` last ran.
         self._changed: list[tuple[int, int]] = []
 
@@ -93,16 +92,11 @@ class Relocator:
         # The recorded allocations never overlap (a reuse replaces them), so of those below
         # `recorded_base` only the last can reach into the new one.
         end = recorded_base + max(size, 1)
-        reaching = self._bases.within(recorded_base, end)
-        before = self._bases.before(recorded_base)
-        for base in reaching if before is None else [before, *reaching]:
+        for base in self._by_base.meeting(recorded_base, end):
             old_size = self._by_base[base][0]
             if base < end and recorded_base < base + max(old_size, 1):
                 del self._by_base[base]  # the recording reused that memory
-                self._bases.remove(base)
                 self._changed.append((base, base + max(old_size, 1)))
-        if recorded_base not in self._by_base:
-            self._bases.add(recorded_base)
         self._by_base[recorded_base] = (size, driver_block + shift, shift)
         self._changed.append((recorded_base, recorded_base + max(size, 1)))
 
@@ -111,12 +105,12 @@ class Relocator:
         if address == 0:
             return 0  # null stays null: every API checks it itself
         entry = self._by_base.get(address)
-        if entry is not None:  # the usual case, an allocation's own base: no bisection
+        if entry is not None:  # the usual case, an allocation's own base: no search
             return entry[1]
-        base = self._bases.before(address)
-        if base is None:
+        before = self._by_base.floor_item(address)
+        if before is None:
             return None
-        size, moved, _ = self._by_base[base]
+        base, (size, moved, _) = before
         if base <= address < base + max(size, 1):
             return moved + (address - base)
         return None
@@ -134,7 +128,6 @@ class Relocator:
         driver may hand the same memory out again for a later allocation)."""
         entry = self._by_base.pop(recorded_base, None)
         if entry is not None:
-            self._bases.remove(recorded_base)
             self._changed.append((recorded_base, recorded_base + max(entry[0], 1)))
 
     def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:
@@ -163,7 +156,6 @@ class Execution:
         self.plans = {name: (tuple((p, p in self.shape.releases.get(name, ())) for p in params),
                              self.shape.allocators.get(name))
                       for name, params in self.shape.addr_params.items()}
-        self.releases = {name: tuple(ps) for name, ps in self.shape.releases.items() if ps}
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
         self.driver_model = ModelSteps(sem, self.driver_state, FAST_STEPS)
@@ -212,22 +204,17 @@ class Execution:
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
             findings.append(rep.finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
         if self.locks is not None:
-            if last:
-                forget_locked_reading()  # a fresh reading of smaps, not one reused
-            mismatch = self.locks.after_event(self.driver_state, self.applied, last)
-            if mismatch is not None:
-                findings += self._lock_findings(ev, mismatch)
+            self._compare_locks(ev, last, findings)
         return findings
 
     def lock_check_at_the_end(self, ev) -> list[Finding]:
         """After a run whose last event (`ev`) was not known as last when it was stepped: the page
         locks compared whole, with smaps read afresh, as `step(ev, last=True)` would have (the
         findings at `ev`)."""
-        if self.locks is None:
-            return []
-        forget_locked_reading()  # a fresh reading of smaps, not one reused
-        mismatch = self.locks.after_event(self.driver_state, self.applied, True)
-        return [] if mismatch is None else self._lock_findings(ev, mismatch)
+        found: list[Finding] = []
+        if self.locks is not None:
+            self._compare_locks(ev, True, found)
+        return found
 
     def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
         out = dict(args)
@@ -291,13 +278,18 @@ class Execution:
             # Its changes, for the lock check; the recorded allocations it released relocate to
             # nothing any more.
             self.applied = st.journal
-            released = self.releases.get(name)
+            released = self.shape.releases.get(name)
             if released:
                 for p in released:
                     self.relocator.forget(args[p])
 
-    def _lock_findings(self, ev, mismatch: Mismatch) -> list[Finding]:
-        found = []
+    def _compare_locks(self, ev, last: bool, found: list[Finding]) -> None:
+        """The page locks after the event, compared (findings into `found`)."""
+        if last:
+            forget_locked_reading()  # a fresh reading of smaps, not one reused
+        mismatch = self.locks.after_event(self.driver_state, self.applied, last)  # type: ignore[union-attr]
+        if mismatch is None:
+            return
         if mismatch.missing:
             found.append(self.replayer.finding(
                 ev, "pinning", mismatch.rule,
@@ -307,7 +299,6 @@ class Execution:
             found.append(self.replayer.finding(
                 ev, "pinning", EXEC_LOCK_EXTRA,
                 f"{len(mismatch.extra)} page(s) are locked that the spec does not predict (first {mismatch.extra[0]:#x})"))
-        return found
 
 
 class ModelSteps:

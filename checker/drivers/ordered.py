@@ -1,11 +1,12 @@
 """Ordered int keys for the executor's address tables: add, remove, the keys in a range and the key
 before a value, each O(log n).
 
-The drivers' tables are dicts (by start address) beside an `IntKeys` when they need order. The keys
-are kept in the C module's `SortedKeys` where it is built, one C call per operation where a
-SortedDict or a SortedList of tuples took several Python calls; else, and from the first key it
-cannot hold (beyond 64 bits, or not an int), in a SortedList. Keys are unique: the caller adds a key
-only when its dict did not have it, and removes it with the dict's entry.
+The drivers' ordered tables are `IntMap`s (a dict by start address that keeps an `IntKeys` of its
+keys); the lock check's index of entries by start keeps an `IntKeys` of its own. The keys are kept
+in the C module's `SortedKeys` where it is built, one C call per operation where a SortedDict or a
+SortedList of tuples took several Python calls; else, and from the first key it cannot hold
+(beyond 64 bits, or not an int), in a SortedList. Keys are unique: the caller adds a key only when
+it does not hold it, and removes it only when it does.
 """
 
 from __future__ import annotations
@@ -120,6 +121,13 @@ class IntMap(dict):
     def irange(self, lo: int, hi: int) -> list:
         """The keys k with lo <= k < hi, in order."""
         return self.order.within(lo, hi)
+
+    def meeting(self, lo: int, hi: int) -> list:
+        """In order, the keys whose entries can reach into [lo, hi) when the entries are ranges
+        starting at their keys: the last key below lo, then the keys in [lo, hi)."""
+        inside = self.order.within(lo, hi)
+        before = self.order.before(lo)
+        return inside if before is None else [before, *inside]
 
 
 def _int_map_of(items: list) -> IntMap:

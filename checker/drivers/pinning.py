@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator
 from ..language.diagnostics import RegcheckError, error
 from ..model.state import NATIVE
 from .lockcounts import LockCounts
-from .ordered import IntKeys
+from .ordered import IntMap
 
 PAGE_SIZE = mmap.PAGESIZE
 DEFAULT_MAX_LOCKED_BYTES = 256 * 1024 * 1024
@@ -279,8 +279,7 @@ class PinnedArena:
             raise ValueError("max_locked_bytes must not be negative")
         self.max_locked_bytes = max_locked_bytes
         self._calls = calls if calls is not None else libc_calls()
-        self._mappings: dict[int, _Mapping] = {}  # map_address -> _Mapping (mappings never overlap)
-        self._starts = IntKeys()  # the map addresses, in order
+        self._mappings = IntMap()  # map_address -> _Mapping (mappings never overlap)
         self._aliases: dict[int, set[int]] = {}  # buffer address -> the map addresses of its aliases
         # Page-aligned spans whose mapping or lock state changed since `take_changed_spans` last ran.
         self._changed: list[tuple[int, int]] = []
@@ -318,7 +317,7 @@ class PinnedArena:
             raise MappingFailed(exc.errno or 0, f"mmap of a {length}-byte buffer failed: {exc}") from exc
         address = _address_of(view)
         region = Region(RegionKind.BUFFER, address, size, address, length, address)
-        self._add_mapping(_Mapping(region, view, fd))
+        self._mappings[address] = _Mapping(region, view, fd)
         self._note_change(address, address + length)
         return address
 
@@ -358,7 +357,7 @@ class PinnedArena:
         base = _address_of(view)
         device = base + (address - first)
         region = Region(RegionKind.ALIAS, device, size, base, length, host.address)
-        self._add_mapping(_Mapping(region, view, offset=offset))
+        self._mappings[base] = _Mapping(region, view, offset=offset)
         self._aliases.setdefault(host.address, set()).add(base)
         self._note_change(base, base + length)
         return device
@@ -400,9 +399,9 @@ class PinnedArena:
         _libc_mm().punch_hole(mapping.fd, lo, length)  # best effort: only the memory's return depends on it
         end = address + length
         region = Region(RegionKind.BUFFER, end, buffer.size - length, end, buffer.map_length - length, end)
-        self._drop_mapping(buffer.map_address)
+        del self._mappings[buffer.map_address]
         view_start = mapping.view_start if mapping.view_start >= 0 else buffer.map_address
-        self._add_mapping(_Mapping(region, mapping.view, mapping.fd, hi, view_start))
+        self._mappings[end] = _Mapping(region, mapping.view, mapping.fd, hi, view_start)
         for key in aliases:
             m = self._mappings[key]
             self._mappings[key] = _Mapping(replace(m.region, buffer=end), m.view, m.fd, m.offset, m.view_start)
@@ -525,10 +524,7 @@ class PinnedArena:
             if mapping is not None and hi <= lo + mapping.region.map_length:
                 out.append((lo, hi))  # the usual span, inside the mapping that starts there: no bisection
                 continue
-            # The mapping starting last below lo, then those starting in [lo, hi), in address order.
-            starts = self._starts.within(lo, hi)
-            before = self._starts.before(lo)
-            for start in starts if before is None else [before, *starts]:
+            for start in mappings.meeting(lo, hi):
                 a, b = max(lo, start), min(hi, start + mappings[start].region.map_length)
                 if a < b:
                     out.append((a, b))
@@ -536,7 +532,7 @@ class PinnedArena:
 
     def _spans(self) -> list[tuple[int, int]]:
         """The arena's mappings as sorted, disjoint (start, end) spans."""
-        return [(start, start + self._mappings[start].region.map_length) for start in self._starts]
+        return [(start, start + self._mappings[start].region.map_length) for start in self._mappings.order]
 
     def kernel_locked_bytes(self) -> int:
         """Bytes of the arena's mappings the kernel holds locked, read from /proc/self/smaps."""
@@ -576,7 +572,6 @@ class PinnedArena:
         for mapping in list(self._mappings.values()):
             self._unmap(mapping)
         self._mappings.clear()
-        self._starts.clear()
         self._aliases.clear()
         self._changed.clear()
 
@@ -604,12 +599,12 @@ class PinnedArena:
         # starts last at or before `address` can hold it.
         if size <= 0:
             return None
-        mapping = self._mappings.get(address)  # the usual case, a buffer's own address: no bisection
+        mapping = self._mappings.get(address)  # the usual case, a buffer's own address: no search
         if mapping is None:
-            start = self._starts.before(address)
-            if start is None:
+            entry = self._mappings.floor_item(address)
+            if entry is None:
                 return None
-            mapping = self._mappings[start]
+            mapping = entry[1]
         region = mapping.region
         return region if region.contains(address, size) else None
 
@@ -651,7 +646,7 @@ class PinnedArena:
             # Unmapping drops the lock even if this fails, so the error is not worth raising.
             self._calls.munlock(start, length)
         self._unmap(mapping)
-        self._drop_mapping(region.map_address)
+        del self._mappings[region.map_address]
         self._note_change(region.map_address, region.map_address + region.map_length)
         if region.kind is RegionKind.ALIAS:
             siblings = self._aliases.get(region.buffer)
@@ -661,15 +656,6 @@ class PinnedArena:
                     del self._aliases[region.buffer]
         else:
             self._aliases.pop(region.address, None)
-
-    def _add_mapping(self, mapping: _Mapping) -> None:
-        start = mapping.region.map_address
-        self._mappings[start] = mapping
-        self._starts.add(start)
-
-    def _drop_mapping(self, start: int) -> None:
-        del self._mappings[start]
-        self._starts.remove(start)
 
     @staticmethod
     def _unmap(mapping: _Mapping) -> None:
