@@ -246,7 +246,7 @@ def test_sorted_keys_is_a_sorted_list_of_int64_keys():
 @pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
 def test_the_c_table_raises_what_python_raises():
     """Odd records go to the Python methods, which raise; a predicate's error comes through."""
-    tables = PyTable("size", "t"), Table("size", "t")
+    tables = PyTable("size", "t", small=Table.SMALL), Table("size", "t")  # (PyTable.SMALL is larger)
     for t in tables:
         with pytest.raises(KeyError):
             t.put(1, {"length": 5})  # no size field
@@ -355,7 +355,7 @@ def test_the_key_index_follows_the_rows(operations, n):
     """The C table's index of entries by key value answers as the rows do, whatever changed them: it
     matches them exactly whenever it says it does, and the C table answers as the Python one after
     every operation (probes whose predicate reads the record included). 2,100 entries: past SMALL."""
-    py, c = PyTable("size", "t"), Table("size", "t")
+    py, c = PyTable("size", "t", small=Table.SMALL), Table("size", "t")
     for t in (py, c):
         for k in range(n):
             t.put(k * 16, {"size": 8 + k % 5})
@@ -440,7 +440,7 @@ def test_a_key_index_is_not_made_of_rows_it_cannot_hold():
 def test_a_key_index_of_megabytes_follows_the_rows():
     """Past 2 MiB of slots (40,000 entries) a key index's memory is mapped in huge pages: it still
     holds exactly the rows as it grows there, and as the table empties and the index shrinks back."""
-    py, c = PyTable("size", "t"), Table("size", "t")
+    py, c = PyTable("size", "t", small=Table.SMALL), Table("size", "t")
     for t in (py, c):
         for k in range(40_000):
             t.put(0x7F00_0000_0000 + k * 16384, {"size": 4096})

@@ -49,9 +49,9 @@ class _TableOps:
 
     The sorted keys are a plain list while the table is small (insertion there is a memmove of at
     most SMALL pointers, several times cheaper than a SortedList's bookkeeping at a few hundred
-    live entries) and an O(log n) ordered index once it grows past SMALL (`big_index`: the C
-    module's SortedKeys, whose keys the C probes walk, or a SortedList in pure Python and for keys
-    SortedKeys cannot hold); it goes back to a list below SMALL // 2.
+    live entries; PyTable's SMALL is larger) and an O(log n) ordered index once it grows past
+    SMALL (`big_index`: the C module's SortedKeys, whose keys the C probes walk, or a SortedList
+    in pure Python and for keys SortedKeys cannot hold); it goes back to a list below SMALL // 2.
 
     These methods are the reference. `Table` is `PyTable` (them alone) or, when the C module
     `checker._native` is built, a subclass of its `TableCore` whose put, remove and the three
@@ -465,6 +465,12 @@ class PyTable(_TableOps):
     """A table in pure Python."""
 
     __slots__ = _FIELDS
+
+    # A plain list stays cheaper here than a SortedList up to about 8,000 keys: its bisections are
+    # one C call where the SortedList's take several Python steps, and its memmove on a put or
+    # remove only outgrows the SortedList's bookkeeping past about 4,000 keys (bench/bench_replay.py
+    # register-heavy, and churn on 3,000-16,000 live registrations, measured at stop 33).
+    SMALL = 8192
 
 
 NATIVE_INTERFACE = 10  # what checker/native/_native.c must say it implements
