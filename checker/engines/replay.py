@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..fast.fastpath import DECODE_ERRORS, FastPath, fast_path, thread_window, window
+from ..fast.fastpath import DECODE_ERRORS, CountingWindow, FastPath, fast_path, thread_window, window
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
@@ -550,6 +550,13 @@ def _remembering(created: dict, removed: deque, journal: list) -> Callable[[int,
 
 
 def _python_remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
+    setdefault, pop = created.setdefault, created.pop
+    # A CountingWindow's append is a Python method (count, then deque's append); this closure is
+    # its one writer while replaying, so it counts itself and calls deque's append, a Python call
+    # fewer per removal.
+    counting = type(removed) is CountingWindow
+    push = deque.append if counting else type(removed).append
+
     def remember(line: int, call: str) -> None:
         made = None
         for table, key, op, _ in journal:
@@ -558,10 +565,12 @@ def _python_remembering(created: dict, removed: deque, journal: list) -> Callabl
             if op == "put":
                 if made is None:
                     made = (line, call)
-                created.setdefault((table, key), made)  # an update keeps the creating line
+                setdefault((table, key), made)  # an update keeps the creating line
             else:
-                created.pop((table, key), None)
-                removed.append((table, key, line, call))
+                pop((table, key), None)
+                if counting:
+                    removed.pushed += 1  # type: ignore[attr-defined]
+                push(removed, (table, key, line, call))
     return remember
 
 

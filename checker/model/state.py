@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 import os
 import sys
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right
 from typing import Any, Callable, Sequence
 
 from sortedcontainers import SortedList
@@ -97,15 +97,22 @@ class _TableOps:
             journal.append((self.name, key, "put", old))
         field = self.sized_by
         if field is not None:
+            size = record[field]
+            separation_known = False
             if old is None:
                 keys = self.keys
                 if type(keys) is list:
-                    insort(keys, key)
+                    i = bisect_right(keys, key)
+                    keys.insert(i, key)
                     if len(keys) > self.small:
                         try:
                             self.keys = self.big_index(keys)
                         except (OverflowError, TypeError):
                             self.keys = SortedList(keys)
+                    elif self._separated:  # `_keeps_separated`, with the neighbours the insertion found
+                        self._separated = self._separated_between(
+                            keys[i - 1] if i else None, keys[i + 1] if i + 1 < len(keys) else None, key, size)
+                        separation_known = True
                 else:
                     try:
                         keys.add(key)
@@ -114,8 +121,7 @@ class _TableOps:
                         self.keys.add(key)
             else:
                 self._forget_size(old[field])
-            size = record[field]
-            if self._separated:
+            if self._separated and not separation_known:
                 self._separated = self._keeps_separated(key, size)
             counts = self._size_count
             count = counts.get(size, 0)
@@ -181,6 +187,13 @@ class _TableOps:
         key cannot be compared: the window's walk answers then."""
         try:
             before, after = self._neighbours(key)
+        except (TypeError, KeyError, OverflowError):
+            return False
+        return self._separated_between(before, after, key, size)
+
+    def _separated_between(self, before, after, key, size) -> bool:
+        """`_keeps_separated` given the keys before and after `key` (None: none)."""
+        try:
             if after is not None and size > 0 and after < key + size:
                 return False
             largest = self._largest  # (no entry before this put is larger; unknown: read the record)
