@@ -151,7 +151,7 @@ def fields(t) -> tuple:
 def test_the_c_table_is_the_python_table(operations, qs, small, journal):
     """The same puts, removals, updates and probes give the same answers and the same fields
     (sorted keys, size counts, the heap, the cached largest size, the journal) after every step."""
-    py, c = PyTable("size", "t", small=small), Table("size", "t", small=small)
+    py, c = PyTable("size", "t", small=Table.SMALL if small is None else small), Table("size", "t", small=small)
     if journal:
         py.journal, c.journal = [], []
     for (remove, key, size), (base, length) in zip(operations, qs * len(operations)):

@@ -154,7 +154,13 @@ class _TableOps:
                 keys.remove(key)
                 if len(keys) < self.small // 2:
                     self.keys = list(keys)
-            self._forget_size(old[field])
+            size = old[field]
+            counts = self._size_count
+            count = counts[size] - 1  # `_forget_size`, inline: most removals keep their size's count
+            if count:
+                counts[size] = count
+            else:
+                self._forget_size(size)
             if not self.rows:
                 self._separated = True
 
@@ -322,6 +328,29 @@ class _TableOps:
         if largest is None:
             largest = self.max_size()
         if largest <= 0:
+            return False
+        keys = self.keys
+        if type(keys) is list and self._separated:
+            # What the separated walk below answers, from one bisection of the small table's list:
+            # the entry before base (if its size can reach base), then the keys from base on.
+            i = bisect_left(keys, base)
+            if i:
+                before = keys[i - 1]
+                if base - before < largest:
+                    record = rows[before]
+                    size = record[field]
+                    if size > 0 and base < before + size and (pred is None or pred((before, record))):
+                        return True
+            n = len(keys)
+            while i < n:
+                k = keys[i]
+                if k >= end:
+                    break
+                if k != base:  # (base's own was asked)
+                    record = rows[k]
+                    if record[field] > 0 and (pred is None or pred((k, record))):
+                        return True
+                i += 1
             return False
         lo = base - largest + 1  # overlap_window(base, end, largest), inline
         window = self._window_keys(lo, end, base, True)
