@@ -406,10 +406,12 @@ journals = st.lists(st.lists(st.tuples(st.sampled_from(["regs", "allocs", None])
 @given(journals)
 def test_the_c_remember_is_the_python_remember(events):
     """Event after event (each a journal of changes), both note the same creating lines, keep an
-    update's creating line, and list the same removals."""
-    ways = []
+    update's creating line, and list the same removals; the replayers' windows (the C Ring, and
+    the CountingWindow, whose pushes the Python remember counts itself) count the same pushes."""
+    ways, pushes = [], []
     for make, made, window in ((_remembering, dict, partial(deque, maxlen=4)),
                                (_python_remembering, dict, partial(deque, maxlen=4)),
+                               (_python_remembering, dict, partial(CountingWindow, maxlen=4)),  # the pure replayer's
                                (_remembering, NATIVE.Made, partial(NATIVE.Ring, 4))):  # as the replayer's
         created = made()
         removed = window()
@@ -419,7 +421,10 @@ def test_the_c_remember_is_the_python_remember(events):
             journal[:] = [(table, key, op, None) for table, key, op in changes]
             remember(line, f"call{line}")
         ways.append((list(dict(created).items()), list(removed)))
-    assert ways[0] == ways[1] == ways[2]
+        pushes.append(getattr(removed, "pushed", None))
+    assert ways[0] == ways[1] == ways[2] == ways[3]
+    removals = sum(op == "remove" and table is not None for changes in events for table, _, op in changes)
+    assert pushes[2] == pushes[3] == removals
 
 
 # ---- the latest removal of an entry: the index is the scan of the window it replaced
