@@ -265,22 +265,17 @@ class PinnedHostDriver(HostEvents):
     def _touching(self, base: int, size: int) -> Iterator[tuple[int, Registration]]:
         """Registrations sharing a byte with [base, base + size): the one starting before it, if it
         reaches in, and every one starting inside."""
-        entry = self.regs.floor_item(base)
-        if entry is not None:
-            first, reg = entry
-            if first < base < first + reg.size:
-                yield first, reg
-        for key in self.regs.irange(base, base + size):
-            yield key, self.regs[key]
+        for key in self.regs.meeting(base, base + size):
+            reg = self.regs[key]
+            if key >= base or base < key + reg.size:
+                yield key, reg
 
     def _blocks_touching(self, ptr: int, size: int) -> Iterator[int]:
         if size <= 0:
             return
         blocks = self.host.blocks
-        entry = blocks.floor_item(ptr)
-        if entry is not None:
-            first, block = entry
-            if first < ptr < first + block.size:
-                yield first
-        yield from (b for b in blocks.irange(ptr, ptr + size) if blocks[b].size > 0)
+        for key in blocks.meeting(ptr, ptr + size):
+            block_size = blocks[key].size
+            if block_size > 0 and (key >= ptr or ptr < key + block_size):
+                yield key
 

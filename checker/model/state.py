@@ -154,13 +154,7 @@ class _TableOps:
                 keys.remove(key)
                 if len(keys) < self.small // 2:
                     self.keys = list(keys)
-            size = old[field]
-            counts = self._size_count
-            count = counts[size] - 1  # `_forget_size`, inline: most removals keep their size's count
-            if count:
-                counts[size] = count
-            else:
-                self._forget_size(size)
+            self._forget_size(old[field])
             if not self.rows:
                 self._separated = True
 
