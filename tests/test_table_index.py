@@ -11,6 +11,7 @@ import pickle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sortedcontainers import SortedList
 
 from checker.model.state import Table
 from checker.model.codegen import contains_addr, contains_range, overlaps
@@ -550,3 +551,26 @@ def test_a_table_is_separated_again_once_empty():
         assert not t._separated  # (separated again, but only an empty table is known to be)
         t.remove(0)
         assert t._separated
+
+
+@settings(max_examples=200, deadline=None)
+@given(separated_ops, st.lists(st.integers(0, 3), min_size=1, max_size=60))
+def test_the_written_out_sortedlist_add_and_removal_are_sortedlists(operations, reads):
+    """PyTable's put and remove on a SortedList index (sublists of 4-8 keys here, so that keys go
+    to sublist ends and sublists split and merge) keep it a valid SortedList holding the rows'
+    keys, its positional index too once one is built; and the separation they work out from the
+    insertion's neighbours is the one a plain list index works out."""
+    t, plain = PyTable("size", "t", small=0), PyTable("size", "t")
+    t.keys._reset(4)
+    for (remove, slot, offset, size, wide), read in zip(operations, reads * len(operations)):
+        for table in (t, plain):
+            if remove and table.rows:
+                table.remove(sorted(table.rows)[slot % len(table.rows)])
+            else:
+                table.put(slot * 100 + offset, {"size": size + wide})
+        if read == 0 and t.rows:
+            assert t.keys[len(t.rows) // 2] == sorted(t.rows)[len(t.rows) // 2]  # builds the positional index
+        t.keys._check()
+        assert type(t.keys) is SortedList and list(t.keys) == sorted(t.rows) == plain.keys
+        assert t._separated == plain._separated
+        assert not t._separated or truly_separated(t)

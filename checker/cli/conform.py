@@ -76,7 +76,7 @@ def run(args, out) -> int:
         return EXIT_INPUT
     if args.format == "sarif":
         return _run_sarif(args, out)
-    factory, spec, tests, _ = _load(args)
+    factory, spec, tests, _ = _driver_and_suite(args)
     report = _run(args, factory, spec, tests)
     fuzzed, trace_file = _fuzz_after(args, factory, report)
     code = _exit_code(report, fuzzed)
@@ -163,7 +163,7 @@ def _fuzz_text(result, trace_file: str | None = None) -> list[str]:
     return lines + ["    " + line for line in f.trace_text().splitlines()]
 
 
-def _load(args):
+def _driver_and_suite(args):
     """(driver factory, spec, tests, trace files): the suite read from --suite (trace files: test
     name -> its file), or generated (no files)."""
     factory = load_factory(args.driver)
@@ -204,7 +204,7 @@ def _run_sarif(args, out) -> int:
     """The run as SARIF; bad input becomes a tool notification of an empty run (exit 2), so a CI step
     that uploads the log always has one."""
     try:
-        factory, spec, tests, files = _load(args)
+        factory, spec, tests, files = _driver_and_suite(args)
         report = _run(args, factory, spec, tests)
         fuzzed, trace_file = _fuzz_after(args, factory, report)
     except RegcheckError as exc:

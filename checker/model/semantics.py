@@ -67,7 +67,7 @@ class Semantics:
             lines += em.condition(f"inv{k}", (), inv.expr)
         for k, pin in enumerate(spec.pinned):
             lines += em.condition(f"pin{k}", (pin.var,), pin.cond)
-        ns = self._load("\n".join(lines), em)
+        ns = self._run_generated("\n".join(lines), em)
         self._groups = {g: ns[f"g_{identifier(g)}"] for g in spec.groups}
         self.invariants = [(inv.rule, ns[f"inv{k}"]) for k, inv in enumerate(spec.invariants)]
         self._pinned = [(pin.rule, pin.var, pin.table, ns[f"pin{k}"]) for k, pin in enumerate(spec.pinned)]
@@ -77,7 +77,7 @@ class Semantics:
                                    for pin in spec.pinned)
         self.calls: dict[str, CompiledCall] = {name: plan(ns) for name, plan in plans.items()}
 
-    def _load(self, source: str, em: Emitter) -> dict:
+    def _run_generated(self, source: str, em: Emitter) -> dict:
         ns = dict(RUNTIME)
         ns["K"] = tuple(em.consts)
         exec(compile(source, f"<regcheck semantics of {self.spec.name}>", "exec"), ns)  # generated from the AST
@@ -315,7 +315,7 @@ class Semantics:
         scope = dict(scope or {})
         names = [n for n in scope if n.isidentifier()]
         em = Emitter(self.spec, self.config)
-        ns = self._load("\n".join(em.condition("f", names, e)), em)
+        ns = self._run_generated("\n".join(em.condition("f", names, e)), em)
         try:
             return ns["f"](st, scope)
         except EvalError as exc:

@@ -113,6 +113,9 @@ class _TableOps:
                         self._separated = self._separated_between(
                             keys[i - 1] if i else None, keys[i + 1] if i + 1 < len(keys) else None, key, size)
                         separation_known = True
+                elif type(keys) is SortedList and self._separated and type(key) is int:
+                    self._separated = self._sorted_list_add(keys, key, size)
+                    separation_known = True
                 else:
                     try:
                         keys.add(key)
@@ -151,7 +154,8 @@ class _TableOps:
             if type(keys) is list:
                 del keys[bisect_left(keys, key)]
             else:
-                keys.remove(key)
+                if type(keys) is not SortedList or not self._sorted_list_discard(keys, key):
+                    keys.remove(key)
                 if len(keys) < self.small // 2:
                     self.keys = list(keys)
             self._forget_size(old[field])
@@ -190,6 +194,53 @@ class _TableOps:
         except (TypeError, KeyError, OverflowError):
             return False
         return self._separated_between(before, after, key, size)
+
+    def _sorted_list_add(self, keys: SortedList, key: int, size) -> bool:
+        """`keys.add(key)` for a new int key of a separated table, and `_keeps_separated(key, size)`
+        after it, from the one bisection the insertion makes: the neighbours are beside the place
+        where the key goes. (SortedList's add, written out on its documented layout: sorted
+        sublists `_lists`, their last keys `_maxes`, `_expand` splitting a sublist grown past twice
+        the load and keeping the positional `_index` if one is built.)"""
+        maxes, lists = keys._maxes, keys._lists
+        if not maxes:
+            keys.add(key)
+            return True
+        pos = bisect_right(maxes, key)
+        if pos == len(maxes):  # past every key: the last sublist's end
+            pos -= 1
+            sub = lists[pos]
+            before, after = sub[-1], None
+            sub.append(key)
+            maxes[pos] = key
+        else:
+            sub = lists[pos]
+            i = bisect_right(sub, key)
+            sub.insert(i, key)
+            before = sub[i - 1] if i else (lists[pos - 1][-1] if pos else None)
+            after = sub[i + 1]  # (maxes[pos] > key: a larger key follows in this sublist)
+        keys._expand(pos)
+        keys._len += 1
+        return self._separated_between(before, after, key, size)
+
+    @staticmethod
+    def _sorted_list_discard(keys: SortedList, key) -> bool:
+        """`keys.remove(key)` for the usual case, written out as `_sorted_list_add` is: the key is
+        there, and its sublist keeps more than half the load without it (no merge) and no
+        positional index is built. False (nothing changed) otherwise: SortedList's remove then."""
+        maxes = keys._maxes
+        pos = bisect_left(maxes, key)
+        if pos == len(maxes) or keys._index:
+            return False
+        sub = keys._lists[pos]
+        if len(sub) <= (keys._load >> 1) + 1:
+            return False
+        i = bisect_left(sub, key)
+        if sub[i] != key:
+            return False
+        del sub[i]
+        keys._len -= 1
+        maxes[pos] = sub[-1]
+        return True
 
     def _separated_between(self, before, after, key, size) -> bool:
         """`_keeps_separated` given the keys before and after `key` (None: none)."""
