@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.engines.replay import RemovalIndex, _python_remembering, _remembering
+from checker.engines.replay import CALL_BITS, MadeLines, RemovalIndex, _python_remembering, _remembering
 from checker.fast.fastpath import CountingWindow
 from checker.model.state import NATIVE
 from tests.helpers import run_cli
@@ -401,30 +401,65 @@ journals = st.lists(st.lists(st.tuples(st.sampled_from(["regs", "allocs", None])
                                        st.sampled_from(["put", "remove"])), max_size=6), max_size=30)
 
 
-@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+def reference_remember(created: dict, removed: list, journal: list):
+    """What remember does, spelt out on a dict and a list."""
+    def remember(line, call):
+        for table, key, op, _ in journal:
+            if table is not None and op == "put":
+                created.setdefault((table, key), (line, call))
+            elif table is not None:
+                created.pop((table, key), None)
+                removed.append((table, key, line, call))
+    return remember
+
+
 @settings(max_examples=300, deadline=None)
-@given(journals)
-def test_the_c_remember_is_the_python_remember(events):
-    """Event after event (each a journal of changes), both note the same creating lines, keep an
-    update's creating line, and list the same removals; the replayers' windows (the C Ring, and
-    the CountingWindow, whose pushes the Python remember counts itself) count the same pushes."""
+@given(journals, st.integers(0, 2))
+def test_the_c_remember_and_the_python_remember_are_the_reference(events, calls):
+    """Event after event (each a journal of changes), each notes the same creating lines, keeps an
+    update's creating line, and lists the same removals as the reference; the replayers' windows
+    (the C Ring, and the CountingWindow, whose pushes the Python remember counts itself) count the
+    same pushes. The Python remember's MadeLines reads as the dict (`calls`: the events name 1 or
+    3 calls, or each its own)."""
     ways, pushes = [], []
-    for make, made, window in ((_remembering, dict, partial(deque, maxlen=4)),
-                               (_python_remembering, dict, partial(deque, maxlen=4)),
-                               (_python_remembering, dict, partial(CountingWindow, maxlen=4)),  # the pure replayer's
-                               (_remembering, NATIVE.Made, partial(NATIVE.Ring, 4))):  # as the replayer's
+    makers = [(reference_remember, dict, list),
+              (_python_remembering, MadeLines, partial(deque, maxlen=4)),
+              (_python_remembering, MadeLines, partial(CountingWindow, maxlen=4))]  # the pure replayer's
+    if NATIVE is not None:
+        makers += [(_remembering, dict, partial(deque, maxlen=4)),
+                   (_remembering, NATIVE.Made, partial(NATIVE.Ring, 4))]  # as the replayer's
+    for make, made, window in makers:
         created = made()
         removed = window()
         journal: list = []
         remember = make(created, removed, journal)
         for line, changes in enumerate(events, 2):
             journal[:] = [(table, key, op, None) for table, key, op in changes]
-            remember(line, f"call{line}")
-        ways.append((list(dict(created).items()), list(removed)))
+            remember(line, "call" if calls == 0 else f"call{line % 3}" if calls == 1 else f"call{line}")
+        ways.append((dict(created), list(removed)[-4:], len(created), sorted(created),
+                     [(where in created, created.get(where)) for where in [("regs", k) for k in range(7)]]))
         pushes.append(getattr(removed, "pushed", None))
-    assert ways[0] == ways[1] == ways[2] == ways[3]
+    assert all(way == ways[0] for way in ways)
     removals = sum(op == "remove" and table is not None for changes in events for table, _, op in changes)
-    assert pushes[2] == pushes[3] == removals
+    assert pushes[2] == removals and (NATIVE is None or pushes[4] == removals)
+
+
+def test_made_lines_reads_as_a_dict_of_lines_and_calls():
+    made, journal = MadeLines(), []
+    remember = _python_remembering(made, deque(maxlen=4), journal)
+    for line in range(2, 2 + (1 << CALL_BITS) + 3):  # past the call numbers: (line, call) held as it is
+        journal[:] = [("t", line, "put", None)]
+        remember(line, f"call{line}")
+    journal[:] = [("t", 2, "put", None), ("u", -7, "put", None)]
+    remember(-5, "call3")  # an update keeps line 2; a negative line decodes too
+    assert made[("t", 2)] == (2, "call2") and made[("u", -7)] == (-5, "call3")
+    last = 1 + (1 << CALL_BITS) + 3
+    assert made.get(("t", last)) == (last, f"call{last}") and made.calls[-1] == f"call{1 + (1 << CALL_BITS)}"
+    assert len(made) == (1 << CALL_BITS) + 4 and ("t", 99) in made and ("t", 1) not in made
+    assert made.get(("t",)) is None and made.get(("t", [])) is None and made.get(7, "none") == "none"
+    with pytest.raises(KeyError):
+        made[("v", 1)]
+    assert dict(made)[("t", 99)] == (99, "call99")
 
 
 # ---- the latest removal of an entry: the index is the scan of the window it replaced

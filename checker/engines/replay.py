@@ -21,7 +21,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections import deque
+from collections import defaultdict, deque
+from collections.abc import Mapping as MappingBase
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -201,9 +202,9 @@ class Replayer:
         self.path = path
         self.state: State = sem.initial_state()
         self.shapes = _shapes(sem)
-        # (table, key) -> (line, call) of the event that created each live entry: a dict, or where
-        # the C module is built its Made (the same mapping, without two tuples per entry)
-        self.created: dict[tuple[str, Any], tuple[int, str]] = {} if NATIVE is None else NATIVE.Made()
+        # (table, key) -> (line, call) of the event that created each live entry: a MadeLines, or
+        # where the C module is built its Made (the same mapping, held in C)
+        self.created: Mapping[tuple[str, Any], tuple[int, str]] = MadeLines() if NATIVE is None else NATIVE.Made()
         # (table, key, line, call) of the last REMOVED_WINDOW removals, oldest first: appending is
         # all a removal costs; `_related` picks the latest removal of each entry not live again.
         # (A deque, or the C module's Ring, which holds the same items without a tuple each.)
@@ -540,17 +541,80 @@ class RemovalIndex:
         self.indexed = pushed
 
 
-def _remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
+CALL_BITS = 16  # a MadeLines value: line << CALL_BITS | the call's number
+
+
+class MadeLines(MappingBase):
+    """Replayer.created without the C module: (table, key) -> (line, call) of the event that made
+    each live entry, read as a mapping (get, in, [], len, iteration, items; entries come table by
+    table), written by `_python_remembering` alone. Held as one dict per table, key -> line <<
+    CALL_BITS | the call's number: an int per entry where a dict by (table, key) holds a key tuple
+    and a value tuple (21 MiB more at 100,000 live registrations in each of two tables,
+    bench/bench_replay.py's pure-Python peak RSS of live-100k). A value is the (line, call) tuple
+    itself past 2**CALL_BITS call names (a spec declares a few dozen)."""
+
+    __slots__ = ("tables", "numbers", "calls")
+
+    def __init__(self) -> None:
+        self.tables: defaultdict[str, dict] = defaultdict(dict)  # table -> {key: value}
+        self.numbers: dict[str, int] = {}  # call -> its number
+        self.calls: list[str] = []  # number -> call
+
+    def value(self, line: int, call: str) -> int | tuple[int, str]:
+        """What an entry made by (line, call) holds (`line`: an int; a negative one decodes too)."""
+        number = self.numbers.get(call)
+        if number is None:
+            if len(self.calls) >> CALL_BITS:
+                return (line, call)
+            number = self.numbers[call] = len(self.calls)
+            self.calls.append(call)
+        return line << CALL_BITS | number
+
+    def _made(self, value) -> tuple[int, str]:
+        if type(value) is int:
+            return value >> CALL_BITS, self.calls[value & ((1 << CALL_BITS) - 1)]
+        return value
+
+    def _value_at(self, where, default):
+        try:
+            table, key = where
+            entries = self.tables.get(table)
+            return default if entries is None else entries.get(key, default)
+        except (TypeError, ValueError):  # not a (table, key) pair, or an unhashable key
+            return default
+
+    def get(self, where, default=None):
+        value = self._value_at(where, _ABSENT)
+        return default if value is _ABSENT else self._made(value)
+
+    def __contains__(self, where) -> bool:
+        return self._value_at(where, _ABSENT) is not _ABSENT
+
+    def __getitem__(self, where) -> tuple[int, str]:
+        value = self._value_at(where, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(where)
+        return self._made(value)
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        return ((table, key) for table, entries in self.tables.items() for key in entries)
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self.tables.values())
+
+
+def _remembering(created: Mapping, removed: deque, journal: list) -> Callable[[int, str], None]:
     """remember(line, call): created[(table, key)] = (line, call) for each put of `journal` to an
     entry not in `created` yet (an update keeps the creating line); each removal leaves `created`
-    and goes to `removed` as (table, key, line, call)."""
+    and goes to `removed` as (table, key, line, call). `created` is a MadeLines, or where the C
+    module is built its Made (or a dict)."""
     if NATIVE is not None:  # the same function in C (checker/native/_native.c)
         return partial(NATIVE.remember, created, removed, journal)
-    return _python_remembering(created, removed, journal)
+    return _python_remembering(created, removed, journal)  # type: ignore[arg-type]
 
 
-def _python_remembering(created: dict, removed: deque, journal: list) -> Callable[[int, str], None]:
-    setdefault, pop = created.setdefault, created.pop
+def _python_remembering(created: MadeLines, removed: deque, journal: list) -> Callable[[int, str], None]:
+    tables, numbers, value = created.tables, created.numbers, created.value  # (tables: a defaultdict)
     # A CountingWindow's append is a Python method (count, then deque's append); this closure is
     # its one writer while replaying, so it counts itself and calls deque's append, a Python call
     # fewer per removal.
@@ -563,11 +627,14 @@ def _python_remembering(created: dict, removed: deque, journal: list) -> Callabl
             if table is None:
                 continue
             if op == "put":
-                if made is None:
-                    made = (line, call)
-                setdefault((table, key), made)  # an update keeps the creating line
+                if made is None:  # value(line, call), without the call where the call has its number
+                    try:
+                        made = line << CALL_BITS | numbers[call]
+                    except KeyError:
+                        made = value(line, call)
+                tables[table].setdefault(key, made)  # an update keeps the creating line
             else:
-                pop((table, key), None)
+                tables[table].pop(key, None)
                 if counting:
                     removed.pushed += 1  # type: ignore[attr-defined]
                 push(removed, (table, key, line, call))
