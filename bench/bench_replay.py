@@ -104,10 +104,26 @@ def pure_python_replay(path: str, repeat: int) -> tuple[int, float]:
     return int(out[0]), float(out[1])
 
 
+# The child's own peak: VmHWM, of the memory the child mapped since it started. (Not ru_maxrss: Linux
+# carries the parent's peak over into its child's, through the fork or vfork and the exec, so every
+# child of this process read at least this process's own peak, which the replays above had raised.)
+PEAK_RSS_CODE = """
+import sys
+from checker.engines.replay import replay_trace
+r = replay_trace(sys.argv[1])
+try:
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+except (OSError, StopIteration):  # not Linux: ru_maxrss, in KiB on Linux and the BSDs, bytes on macOS
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+print(peak, r.events, r.verdict)
+"""
+
+
 def peak_rss_kib(path: str, pure: bool = False) -> int:
-    """Peak RSS of a replay in a fresh process; `pure`: without the C module."""
-    code = ("import resource, sys; from checker.engines.replay import replay_trace; r = replay_trace(sys.argv[1]); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.events, r.verdict)")
+    """Peak RSS (KiB) of a replay in a fresh process; `pure`: without the C module."""
+    code = PEAK_RSS_CODE
     env = dict(os.environ, REGCHECK_PURE_PYTHON="1") if pure else None
     out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(HERE), env=env).stdout.split()
