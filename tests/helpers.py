@@ -40,7 +40,7 @@ def outcome(text: bytes, fast: bool, max_findings: int | None = None, python_loo
         replay_mod._PYTHON_LOOP = saved
         fastpath_mod.MACHINE_STEPS = saved_machine
     return ("report", report.to_json(), [f.notes for f in report.findings], report.truncated,
-            r.state.snapshot(), dict(r.created), list(r.removed))
+            r.state.snapshot(), sorted(r.created.items(), key=repr), list(r.removed))  # (created: in no order)
 
 
 def default_sigint() -> None:
