@@ -457,6 +457,9 @@ def test_made_lines_reads_as_a_dict_of_lines_and_calls():
     assert made.get(("t", last)) == (last, f"call{last}") and made.calls[-1] == f"call{1 + (1 << CALL_BITS)}"
     assert len(made) == (1 << CALL_BITS) + 4 and ("t", 99) in made and ("t", 1) not in made
     assert made.get(("t",)) is None and made.get(("t", [])) is None and made.get(7, "none") == "none"
+    journal[:] = [("u", "k", "put", None)]
+    remember(9, "call3")
+    assert ("u", "k") in made and "uk" not in made and made.get(["u", "k"]) is None  # only a (table, key) tuple
     with pytest.raises(KeyError):
         made[("v", 1)]
     assert dict(made)[("t", 99)] == (99, "call99")

@@ -576,11 +576,13 @@ class MadeLines(MappingBase):
         return value
 
     def _value_at(self, where, default):
+        if type(where) is not tuple or len(where) != 2:  # (a dict's key is a (table, key) tuple)
+            return default
+        table, key = where
         try:
-            table, key = where
             entries = self.tables.get(table)
             return default if entries is None else entries.get(key, default)
-        except (TypeError, ValueError):  # not a (table, key) pair, or an unhashable key
+        except TypeError:  # an unhashable table or key
             return default
 
     def get(self, where, default=None):
