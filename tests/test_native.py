@@ -21,6 +21,7 @@ from checker.model.state import NATIVE
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
+from gen_mixes import live_churn  # noqa: E402
 from gen_trace import generate  # noqa: E402
 
 needs_native = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built (no C compiler or Python headers at install)")
@@ -49,14 +50,16 @@ def replay_all(paths: list[str], pure: bool) -> dict:
 @pytest.mark.slow
 @needs_native
 def test_whole_replays_are_the_same_with_and_without_the_c_module(tmp_path):
-    small, large = tmp_path / "mix.jsonl", tmp_path / "many-live.jsonl"
+    small, large, largest = tmp_path / "mix.jsonl", tmp_path / "many-live.jsonl", tmp_path / "more-live.jsonl"
     generate(str(small), 20_000, live=200, seed=3)
-    generate(str(large), 12_000, live=3_000, seed=4)  # past 2,048 live entries: the SortedList index
+    generate(str(large), 12_000, live=3_000, seed=4)  # past 2,048 live entries: the C tables' SortedKeys
+    live_churn(str(largest), 24_000, live=9_000, seed=5)  # past 8,192: the pure-Python tables' SortedList too
     lines = small.read_bytes().splitlines(keepends=True)
     lines.insert(500, b'{"call":"aclrtHostUnregister","args":{"ptr":4096},"ret":0}\n')  # a finding midway
     broken = tmp_path / "broken.jsonl"
     broken.write_bytes(b"".join(lines))
-    paths = [str(p) for p in sorted((REPO / "traces").rglob("*.jsonl"))] + [str(small), str(large), str(broken)]
+    paths = [str(p) for p in sorted((REPO / "traces").rglob("*.jsonl"))] + [str(small), str(large), str(largest),
+                                                                          str(broken)]
     c, python = replay_all(paths, pure=False), replay_all(paths, pure=True)
     assert c["native"] and not python["native"]
     assert len(c["runs"]) == len(python["runs"]) == len(paths)
