@@ -89,6 +89,27 @@ def test_the_benchmark_mix_is_mostly_fast_and_replays_the_same(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("mode", LOOPS)
+def test_statuses_spelt_in_hex_are_fast_and_replay_as_their_integers(tmp_path, monkeypatch, mode):
+    """Every `ret` written "0x..." (trace-format.md allows it, and a recorder that writes every
+    integer in hex does): the successes and the allowed failures (an environmental failure of
+    aclrtMallocHost every 50 lines) all take the fast path, and the report is the one of the same
+    trace with JSON integers."""
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 3_000, live=100, seed=4)
+    header, *mix = path.read_bytes().splitlines(keepends=True)
+    failure = b'{"call":"aclrtMallocHost","args":{"size":4096},"ret":207001}\n'
+    lines = [line for i, plain in enumerate(mix) for line in ((plain, failure) if i % 50 == 7 else (plain,))]
+    events = [orjson.loads(line) for line in lines]
+    spelt = [header] + [orjson.dumps({**ev, "ret": ("0x%x" if i % 2 else "0X%X") % ev["ret"]} if "ret" in ev else ev)
+                        + b"\n" for i, ev in enumerate(events)]
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
+    result = assert_same(b"".join(spelt), mode=mode)
+    assert counter.get(True, 0) == len(lines) == 3_060 and not counter.get(False)
+    assert result == outcome(b"".join([header, *lines]), True, None, *mode)
+
+
+@pytest.mark.parametrize("mode", LOOPS)
 def test_findings_midway_are_the_same_both_ways(tmp_path, mode):
     path = tmp_path / "mix.jsonl"
     generate(str(path), 3_000, live=50, seed=5)
@@ -277,7 +298,15 @@ EDGES = [
     ("missing argument", {"args": {"ptr": 65536, "size": 8192}}, False),
     ("extra argument", {"args": {"ptr": 65536, "size": 8192, "flag": 2, "x": 1}}, False),
     ("args not an object", {"args": [65536]}, False),
-    ("hex ret", {"ret": "0x0"}, False),
+    ("hex ret", {"ret": "0x0"}, True),
+    ("hex ret, upper case and leading zeros", {"ret": "0X0000000000000000000"}, True),
+    ("negative hex ret", {"ret": "-0x0"}, False),  # valid; the general path reads a sign
+    ("hex ret of 17 digits", {"ret": "0x10000000000000000"}, False),  # T0706
+    ("hex ret beyond int64", {"ret": "0x8000000000000000"}, False),
+    ("hex ret not hex", {"ret": "0x0g"}, False),
+    ("decimal string ret", {"ret": "0"}, False),
+    ("status name for an integer status", {"ret": "ACL_SUCCESS"}, False),
+    ("hex failure ret", {"ret": "0x1a1f8"}, False),  # 107000: no error condition holds
     ("missing ret", {"ret": None}, False),
     ("unexpected output", {"out": {"ptr": 1}}, False),
     ("empty out", {"out": {}}, True),
@@ -555,7 +584,7 @@ def test_a_read_error_midway_names_the_last_line_read(tmp_path, monkeypatch, mod
     path = tmp_path / "mix.jsonl"
     generate(str(path), 300, live=20, seed=9)
     header_line, *lines = path.read_bytes().splitlines(keepends=True)
-    lines[100] = b'{"call":"aclrtHostUnregister","args":{"ptr":"0x1000"},"ret":"0x0"}\n'  # hex ret: general path
+    lines[100] = b'{"call":"aclrtHostUnregister","args":{"ptr":"0x1000"},"ret":"-0x0"}\n'  # signed: general path
 
     def failing():
         yield from lines
@@ -589,6 +618,8 @@ def spelt_mix(tmp_path) -> bytes:
             ev["out"] = {}
         if i % 17 == 8 and ev["call"] == "aclrtHostGetDevicePointer":  # a failure with an empty "out"
             ev["ret"], ev["out"] = 107000, {}
+        if i % 5 == 2 and "ret" in ev:
+            ev["ret"] = hex(ev["ret"])
         out.append(orjson.dumps(ev) + b"\n")
     return b"".join(out)
 
@@ -615,7 +646,7 @@ def read_lines_both_ways(text: bytes) -> tuple[int, int, int]:
             continue
         values = read(o)
         ev = stream.event(raw, UNDECODED, lineno)
-        spelt = any(type(v) in (str, list) for v in (*ev.args.values(), *ev.out.values()))
+        spelt = any(type(v) in (str, list) for v in (*ev.args.values(), *ev.out.values(), ev.ret))
         if values is None:
             left_n += 1
             assert spelt, raw

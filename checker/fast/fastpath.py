@@ -12,9 +12,10 @@ replayer's normalisation accept, with the same values: JSON integers within int6
 parameter's range, integers spelt as "0x..." strings, flag names or lists of flag names (the step
 reads them, `spelt_value`, and checks the range), booleans, enum and status names, a conformance
 test's `expect` (checked as the reader checks it, then ignored, as replay ignores it); no unknown
-fields or nulls. A `ret` is taken only in the status type's own form (a JSON integer, or one
-of an enum status's members): the general path alone reads the other forms (an environment event's
-C status 0 in a spec whose statuses are names) and rejects the rest (an unknown status name).
+fields or nulls. A `ret` is taken in the status type's own form (a JSON integer, which may also be
+spelt "0x...", or one of an enum status's members): the general path alone reads the other forms
+(an environment event's C status 0 in a spec whose statuses are names) and rejects the rest (an
+unknown status name).
 msgspec is as strict a JSON reader as orjson (the general path's), and where orjson reads an
 integer beyond int64 as a float, the fast path does not take the line.
 
@@ -258,6 +259,7 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
     info = sem.calls[call].info
     params, outputs = tuple(n for n, _ in info.params), tuple(n for n, _ in info.outputs)
     spelt = tuple((i, sp) for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
+    status_spelt = stepcode.status_spelling(sem)
     n, success, astuple = len(params), sem.success, msgspec.structs.astuple
 
     def read(o: Any) -> LineValues | None:
@@ -275,6 +277,10 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
                     got = (*got[:i - n], v, *got[i - n + 1:])
         outs = {k: v for k, v in zip(outputs, got) if v is not UNSET} if got else {}
         status = o.ret
+        if status.__class__ is str and status_spelt is not None:
+            status = spelt_value(status, status_spelt)
+            if status is None:
+                return None
         return LineValues(call, params, inputs, success if status is UNSET else status, outs)
     return read
 
@@ -460,8 +466,9 @@ def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[
 
 def _status_wire_type(sem: Semantics, em: Emitter) -> Any:
     t = sem.spec.status_type
-    # A status is taken only as a JSON integer or an enum member: the step compares it as it is.
-    return _wire_type(em, t, spelt=False) if t.kind in ("int", "enum") else None
+    # A status is taken as a JSON integer (or any string, which the step reads as "0x..." or leaves
+    # to the general path: `stepcode.status_spelling`), or as an enum member.
+    return _wire_type(em, t, spelt=t.kind == "int") if t.kind in ("int", "enum") else None
 
 
 class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_fields=True):
@@ -510,6 +517,10 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
                 body += [f"{i1}if L_{p}.__class__ is not int:", f"{i2}L_{p} = SPELT(L_{p}, SP[{i}])",
                          f"{i2}if L_{p} is None: return False"]
     body.append(f"{i1}status = o.ret")
+    status_spelt = stepcode.status_spelling(sem)
+    if status_spelt is not None:  # an integer status may be spelt "0x...": the int it stands for is judged
+        body += [f"{i1}if status.__class__ is str:", f"{i2}status = SPELT(status, SPS)",
+                 f"{i2}if status is None: return False"]
     if info.decl.kind == "event":
         body += [f"{i1}if status is U:", f"{i2}status = {success}"]
     if outputs:
@@ -579,6 +590,7 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     binds = [f"    {tb}, {tr} = T[{t!r}], T[{t!r}].rows" for t, (tb, tr) in tables.items()]
     return [f"def {name}(st, remember, OKS, OKF, decide, W):",
             f"    SP = {spellings!r}",
+            f"    SPS = {status_spelt!r}",
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
             *(["    WS = W.__class__ is not ThreadWindow"] if threads else []),
             "    def step(o, line):", *body, "    return step", ""]

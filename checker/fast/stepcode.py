@@ -53,6 +53,15 @@ def field_spellings(sem: Semantics, call: str) -> tuple[Spelling | None, ...]:
     """The spelling of each register the step loads: the call's parameters, then its outputs."""
     info = sem.calls[call].info
     return tuple(spelling_of(sem.spec, t) for _, t in (*info.params, *info.outputs))
+
+
+def status_spelling(sem: Semantics) -> Spelling | None:
+    """How an integer status may also be written: a "0x..." string (trace-format.md's `ret`), within
+    the status type's bounds; None for a status type that is not an integer (names are read as they are)."""
+    t = sem.spec.status_type
+    return spelling_of(sem.spec, t) if t.kind == "int" else None
+
+
 PROBE_OVERLAPPING, PROBE_CONTAINING, PROBE_CONTAINING_ADDR = 0, 1, 2
 WIDE_LIMIT = 2**126  # constants stay well inside the machine's 128 bits
 _ARITH = {"+": "ADD", "-": "SUB", "*": "MUL", "&": "AND", "|": "OR", "==": "EQ", "!=": "NE", "<": "LT",
@@ -74,7 +83,7 @@ class Program:
     entries: tuple[int, ...]  # mask_pc, ensures_pc, effect_pc, nregs, mask0, mask_bits, is_event, status_kind
     param_kinds: tuple[int, ...]
     output_kinds: tuple[int, ...]
-    enums: tuple[dict, tuple[str, ...], tuple]  # member codes, members by code, field_spellings
+    enums: tuple[dict, tuple[str, ...], tuple]  # member codes, members by code, field_spellings + the status's
     success: tuple[Any, int]
 
 
@@ -180,7 +189,8 @@ class _Compiler:
                    nregs, mask0, bits, self.info.decl.kind == "event", status_kind)
         return Program(code, tuple(self.consts), tuple(self.sets), tuple(sys.intern(n) for n in self.names),
                        entries, param_kinds, output_kinds,
-                       (self.codes, self.members, field_spellings(self.sem, self.call)), (success, success_code))
+                       (self.codes, self.members, (*field_spellings(self.sem, self.call), status_spelling(self.sem))),
+                       (success, success_code))
 
     def _layout(self) -> tuple[tuple[int, ...], int, list[int]]:
         """The code with registers and labels as numbers, the register count, and the position of

@@ -2785,7 +2785,7 @@ typedef struct {
     /* objects (strong references) */
     PyObject *names, *tables, *vars, *journal, *state, *remember, *decide, *oks_dict, *fails_dict, *call, *success,
         *unset, *enum_codes, *enum_names, *structs, *errors;
-    PyObject *spellings; /* per loaded register: (flag names or None, lo, hi), or None; NULL: none spelt */
+    PyObject *spellings; /* per loaded register, then the status: (flag names or None, lo, hi), or None; NULL: none spelt */
     PyObject *window; /* a non-thread-safe call's recent calls, a deque of (tid, t0, t1, line); else NULL */
     PyObject *remember_args; /* (created, removed, journal) when `remember` is this module's, else NULL */
     /* enum members read lately (strong references) and their codes: the decoder gives a literal's
@@ -3606,6 +3606,8 @@ static void prefetch_sites(Run *x, int loaded)
     }
 }
 
+static int step_with_status(Run *x, PyObject *o, Py_ssize_t lineno, PyObject *status, wide scode);
+
 /* The step of line `lineno`, decoded into `o`: 1 handled, 0 for the general path (nothing
  * changed), -1 on error. The checks before the clauses are the Python step's, in its order. */
 static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
@@ -3627,8 +3629,28 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
     wide scode;
     if (status == st->unset && st->is_event)
         status = st->success;
+    if (status != NULL && st->status_kind == K_INT && PyUnicode_CheckExact(status)) {
+        /* An integer status spelt "0x...": read by the status's spelling (the last of `spellings`),
+         * and judged as the int it stands for, which the verdicts and the caches see. */
+        if (!unspell(st, st->nparams + st->noutputs, status, &scode))
+            return 0;
+        PyObject *value = PyLong_FromLongLong((long long)scode);
+        if (value == NULL)
+            return -1;
+        int got = step_with_status(x, o, lineno, value, scode);
+        Py_DECREF(value);
+        return got;
+    }
     if (status == NULL || !unbox(st, status, st->status_kind, &scode))
         return 0;
+    return step_with_status(x, o, lineno, status, scode);
+}
+
+/* `step_body` after the status: `status` its value as an object (the recorded one, or the int a
+ * spelt one stands for), `scode` as the machine's number. */
+static int step_with_status(Run *x, PyObject *o, Py_ssize_t lineno, PyObject *status, wide scode)
+{
+    Step *st = x->st;
     int success = scode == st->success_code;
     if (st->noutputs && success) { /* all outputs on success */
         PyObject *out = FIELD(o, st->off_out);
@@ -4009,7 +4031,8 @@ static int step_offsets(Step *st, PyObject *structs)
  *   entries: (mask_pc, ensures_pc, effect_pc, nregs, mask0, mask_bits, is_event, status_kind)
  *   structs: (event struct, args struct or None, out struct or None)
  *   enums: (code of each member name, member name of each code[, spellings: per loaded register
- *          (flag names -> value or None, lo, hi) or None, stepcode.field_spellings]); success: (value, code)
+ *          (flag names -> value or None, lo, hi) or None, stepcode.field_spellings, then the status's,
+ *          stepcode.status_spelling]); success: (value, code)
  *   binding: (tables, vars, journal, state, remember, decide, oks, fails, call, unset, errors[, window]) */
 static int step_init(Step *st, PyObject *args, PyObject *kwargs)
 {
