@@ -315,6 +315,40 @@ EDGES = [
 ]
 
 
+# cuPVA's statuses are names, but an environment event may carry its C function's status 0, as a
+# recorder of a real program writes cudaMalloc's cudaError_t (trace-format.md's `ret`): success.
+CUPVA = b'{"regcheck":1,"spec":"cupva","env":{"driver_version":2005}}\n'
+EVENT_RETS = [
+    ("no ret", None, True),
+    ("the success name", "ok", True),
+    ("the C status 0", 0, True),
+    ("0 in hex", "0x0", True),
+    ("0 in hex, upper case and leading zeros", "0X0000", True),
+    ("0 in hex with a sign", "-0x0", False),  # valid; the general path reads a sign
+    ("another C status", 2, False),  # T0733: a failed cudaMalloc changed nothing
+    ("another C status in hex", "0x2", False),
+    ("a failure's name", "InvalidArgument", False),
+    ("an unknown name", "Bogus", False),
+    ("a decimal string", "0", False),
+    ("a boolean", False, False),
+    ("a float", 0.0, False),
+]
+
+
+@pytest.mark.parametrize("mode", LOOPS)
+@pytest.mark.parametrize("name, ret, fast", EVENT_RETS, ids=[e[0] for e in EVENT_RETS])
+def test_an_environment_event_of_a_named_status_spec_at_the_edge(name, ret, fast, mode, monkeypatch):
+    ev = {"call": "cudaMalloc", "args": {"size": 4096}, "out": {"devPtr": 0x302000000}, **({} if ret is None else {"ret": ret})}
+    free = b'{"call":"cudaFree","args":{"devPtr":"0x302000000"},"ret":0}\n'
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
+    result = assert_same(CUPVA + json.dumps(ev).encode() + b"\n" + free, mode=mode)
+    if fast:  # both lines fast (the cudaFree carries the C status 0)
+        assert result[0] == "report" and result[1]["verdict"] == "conforms" and counter == {True: 2}
+    else:  # the malloc went the general way (had its step taken it, the free's would have too)
+        assert counter.get(True, 0) <= 1, counter
+
+
 @pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("name, change, fast", EDGES, ids=[e[0] for e in EDGES])
 def test_one_line_at_the_edge(name, change, fast, mode, monkeypatch):
@@ -670,6 +704,21 @@ def test_line_readers_read_the_corpus_as_normalise_does(path):
 def test_line_readers_read_spelt_integers_as_normalise_does(tmp_path):
     read_n, spelt_n, left_n = read_lines_both_ways(spelt_mix(tmp_path))
     assert read_n > 300 and spelt_n > 20 and left_n == 0
+
+
+def test_line_readers_read_an_environment_events_c_status_as_normalise_does():
+    """cuPVA's cudaMalloc and cudaFree with the C status 0 (as the JSON integer, in hex, or as the
+    success name, or no ret) read as success, as `Replayer.normalise` reads them; a signed hex zero
+    is left to the general path."""
+    rets = [', "ret": 0', ', "ret": "0x0"', ', "ret": "0X00"', ', "ret": "ok"', '']
+    lines = [CUPVA]
+    for i, ret in enumerate(rets):
+        ptr = 0x302000000 + i * 0x100000
+        lines.append(f'{{"call": "cudaMalloc", "args": {{"size": 4096}}, "out": {{"devPtr": {ptr}}}{ret}}}\n'.encode())
+        lines.append(f'{{"call": "cudaFree", "args": {{"devPtr": {ptr}}}{ret}}}\n'.encode())
+    lines.append(b'{"call": "cudaMalloc", "args": {"size": 4096}, "out": {"devPtr": 4096}, "ret": "-0x0"}\n')
+    read_n, _, left_n = read_lines_both_ways(b"".join(lines))
+    assert (read_n, left_n) == (2 * len(rets), 1)
 
 
 def test_line_readers_leave_spelt_integers_out_of_bounds_to_the_general_path():

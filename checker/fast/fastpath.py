@@ -13,9 +13,10 @@ parameter's range, integers spelt as "0x..." strings, flag names or lists of fla
 reads them, `spelt_value`, and checks the range), booleans, enum and status names, a conformance
 test's `expect` (checked as the reader checks it, then ignored, as replay ignores it); no unknown
 fields or nulls. A `ret` is taken in the status type's own form (a JSON integer, which may also be
-spelt "0x...", or one of an enum status's members): the general path alone reads the other forms
-(an environment event's C status 0 in a spec whose statuses are names) and rejects the rest (an
-unknown status name).
+spelt "0x...", or one of an enum status's members), and an environment event's C status 0 (the
+JSON integer 0 or "0x0") in a spec whose statuses are names, which means success (`event_status`);
+the general path alone reads the other forms (a signed "-0x0") and rejects the rest (an unknown
+status name, another C status).
 msgspec is as strict a JSON reader as orjson (the general path's), and where orjson reads an
 integer beyond int64 as a float, the fast path does not take the line.
 
@@ -261,6 +262,7 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
     spelt = tuple((i, sp) for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
     status_spelt = stepcode.status_spelling(sem)
     n, success, astuple = len(params), sem.success, msgspec.structs.astuple
+    members = _event_status_members(sem, call)
 
     def read(o: Any) -> LineValues | None:
         inputs = astuple(o.args) if params else ()
@@ -277,12 +279,27 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
                     got = (*got[:i - n], v, *got[i - n + 1:])
         outs = {k: v for k, v in zip(outputs, got) if v is not UNSET} if got else {}
         status = o.ret
-        if status.__class__ is str and status_spelt is not None:
+        if status is UNSET:
+            status = success
+        elif members is not None:
+            status = event_status(status, members, success)
+            if status is None:
+                return None
+        elif status.__class__ is str and status_spelt is not None:
             status = spelt_value(status, status_spelt)
             if status is None:
                 return None
-        return LineValues(call, params, inputs, success if status is UNSET else status, outs)
+        return LineValues(call, params, inputs, status, outs)
     return read
+
+
+def _event_status_members(sem: Semantics, call: str) -> frozenset | None:
+    """The status names of a spec whose statuses are names, where `call` is an environment event
+    (whose `ret` may also be the C status 0: `event_status`); None otherwise."""
+    t = sem.spec.status_type
+    if sem.calls[call].info.decl.kind != "event" or t.kind != "enum":
+        return None
+    return frozenset(sem.spec.enums[t.name])
 
 
 def _member_struct(t: Any) -> type:
@@ -361,6 +378,7 @@ def _compile(sem: Semantics) -> _Compiled | None:
     ns["K"] = tuple(em.consts)
     ns["U"] = UNSET
     ns["SPELT"] = spelt_value
+    ns["EVENT_STATUS"] = event_status
     ns["ThreadWindow"] = ThreadWindow
     exec(compile("\n".join(lines), f"<regcheck fast path of {sem.spec.name}>", "exec"), ns)  # generated from the AST
     decoder = msgspec.json.Decoder(Union[(_NoCall, *names)])  # type: ignore[valid-type]
@@ -450,7 +468,7 @@ def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[
     info = sem.calls[call].info
     args = _fields_struct(f"Args{index}", [(p, _wire_type(em, t)) for p, t in info.params])
     out = _fields_struct(f"Out{index}", [(p, _wire_type(em, t)) for p, t in info.outputs], optional=True)
-    status = _status_wire_type(sem, em)
+    status = _status_wire_type(sem, em, info.decl.kind == "event")
     if args is None or out is None or status is None:
         return None
     fields: list[tuple] = [("args", args) if info.params else ("args", args | UnsetType, UNSET)]
@@ -464,11 +482,31 @@ def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[
     return event, args, out
 
 
-def _status_wire_type(sem: Semantics, em: Emitter) -> Any:
+def _status_wire_type(sem: Semantics, em: Emitter, event: bool = False) -> Any:
     t = sem.spec.status_type
     # A status is taken as a JSON integer (or any string, which the step reads as "0x..." or leaves
     # to the general path: `stepcode.status_spelling`), or as an enum member.
+    if event and t.kind == "enum" and _wire_type(em, t) is not None:
+        # An environment event may also carry its C function's status 0 (`_event_status`), as
+        # the JSON integer 0 or a "0x..." string: any string, which the step reads as a member's name
+        # or else as that zero.
+        return Union[str, Annotated[int, Meta(ge=0, le=0)]]
     return _wire_type(em, t, spelt=t.kind == "int") if t.kind in ("int", "enum") else None
+
+
+_C_ZERO: stepcode.Spelling = (None, 0, 0)
+
+
+def event_status(status: Any, members: frozenset, success: Any) -> Any:
+    """The status of an environment event in a spec whose statuses are names, as the decoder gave
+    it: a member's name, or the C status 0 its function returned (the JSON integer 0, the only
+    integer the decoder takes there, or "0x0"), which means success (trace-format.md's `ret`);
+    None for any other string (the general path reads it: an unknown name is an input error)."""
+    if status.__class__ is int:
+        return success
+    if status in members:
+        return status
+    return success if spelt_value(status, _C_ZERO) is not None else None
 
 
 class _NoCall(msgspec.Struct, tag_field="call", tag="\x00", forbid_unknown_fields=True):
@@ -521,7 +559,12 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     if status_spelt is not None:  # an integer status may be spelt "0x...": the int it stands for is judged
         body += [f"{i1}if status.__class__ is str:", f"{i2}status = SPELT(status, SPS)",
                  f"{i2}if status is None: return False"]
-    if info.decl.kind == "event":
+    members = _event_status_members(sem, call)
+    if members is not None:  # the C status 0 means success here, as does no ret
+        body += [f"{i1}if status is U or status.__class__ is int:", f"{i2}status = {success}",
+                 f"{i1}elif status not in SM:", f"{i2}status = EVENT_STATUS(status, SM, {success})",
+                 f"{i2}if status is None: return False"]
+    elif info.decl.kind == "event":
         body += [f"{i1}if status is U:", f"{i2}status = {success}"]
     if outputs:
         body += [f"{i1}ob = o.out", f"{i1}if ob is U:", f"{i2}if status == {success}: return False",
@@ -591,6 +634,7 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     return [f"def {name}(st, remember, OKS, OKF, decide, W):",
             f"    SP = {spellings!r}",
             f"    SPS = {status_spelt!r}",
+            f"    SM = frozenset({sorted(members or ())!r})",
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
             *(["    WS = W.__class__ is not ThreadWindow"] if threads else []),
             "    def step(o, line):", *body, "    return step", ""]

@@ -3629,6 +3629,26 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
     wide scode;
     if (status == st->unset && st->is_event)
         status = st->success;
+    else if (status != NULL && st->is_event && st->status_kind == K_ENUM) {
+        /* An environment event of a spec whose statuses are names may carry its C function's
+         * status 0, which means success: the JSON integer 0 or "0x0" (fastpath.event_status). */
+        if (PyLong_CheckExact(status)) {
+            long long v;
+            if (!as_i64(status, &v) || v != 0)
+                return 0;
+            status = st->success;
+        } else if (PyUnicode_CheckExact(status)) {
+            PyObject *known = PyDict_GetItemWithError(st->enum_codes, status);
+            long long v;
+            if (known == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                if (!parse_hex(status, &v) || v != 0)
+                    return 0;
+                status = st->success;
+            }
+        }
+    }
     if (status != NULL && st->status_kind == K_INT && PyUnicode_CheckExact(status)) {
         /* An integer status spelt "0x...": read by the status's spelling (the last of `spellings`),
          * and judged as the int it stands for, which the verdicts and the caches see. */
