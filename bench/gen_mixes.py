@@ -4,9 +4,11 @@ Each generator writes a conforming trace of about `events` events (issue 14's fo
 - `register_heavy`: Ascend, registration churn on about 4,000 live allocations, most of them
   registered (the C tables past their small-table size);
 - `cupva_timed`: cuPVA with `tid`, `t0` and `t1` on every event: Init-phase cudaMalloc + Register,
-  DeInit-phase Unregister + cudaFree, in rounds (every Register/Unregister has a thread-safety rule);
+  DeInit-phase Unregister + cudaFree, in rounds (every Register/Unregister has a thread-safety rule;
+  cudaMalloc and cudaFree carry their C status 0, as the project's recorder writes them; before
+  stop 35 they carried no `ret`);
 - `hex_and_names`: gen_trace's Ascend mix written as recorders write it: `"0x..."` addresses and
-  sizes, flag-name lists;
+  sizes, flag-name lists, and from stop 35 every second `ret` in hex;
 - `live_100k`: Ascend, 100,000 live registrations made first, then lookups and churn among them.
 
 and one that violates its spec on purpose, for bench/bench_findings.py: `double_unregister`,
@@ -134,7 +136,8 @@ def cupva_timed(path: str, events: int, per_round: int = 200, seed: int = 1) -> 
             ptrs = []
             for _ in range(per_round):
                 size = PAGE * rng.randint(1, 64)
-                emit({"call": "cudaMalloc", "args": {"size": size}, "out": {"devPtr": next_dev}})
+                # cudaMalloc and cudaFree with their C status, as the project's recorder writes them
+                emit({"call": "cudaMalloc", "args": {"size": size}, "out": {"devPtr": next_dev}, "ret": 0})
                 emit({"call": "cupva::mem::Register", "args": {"ptr": next_dev, "size": size, "externalAllocType": "CUDA"},
                       "ret": "ok"})
                 ptrs.append(next_dev)
@@ -143,7 +146,7 @@ def cupva_timed(path: str, events: int, per_round: int = 200, seed: int = 1) -> 
             emit({"call": "vm_state", "args": {"state": "DeInit"}})
             for p in ptrs:
                 emit({"call": "cupva::mem::Unregister", "args": {"ptr": p}, "ret": "ok"})
-                emit({"call": "cudaFree", "args": {"devPtr": p}})
+                emit({"call": "cudaFree", "args": {"devPtr": p}, "ret": 0})
         return emit.n
 
 
@@ -153,13 +156,16 @@ _HEX_FIELDS = ("ptr", "pHost", "hostPtr", "pDevice", "size")
 
 
 def hex_and_names(path: str, events: int, seed: int = 1) -> int:
-    """gen_trace's mix, then every address and size as a "0x..." string and every flag as names."""
+    """gen_trace's mix, then every address and size as a "0x..." string, every flag as names, and
+    every second line's `ret` as a "0x..." string (as a recorder that writes its integers in hex would)."""
     plain = path + ".plain"
     n = gen_trace_mix(plain, events, seed=seed)
     with open(plain, "rb") as src, open(path, "wb") as f:
         f.write(next(src))
-        for raw in src:
+        for i, raw in enumerate(src):
             ev = orjson.loads(raw)
+            if i % 2 and "ret" in ev:
+                ev["ret"] = hex(ev["ret"])
             for part in ("args", "out"):
                 values = ev.get(part)
                 for k in _HEX_FIELDS:
