@@ -449,7 +449,11 @@ def statuses_for(spec):
                     codes.add(spec.consts[v][1] if v in spec.consts else v)
     codes.add(spec.success)
     pool = sorted(codes, key=str)
-    return st.one_of(st.sampled_from(pool), st.sampled_from(pool), st.sampled_from([None, "0x0", 7, "ok", "9x", -1]))
+    # Integer statuses also spelt "0x..." (either case); 0 is an environment event's C status where the
+    # statuses are names, and "-0x0" a signed spelling only the general path reads.
+    spelt = sorted({f(c) for c in codes if type(c) is int and c >= 0 for f in (hex, lambda c: "0X%X" % c)})
+    return st.one_of(st.sampled_from(pool), st.sampled_from(pool), st.sampled_from(spelt or pool),
+                     st.sampled_from([None, "0x0", 0, "-0x0", 7, "ok", "9x", -1]))
 
 
 @st.composite
