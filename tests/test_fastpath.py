@@ -586,6 +586,108 @@ def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
     assert_same(text)
 
 
+# ---------------------------------------------------------------- every legal line style on the fast path
+
+
+def _conforming_fast_traces() -> list[Path]:
+    """The corpus traces that conform with every event on the fast path, as written."""
+    found = []
+    for path in CORPUS:
+        counter: dict = {}
+        saved, replay_mod.fast_path = replay_mod.fast_path, counting_steps(counter)
+        try:
+            result = outcome(path.read_bytes(), True)
+        finally:
+            replay_mod.fast_path = saved
+        if result[0] == "report" and result[1]["verdict"] == "conforms" and not result[1]["findings"] \
+                and counter.get(True, 0) == result[1]["events"] > 0:
+            found.append(path)
+    return found
+
+
+CONFORMING = _conforming_fast_traces()
+
+
+def _hex(draw, n: int) -> str:
+    digits = draw(st.sampled_from(["%x", "%X", "%016x"])) % n
+    return draw(st.sampled_from(["0x", "0X"])) + digits
+
+
+def _respelt(draw, spec, t, v):
+    """A legal spelling of value `v` of type `t` (trace-format.md's integers and flags)."""
+    if type(v) is not int or t.kind not in ("int", "flags") or v < 0 or v >= 2**63:
+        return v
+    way = draw(st.integers(0, 3))
+    if way == 1:
+        return _hex(draw, v)
+    if way == 2 and t.kind == "flags" and v:
+        names = [n for n, bit in sorted(spec.flags[t.name].items()) if bit and v & bit == bit]
+        covered = 0
+        for n in names:
+            covered |= spec.flags[t.name][n]
+        if covered == v and names:
+            chosen = draw(st.permutations(names))
+            return chosen[0] if len(chosen) == 1 and draw(st.booleans()) else list(chosen)
+    return v
+
+
+def _shuffled(draw, d: dict) -> dict:
+    return dict(draw(st.permutations(list(d.items()))))
+
+
+@st.composite
+def restyled(draw, spec, line: bytes) -> bytes:
+    """`line`, a conforming event, written in another legal style: keys in any order, integers in
+    hex or flag names, an integer `ret` in hex, an environment event's ret as the C status 0 or the
+    success name where statuses are names, a `tid` without times, an `expect`, spaces, CRLF, an
+    escaped key."""
+    ev = orjson.loads(line)
+    info = spec.calls[ev["call"]]
+    types = dict(info.params) | dict(info.outputs)
+    for part in ("args", "out"):
+        if part in ev:
+            ev[part] = _shuffled(draw, {k: _respelt(draw, spec, types[k], v) for k, v in ev[part].items()})
+    status_kind = spec.status_type.kind
+    if "ret" in ev and status_kind == "int" and type(ev["ret"]) is int and ev["ret"] >= 0 and draw(st.booleans()):
+        ev["ret"] = _hex(draw, ev["ret"])
+    elif info.decl.kind == "event" and ev.get("ret", spec.success) == spec.success and draw(st.booleans()):
+        ev["ret"] = draw(st.sampled_from([spec.success] + ([0, "0x0", "0X000"] if status_kind == "enum" else [])))
+    if "tid" not in ev and "t0" not in ev and draw(st.integers(0, 3)) == 0:
+        ev["tid"] = draw(st.sampled_from([7, "worker-1"]))  # (no times: no overlap to check)
+    if "expect" not in ev and draw(st.integers(0, 3)) == 0:
+        ok = "ret" not in ev or ev["ret"] in (spec.success, 0, "0x0", "0X000") or str(ev["ret"]).strip("0xX") == ""
+        ev["expect"] = {"rule": "R-1", "outcome": "success" if ok else "failure"}
+    ev = _shuffled(draw, ev)
+    text = json.dumps(ev, separators=draw(st.sampled_from([(",", ":"), (", ", ": "), (" , ", " : ")])))
+    if draw(st.integers(0, 4)) == 0:
+        text = text.replace('"call"', '"c\\u0061ll"', 1)
+    return (draw(st.sampled_from(["", " ", "\t"])) + text).encode() + draw(st.sampled_from([b"\n", b"\r\n"]))
+
+
+@pytest.mark.parametrize("mode", LOOPS)
+@settings(SLOW_OK, max_examples=30)
+@given(data=st.data())
+def test_every_legal_line_style_takes_the_fast_path(mode, data):
+    """A conforming corpus trace whose every line the fast path takes, rewritten line by line in
+    legal styles drawn at random: every line still takes the fast path, and the replay is the same."""
+    path = data.draw(st.sampled_from(CONFORMING))
+    header, *lines = path.read_bytes().splitlines(keepends=True)
+    spec = semantics_for(read_trace_text(header, str(path))[0], None, str(path)).spec
+    styled = [data.draw(restyled(spec, line)) for line in lines if line.strip()]
+    counter: dict = {}
+    saved, replay_mod.fast_path = replay_mod.fast_path, counting_steps(counter)
+    try:
+        result = outcome(header + b"".join(styled), True, None, *mode)
+    finally:
+        replay_mod.fast_path = saved
+    assert counter == {True: len(styled)}, (path.name, counter)
+    assert result == outcome(path.read_bytes(), True, None, *mode)
+
+
+def test_the_corpus_has_conforming_traces_of_every_spec_for_the_styles():
+    assert {p.parent.name for p in CONFORMING} >= {"acl", "cupva", "cuda", "hip"} and len(CONFORMING) >= 40
+
+
 # ---------------------------------------------------------------- the decoder reads nothing differently from orjson
 
 
