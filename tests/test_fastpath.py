@@ -338,7 +338,9 @@ EVENT_RETS = [
 @pytest.mark.parametrize("mode", LOOPS)
 @pytest.mark.parametrize("name, ret, fast", EVENT_RETS, ids=[e[0] for e in EVENT_RETS])
 def test_an_environment_event_of_a_named_status_spec_at_the_edge(name, ret, fast, mode, monkeypatch):
-    ev = {"call": "cudaMalloc", "args": {"size": 4096}, "out": {"devPtr": 0x302000000}, **({} if ret is None else {"ret": ret})}
+    ev = {"call": "cudaMalloc", "args": {"size": 4096}, "out": {"devPtr": 0x302000000}}
+    if ret is not None:
+        ev["ret"] = ret
     free = b'{"call":"cudaFree","args":{"devPtr":"0x302000000"},"ret":0}\n'
     counter: dict = {}
     monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))

@@ -487,7 +487,7 @@ def _status_wire_type(sem: Semantics, em: Emitter, event: bool = False) -> Any:
     # A status is taken as a JSON integer (or any string, which the step reads as "0x..." or leaves
     # to the general path: `stepcode.status_spelling`), or as an enum member.
     if event and t.kind == "enum" and _wire_type(em, t) is not None:
-        # An environment event may also carry its C function's status 0 (`_event_status`), as
+        # An environment event may also carry its C function's status 0 (`event_status`), as
         # the JSON integer 0 or a "0x..." string: any string, which the step reads as a member's name
         # or else as that zero.
         return Union[str, Annotated[int, Meta(ge=0, le=0)]]
