@@ -8,7 +8,8 @@ to three calls or events using every kind of clause and statement. Expressions a
 and cover the operators of the language: `%` by positive and negative constants and by values that
 may be zero, `**`, `&`, `|`, `~`, `min`/`max`, comparisons, ranges, flag and set membership,
 lookups of entries that may be absent, and quantifiers, both in the index-probe shapes
-(`exists r in T: r.range overlaps range(p, s) and ...`) and in others (`forall`, nested).
+(`exists r in T: r.range overlaps range(p, s) and ...`, and `forall r in T: (r.range overlaps
+range(p, s) and ...) implies ...`, whose counterexample is one) and in others (`forall`, nested).
 
 Effects often fail midway (an update or lookup of a key that may be absent, a remainder by a value
 that may be zero, after an earlier assignment), so that the undo of a failed effect is exercised.
@@ -16,8 +17,8 @@ that may be zero, after an earlier assignment), so that the undo of a failed eff
 Local names (call inputs and outputs, quantified variables) never share a name with a global one.
 What the solver encoding cannot take (checker/symbolic/encode.py: `&` of two values that are not both
 bounded and non-negative, a non-constant exponent) is never generated. Some calls are kept in the
-step machine's fragment (checker/fast/stepcode.py: no `forall`, no quantifier but an index probe, no
-`**`), so that the fast path runs them on the machine.
+step machine's fragment (checker/fast/stepcode.py: no quantifier but an index probe or a `forall`
+whose counterexample is one, no `**`), so that the fast path runs them on the machine.
 
 The generator takes its choices from a `Chooser`: `DrawChooser` (Hypothesis draws, so that a
 failing spec shrinks) or `RandomChooser` (a seeded `random.Random`, for statistics).
@@ -354,6 +355,8 @@ class _Gen:
             parts = [test] + rest
             if c.coin(0.3):
                 parts.reverse()
+            if c.coin(0.25):  # a forall whose counterexample is such a probe (`counterexample_quant`)
+                return f"(forall {v} in {t.name}: ({' and '.join(parts)}) implies {self.boolean(inner, depth)})"
             return f"(exists {v} in {t.name}: {' and '.join(parts)})"
         t = c.pick(self.tables)
         inner = s.sub(bound={**s.bound, v: t.name})

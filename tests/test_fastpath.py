@@ -20,11 +20,14 @@ from hypothesis import strategies as st
 
 import checker.fast.fastpath as fastpath_mod
 import checker.engines.replay as replay_mod
+import checker.model.codegen as codegen_mod
 from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.language.load import bundled_spec_names, load_spec
 from checker.engines.replay import Replayer, _replay_stream, semantics_for
+from checker.model.semantics import Semantics
 from checker.model.state import NATIVE
+from checker.model.values import resolve_config
 from checker.trace.reader import UNDECODED, EventStream, read_trace_text
 from tests.helpers import outcome
 
@@ -586,6 +589,41 @@ def test_random_well_formed_traces_replay_the_same_both_ways(name, data):
                 kept.append(line)
         text = b"".join(kept)
     assert_same(text)
+
+
+@pytest.mark.parametrize("mode", LOOPS)
+@pytest.mark.parametrize("observed", [False, True])
+def test_a_forall_promise_is_asked_by_its_counterexample_probe(mode, observed):
+    """cudaHostGetFlags promises `forall h in host_allocs: (... and h.range contains pHost) implies
+    pFlags == h.flags ...`, which the semantics and the machine ask as a probe for a
+    counterexample (`counterexample_quant`): the flags of pinned blocks among many, right and
+    wrong, and of registered memory (observed), replay as the general path's forall says."""
+    env = {"observed": observed}
+    lines = [orjson.dumps({"regcheck": 1, "spec": "cuda", "env": env}) + b"\n"]
+    base = 0x7F0000000000
+    for i in range(40):
+        lines.append(orjson.dumps({"call": "cudaHostAlloc", "args": {"size": 8192, "flags": i % 4},
+                                   "ret": 0, "out": {"pHost": base + i * 0x10000}}) + b"\n")
+    lines.append(orjson.dumps({"call": "malloc", "args": {"size": 8192}, "out": {"ptr": 0x10000}}) + b"\n")
+    lines.append(orjson.dumps({"call": "cudaHostRegister", "args": {"ptr": 0x10000, "size": 8192, "flags": 2},
+                               "ret": 0}) + b"\n")
+    for i in range(0, 40, 3):
+        for p, flags in ((base + i * 0x10000, i % 4), (base + i * 0x10000 + 4096, i % 4 | 2),
+                         (base + i * 0x10000, (i + 1) % 4), (0x10000, 2), (0x11000, 3)):
+            lines.append(orjson.dumps({"call": "cudaHostGetFlags", "args": {"pHost": p}, "ret": 0,
+                                       "out": {"pFlags": flags}}) + b"\n")
+    text = b"".join(lines)
+    result = assert_same(text, mode=mode)
+    assert result[0] == "report" and result[1]["verdict"] == "violates"
+    assert "CUDA-GETFLAGS-VALUE" in {f["rule"] for f in result[1]["findings"]}
+    # The reference: the semantics compiled without the rewrite, walking every entry.
+    saved, codegen_mod.counterexample_quant = codegen_mod.counterexample_quant, lambda q: None
+    try:
+        spec = load_spec("cuda")
+        walking = Semantics(spec, resolve_config(spec, env))
+    finally:
+        codegen_mod.counterexample_quant = saved
+    assert outcome(text, False, sem=walking) == result
 
 
 # ---------------------------------------------------------------- every legal line style on the fast path

@@ -37,6 +37,9 @@ OPS = str(REPO / "tests" / "data" / "ops.spec")  # every operator the compiler e
 CONFIGS = {
     "acl": [{}, {"os_kernel": "5.10", "product": "AtlasInference"}, {"product": "Ascend950PR"}],
     "cupva": [{}, {"driver_version": 2006, "qnx_safety": True}, {"driver_version": 2005}],
+    # cuda's cudaHostGetFlags promises with a `forall` whose counterexample is an index probe
+    "cuda": [{}, {"cuda_runtime": "4.0", "observed": True, "can_map_host": False}],
+    "hip": [{}, {"observed": True}],
     OPS: [{}, {"level": -5}],
 }
 SEMS = {(name, k): Semantics(load_spec(name), env) for name, envs in CONFIGS.items() for k, env in enumerate(envs)}

@@ -11,8 +11,9 @@ configuration fixes (`Emitter.is_static` / `fold`), the same short-circuits and 
 interval-index probes; the outcome sets still come from `Semantics.allowed_for_mask`. The machine
 gives up (the line goes to the general path, nothing changed) where the Python step would return
 False or raise EvalError / KeyError, and where a value leaves 128 bits. A call whose step uses
-something the machine does not do (versions, sets other than constants, `forall`, a quantifier
-that is not an index probe, a predicate with a quantifier in it, more than MAX_MASK_BITS mask
+something the machine does not do (versions, sets other than constants, a quantifier that is not
+an index probe (a `forall v in T: A implies B` is one when `exists v in T: A and not B`, its
+counterexample, is), a predicate with a quantifier in it, more than MAX_MASK_BITS mask
 bits) gets no program and keeps its Python step. tests/test_fastpath.py replays traces with
 both kinds of step against the general path.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language import syntax as S
+from ..language.analysis import counterexample_quant
 from ..language.checked import value_bounds
 from ..model.codegen import NOT_CONSTANT, Emitter, name_meaning
 from ..model.semantics import Semantics
@@ -427,6 +429,11 @@ class _Compiler:
                 return self.op("EQ", self.op("MOD", self.expr(x), self.expr(a)), self.const(0))
             case S.Builtin(func="min" | "max", args=(x, y)):
                 return self.op(e.func.upper(), self.expr(x), self.expr(y))
+            case S.Quant(kind="forall"):
+                counter = counterexample_quant(e)  # as the semantics asks it (`Emitter.quant`)
+                if counter is None:
+                    raise NotCompiled("quantifier")
+                return self.op("NOT", self._probe(counter))
             case S.Quant():
                 return self._probe(e)
         raise NotCompiled(type(e).__name__)

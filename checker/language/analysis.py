@@ -58,6 +58,18 @@ def range_probes(q: S.Quant) -> Iterator[tuple[int, S.Binary, S.Expr, bool]]:
                 break
 
 
+def counterexample_quant(q: S.Quant) -> S.Quant | None:
+    """For `forall v in T: A implies B`, the quantifier `exists v in T: A and not B`, which holds
+    exactly when the forall does not (for bodies that evaluate without error); None for another
+    quantifier. With a range test among A's conjuncts, the semantics and the step machine ask it as
+    an index probe (`Emitter.probe_parts`), where the forall would walk every entry."""
+    if q.kind != "forall" or not (isinstance(q.body, S.Binary) and q.body.op == "implies"):
+        return None
+    assumed, promised = q.body.left, q.body.right
+    body = S.Binary("and", assumed, S.Unary("not", promised, promised.span), q.body.span)
+    return S.Quant("exists", q.var, q.table, body, q.span)
+
+
 def _is_range_of(e: S.Expr, var: str) -> bool:
     return isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name == var
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.analysis import conjuncts, range_probes
+from ..language.analysis import conjuncts, counterexample_quant, range_probes
 from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
 from .outcomes import EvalError
 from .state import Table
@@ -346,6 +346,10 @@ class Emitter:
             direct = self._direct_probe(q, scope)
             if direct is not None:
                 return direct
+        if q.kind == "forall":
+            counter = counterexample_quant(q)
+            if counter is not None and self.probe_parts(counter) is not None:
+                return f"(not {self._counterexample_probe(counter, scope)})"
         body = self.expr(q.body, scope.with_local(q.var))
         fn = f"(lambda L_{q.var}: {body})"
         table = self._table(q.table, scope)
@@ -359,6 +363,18 @@ class Emitter:
         if scope.tables:
             return f"(_exn({c}, {fn}) if ({c} := {source}) else False)"
         return f"(_ex(w, {q.table!r}, {c}, {fn}) if ({c} := {source}) else False)"
+
+    def _counterexample_probe(self, counter: S.Quant, scope: CodeScope) -> str:
+        """Whether a forall's counterexample exists (`counterexample_quant`, a probe's shape: an
+        index window, not every entry), recording no witness: a forall explains nothing by an entry."""
+        if scope.tables:
+            direct = self._direct_probe(counter, scope)
+            if direct is not None:
+                return direct
+        fn = f"(lambda L_{counter.var}: {self.expr(counter.body, scope.with_local(counter.var))})"
+        self._fresh += 1
+        c = f"_c{self._fresh}"
+        return f"(_exn({c}, {fn}) if ({c} := {self._index_probe(counter, scope)}) else False)"
 
     def _direct_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
         """`exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; REST optional)
