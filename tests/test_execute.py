@@ -22,7 +22,7 @@ from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from gen_mixes import hex_and_names  # noqa: E402
+from gen_mixes import cupva_timed, hex_and_names  # noqa: E402
 from gen_trace import generate  # noqa: E402
 
 _NEEDS_C = pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
@@ -244,15 +244,31 @@ def test_the_benchmark_mix_runs_on_the_fast_steps_with_the_same_report(real_pinn
                                      pytest.param(False, id="python-steps")])
 def test_hex_and_flag_name_lines_run_on_the_fast_steps_with_the_same_report(real_pinning, tmp_path, monkeypatch,
                                                                              machine):
-    """Recorders write addresses as "0x..." strings and flags as names: such lines go the fast
-    steps too, read as the general path reads them, with the same report."""
+    """Recorders write addresses and statuses as "0x..." strings and flags as names: such lines go
+    the fast steps too, read as the general path reads them, with the same report."""
     path = tmp_path / "hex.jsonl"
     n = hex_and_names(str(path), 1500, seed=3)
-    assert b'"0x' in path.read_bytes() and b'"ACL_HOST_REG_' in path.read_bytes()
+    text = path.read_bytes()
+    assert b'"0x' in text and b'"ACL_HOST_REG_' in text and b'"ret":"0x0"' in text
     counts = Counting(monkeypatch)
     report = assert_same_both_ways(path, machine=machine)
     assert report[:3] == ("report", n, "conforms")
     assert (counts.normalised, counts.allowed) == (n, 2 * n)  # the general path: only the run without the steps
+
+
+@pytest.mark.parametrize("machine", [pytest.param(True, id="step-machine", marks=_NEEDS_C),
+                                     pytest.param(False, id="python-steps")])
+def test_cupva_environment_events_with_their_c_status_run_on_the_fast_steps(real_pinning, tmp_path, monkeypatch,
+                                                                           machine):
+    """cuPVA's cudaMalloc and cudaFree with the C status 0 (as the recorder writes them) go the
+    recording's fast steps, with the same report as the general path's."""
+    path = tmp_path / "cupva.jsonl"
+    n = cupva_timed(str(path), 1200, per_round=50, seed=3)
+    assert b'"call":"cudaMalloc"' in path.read_bytes() and b'},"ret":0,' in path.read_bytes()
+    counts = Counting(monkeypatch)
+    report = assert_same_both_ways(path, machine=machine)
+    assert report[:3] == ("report", n, "conforms")
+    assert counts.normalised == n  # the recording's general path: only the run without the steps
 
 
 def spelt_trace():
