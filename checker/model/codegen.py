@@ -342,39 +342,32 @@ class Emitter:
         return f"({l} in {r})"
 
     def quant(self, q: S.Quant, scope: CodeScope) -> str:
-        if scope.tables and q.kind == "exists":
+        if q.kind == "exists":
+            # Witnesses explain the general path's findings; a step's own scope records none.
+            return self._exists(q, scope, witness=not scope.tables)
+        counter = counterexample_quant(q)
+        if counter is not None and self.probe_parts(counter) is not None:
+            # A forall asked by its counterexample's probe, an index window rather than every
+            # entry; it records no witness: a forall explains nothing by an entry.
+            return f"(not {self._exists(counter, scope, witness=False)})"
+        body = self.expr(q.body, scope.with_local(q.var))
+        return f"_fa({self._table(q.table, scope)}.entries(), (lambda L_{q.var}: {body}))"
+
+    def _exists(self, q: S.Quant, scope: CodeScope, witness: bool) -> str:
+        if scope.tables:
             direct = self._direct_probe(q, scope)
             if direct is not None:
                 return direct
-        if q.kind == "forall":
-            counter = counterexample_quant(q)
-            if counter is not None and self.probe_parts(counter) is not None:
-                return f"(not {self._counterexample_probe(counter, scope)})"
         body = self.expr(q.body, scope.with_local(q.var))
         fn = f"(lambda L_{q.var}: {body})"
-        table = self._table(q.table, scope)
-        if q.kind == "forall":
-            return f"_fa({table}.entries(), {fn})"
         probe = self._index_probe(q, scope)
-        source = probe if probe else f"{table}.entries()"
+        source = probe if probe else f"{self._table(q.table, scope)}.entries()"
         # Most probes find no candidate: test for that before building the predicate (3-4x cheaper).
         self._fresh += 1
         c = f"_c{self._fresh}"
-        if scope.tables:
+        if not witness:
             return f"(_exn({c}, {fn}) if ({c} := {source}) else False)"
         return f"(_ex(w, {q.table!r}, {c}, {fn}) if ({c} := {source}) else False)"
-
-    def _counterexample_probe(self, counter: S.Quant, scope: CodeScope) -> str:
-        """Whether a forall's counterexample exists (`counterexample_quant`, a probe's shape: an
-        index window, not every entry), recording no witness: a forall explains nothing by an entry."""
-        if scope.tables:
-            direct = self._direct_probe(counter, scope)
-            if direct is not None:
-                return direct
-        fn = f"(lambda L_{counter.var}: {self.expr(counter.body, scope.with_local(counter.var))})"
-        self._fresh += 1
-        c = f"_c{self._fresh}"
-        return f"(_exn({c}, {fn}) if ({c} := {self._index_probe(counter, scope)}) else False)"
 
     def _direct_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
         """`exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; REST optional)
