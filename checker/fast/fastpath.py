@@ -633,8 +633,8 @@ def _step_source(sem: Semantics, em: Emitter, call: str, name: str) -> list[str]
     binds = [f"    {tb}, {tr} = T[{t!r}], T[{t!r}].rows" for t, (tb, tr) in tables.items()]
     return [f"def {name}(st, remember, OKS, OKF, decide, W):",
             f"    SP = {spellings!r}",
-            f"    SPS = {status_spelt!r}",
-            f"    SM = frozenset({sorted(members or ())!r})",
+            *([f"    SPS = {status_spelt!r}"] if status_spelt is not None else []),
+            *([f"    SM = frozenset({sorted(members)!r})"] if members is not None else []),
             "    V = st.vars", "    T = st.tables", "    J = st.journal", "    w = None", *binds,
             *(["    WS = W.__class__ is not ThreadWindow"] if threads else []),
             "    def step(o, line):", *body, "    return step", ""]

@@ -3637,16 +3637,14 @@ static int step_body(Run *x, PyObject *o, Py_ssize_t lineno)
             if (!as_i64(status, &v) || v != 0)
                 return 0;
             status = st->success;
-        } else if (PyUnicode_CheckExact(status)) {
-            PyObject *known = PyDict_GetItemWithError(st->enum_codes, status);
+        } else if (PyUnicode_CheckExact(status) && PyUnicode_GET_LENGTH(status) > 0
+                   && PyUnicode_READ_CHAR(status, 0) == '0') {
+            /* No member name starts with a digit (else the call has no fast step): a "0x..." string
+             * must be zero; a name is read by `unbox` below, as any status name. */
             long long v;
-            if (known == NULL) {
-                if (PyErr_Occurred())
-                    return -1;
-                if (!parse_hex(status, &v) || v != 0)
-                    return 0;
-                status = st->success;
-            }
+            if (!parse_hex(status, &v) || v != 0)
+                return 0;
+            status = st->success;
         }
     }
     if (status != NULL && st->status_kind == K_INT && PyUnicode_CheckExact(status)) {
