@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as hs
 
 from checker.fast import fastpath
@@ -20,9 +20,14 @@ from checker.language.load import load_spec
 from checker.engines.replay import replay_events, replay_trace
 from checker.engines.runs import Run, failing_invariants, replay_prefix, semantics_for, step_allowed
 from checker.engines import simulate as simulate_module
+from checker.language.load import check_source
+from checker.language.diagnostics import RegcheckError
+from checker.language.source import SourceFile
 from checker.engines.simulate import SimulationOptions, simulate
 from checker.model.state import NATIVE
 from tests.helpers import run_cli
+from tests.spec_strategies import specs
+from tests.test_agreement import random_state, value
 
 SEEDED = Path(__file__).parent / "seeded_bugs"
 
@@ -202,3 +207,107 @@ def test_an_invariant_the_initial_state_breaks_is_found_at_the_first_success(tmp
     result = simulate(load_spec(str(path)), str(path), SimulationOptions(runs=3, steps=5, fast=fast))
     assert result.violation is not None and result.violation.invariants == ("INV-NEVER",)
     assert result.runs == 1
+
+
+# ---------------------------------------------------------------- the fast walk's re-check after a success
+
+# Invariants of the shapes the re-check treats in part, over a generated spec's tables: `exists`
+# that new entries keep true (and a negated one they do not), pairs checked in one orientation
+# where the test is symmetric (and an asymmetric one), a definition that may raise.
+RECHECK_SHAPES = (
+    "forall a in {T}: exists b in {U}: b.range contains a.range",
+    "forall a in {T}: not (exists b in {U}: b.range overlaps a.range and a.key != b.key)",
+    "forall a in {T}: forall b in {T}: a.key != b.key implies not a.range overlaps b.range",
+    "forall a in {T}: forall b in {T}: a.key != b.key implies not a.range contains b.range",
+    "(exists a in {T}: a.sz > 4096) implies (exists b in {U}: b.key == 4096 or b.range contains range(0, 1))",
+    "forall a in {T}: (exists b in {U}: b.key % 4096 == a.key) or a.sz == 0",
+)
+
+
+def with_recheck_shapes(spec_text: str, rng: random.Random) -> str:
+    """The generated spec with two of RECHECK_SHAPES over its sized tables (`tbl0` always is)."""
+    sized = ["tbl0"] + (["tbl1"] if "sized by sz" in spec_text.split("table tbl1", 1)[-1][:60] else [])
+    lines = [spec_text.rstrip("\n")]
+    for i in range(2):
+        shape = rng.choice(RECHECK_SHAPES)
+        lines.append(f"invariant INV-RECHECK-{i}: {shape.format(T=rng.choice(sized), U=rng.choice(sized))} "
+                     'cite DOC "generated"')
+    return "\n".join(lines) + "\n"
+
+
+def recheck_disagreements(spec, rng: random.Random, situations: int = 24) -> list:
+    """Random states where every invariant holds, each changed once (an entry put, changed or
+    removed, or a variable set) as an effect would: the changes after which the walk's re-check
+    (`_FastWalker.broken_after`) finds nothing broken where the whole check (`failing_invariants`)
+    does, with the state before and after."""
+    sem = semantics_for(spec, {})
+    bound = simulate_module._Bound(simulate_module._Plan.of(spec), sem)
+    walker = simulate_module._FastWalker(bound, random.Random(0), 8)
+    found = []
+    for _ in range(situations):
+        st = bound.initial_state()
+        drawn = random_state(rng, spec)
+        for name, table in drawn.tables.items():
+            for key, record in table.rows.items():
+                st.tables[name].put(key, dict(record))
+        st.vars.update(drawn.vars)
+        st.journal.clear()
+        if failing_invariants(sem, st):
+            continue
+        before = st.snapshot()
+        keys = [k for t in st.tables.values() for k in t.rows]
+        name = rng.choice(sorted(spec.tables) + sorted(spec.vars))
+        if name in spec.vars:
+            st.journal.append((None, name, "set", st.vars[name]))
+            st.vars[name] = value(rng, spec, spec.vars[name][0], keys)
+        else:
+            info, table = spec.tables[name], st.tables[name]
+            key = rng.choice(list(table.rows)) if table.rows and rng.random() < 0.5 else value(rng, spec, info.key, keys)
+            if key in table.rows and rng.random() < 0.5:
+                table.remove(key)
+            else:
+                table.put(key, {f: value(rng, spec, t, keys) for f, t in info.fields})
+        if failing_invariants(sem, st) and not walker.broken_after():
+            found.append((before, st.snapshot(), failing_invariants(sem, st)))
+    return found
+
+
+@settings(max_examples=300)
+@given(gen=specs(), seed=hs.integers(0, 2**16))
+def test_the_walks_recheck_finds_every_broken_invariant_on_random_specs(gen, seed):
+    """The re-check looks only at what a change can break: a pair in one orientation where the
+    test is symmetric (`analysis.symmetric_in`), nothing of an invariant new entries keep true
+    (`analysis.true_after_inserts`), the changed entries of `forall v in T` shapes. After random
+    changes of random states of random specs, it finds broken whatever the whole check does."""
+    rng = random.Random(seed)
+    try:
+        spec = check_source(SourceFile.of("<gen>", with_recheck_shapes(gen.text, rng)))
+    except RegcheckError:
+        assume(False)
+    assert recheck_disagreements(spec, rng) == []
+
+
+@pytest.mark.parametrize("invariant, claim", [
+    ("forall a in tbl0: not (exists b in tbl1: b.range overlaps a.range)", "true_after_inserts"),
+    ("forall a in tbl0: forall b in tbl0: a.key != b.key implies not a.range contains b.range", "symmetric_in"),
+])
+def test_the_recheck_property_can_fail(invariant, claim, monkeypatch):
+    """With new entries claimed to keep every invariant true, or every pair test claimed
+    symmetric, the property above finds changes the re-check misses."""
+    text = _TWO_TABLES + f'invariant INV-CLAIMED: {invariant} cite DOC "generated"\n'
+    assert recheck_disagreements(check_source(SourceFile.of("<gen>", text)), random.Random(1), 300) == []
+    monkeypatch.setattr(simulate_module, claim, lambda *args: True)
+    # (a spec checked afresh: the walk keeps its plans per semantics)
+    assert recheck_disagreements(check_source(SourceFile.of("<gen>", text)), random.Random(1), 300) != []
+
+
+_TWO_TABLES = """spec gen "two sized tables"
+source DOC "generated" "generated"
+status int success 0
+record Rec0 { sz: u64 }
+table tbl0: addr -> Rec0 sized by sz
+record Rec1 { sz: u64 }
+table tbl1: addr -> Rec1 sized by sz
+event op0() -> (o0_0: addr) {
+}
+"""

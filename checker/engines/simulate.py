@@ -52,6 +52,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..fast.fastpath import EventMaker, event_makers, fast_path, fast_path_deciding
 from ..language import syntax as S
+from ..language.analysis import symmetric_in, true_after_inserts
 from ..language.checked import INT_BOUNDS, CheckedSpec, Type, value_bounds
 from ..model.codegen import RUNTIME, CodeScope, Emitter
 from ..model.outcomes import EvalError
@@ -453,38 +454,40 @@ class _Invariant:
 
     `forall v in T: body`, where body reads nothing that changed but T's entries: only T's entries
     at changed keys need checking (`body`, with v bound to each). `forall v in T: forall w in T: P`
-    likewise, P reading neither T nor anything changed: the pairs with v or w at a changed key.
-    Anything else: the whole invariant, if it reads what changed."""
+    likewise, P reading neither T nor anything changed: the pairs with v or w at a changed key (only
+    those with v there where P is symmetric in v and w, `analysis.symmetric_in`: the others repeat
+    them). Anything else: the whole invariant, if it reads what changed. An invariant that stays
+    true when entries are put into a table (`analysis.true_after_inserts`: `forall r in R: exists h
+    in H: ...` and H) is not re-checked after a change that only put new entries there."""
 
     expr: S.Expr
     reads: frozenset  # the ("var" | "table", name) it reads
     table: str | None = None  # T, where it has one of the two shapes
     body_reads: frozenset = frozenset()  # what body (P) reads
-    pairwise: bool = False
+    pairwise: bool = False  # check the pairs with w at a changed key too
+    kept_by_inserts: frozenset = frozenset()  # the ("table", name)s new entries of which keep it true
 
-    def test(self, em: Emitter, changed: frozenset) -> list[str]:
-        """The lines of a check function (`_compile_check`) that return False when it is broken."""
+    def test(self, em: Emitter, changed: frozenset) -> list[tuple[str | None, str | None, list[str]]]:
+        """The lines of a check function (`_compile_check`) that return False when it is broken, in
+        parts: (T, v, lines to run for each changed entry v of T), or (None, None, lines to run once)."""
         e = self.expr
         if self.table is None or not self.body_reads.isdisjoint(changed):
-            return _holds(em, e, {})
-        changed_entries = f"E[{e.table!r}]"
-        lines = _holds(em, e, {e.var: changed_entries})
+            return [(None, None, _holds(em, e))]
+        parts = [(e.table, e.var, _holds(em, e.body, frozenset({e.var}), "        "))]
         if self.pairwise:  # the pairs (v, w) with w changed: P for every v
             inner = e.body
-            swapped = S.Quant("forall", inner.var, e.table,
-                              S.Quant("forall", e.var, e.table, inner.body, e.span), e.span)
-            lines += _holds(em, swapped, {inner.var: changed_entries})
-        return lines
+            every_v = S.Quant("forall", e.var, e.table, inner.body, e.span)
+            parts.append((e.table, inner.var, _holds(em, every_v, frozenset({inner.var}), "        ")))
+        return parts
 
 
-def _holds(em: Emitter, e: S.Expr, sources: Mapping[str, str], bound: frozenset = frozenset(),
-           indent: str = "    ") -> list[str]:
-    """Lines returning False unless e holds, its leading `forall v in T` as loops over T's entries
-    (`sources[v]`, where given: the changed ones): in the check's own frame, where the emitter's
-    `_fa` would call a predicate per entry (most of a re-check's time)."""
+def _holds(em: Emitter, e: S.Expr, bound: frozenset = frozenset(), indent: str = "    ") -> list[str]:
+    """Lines returning False unless e holds (`bound`: the entry variables set around them), its
+    leading `forall v in T` as loops over T's entries: in the check's own frame, where the
+    emitter's `_fa` would call a predicate per entry (most of a re-check's time)."""
     if isinstance(e, S.Quant) and e.kind == "forall":
-        source = sources.get(e.var, f"T[{e.table!r}].rows.items()")
-        return [f"{indent}for L_{e.var} in {source}:"] + _holds(em, e.body, sources, bound | {e.var}, indent + "    ")
+        return ([f"{indent}for L_{e.var} in T[{e.table!r}].rows.items():"]
+                + _holds(em, e.body, bound | {e.var}, indent + "    "))
     return [f"{indent}if not ({em.expr(e, CodeScope(bound))}): return False"]
 
 
@@ -502,18 +505,19 @@ def _invariants(sem: Semantics) -> tuple[_Invariant, ...]:
 
 def _invariant(spec: CheckedSpec, e: S.Expr) -> _Invariant:
     reads = _state_reads(spec, e)
+    kept = frozenset(r for r in reads if r[0] == "table" and true_after_inserts(spec, e, r[1]))
     if not (isinstance(e, S.Quant) and e.kind == "forall"):
-        return _Invariant(e, reads)
+        return _Invariant(e, reads, kept_by_inserts=kept)
     table = ("table", e.table)
     inner = e.body
     if isinstance(inner, S.Quant) and inner.kind == "forall" and inner.table == e.table:
         pair_reads = _state_reads(spec, inner.body)
         if table not in pair_reads:
-            return _Invariant(e, reads, e.table, pair_reads, pairwise=True)
+            return _Invariant(e, reads, e.table, pair_reads, not symmetric_in(inner.body, e.var, inner.var), kept)
     body_reads = _state_reads(spec, inner)
     if table not in body_reads:
-        return _Invariant(e, reads, e.table, body_reads)
-    return _Invariant(e, reads)
+        return _Invariant(e, reads, e.table, body_reads, kept_by_inserts=kept)
+    return _Invariant(e, reads, kept_by_inserts=kept)
 
 
 def _compile_check(sem: Semantics, invariants: Sequence[_Invariant], tables: Sequence[str],
@@ -526,19 +530,30 @@ def _compile_check(sem: Semantics, invariants: Sequence[_Invariant], tables: Seq
     em = Emitter(spec, sem.config)
     sets: list = []
     lines = ["def check(st, E, w=None):", "    V = st.vars", "    T = st.tables", "    J = st.journal"]
+    # One loop per changed table over its changed entries, for every check made entry by entry
+    # (each names the entry as its own variable); then the checks made once.
+    per_entry: dict[str, list[str]] = {}
+    once: list[str] = []
     for inv in invariants:
-        lines += inv.test(em, changed)
+        for table, var, body in inv.test(em, changed):
+            if table is None:
+                once += body
+            else:
+                per_entry.setdefault(table, []).extend([f"        L_{var} = _e"] + body)
     for v in variables:
         test = _type_test(spec, spec.vars[v][0], f"V[{v!r}]", sets)
         if test:
-            lines.append(f"    if not ({test}): return False")
+            once.append(f"    if not ({test}): return False")
     for t in tables:
         info = spec.tables[t]
-        tests = [_type_test(spec, info.key, "k", sets)]
-        tests += [_type_test(spec, ft, f"r[{f!r}]", sets) for f, ft in info.fields]
+        tests = [_type_test(spec, info.key, "_e[0]", sets)]
+        tests += [_type_test(spec, ft, f"_e[1][{f!r}]", sets) for f, ft in info.fields]
         tests = [x for x in tests if x]
         if tests:
-            lines += [f"    for k, r in E[{t!r}]:", f"        if not ({' and '.join(tests)}): return False"]
+            per_entry.setdefault(t, []).append(f"        if not ({' and '.join(tests)}): return False")
+    for t, body in per_entry.items():
+        lines += [f"    for _e in E[{t!r}]:"] + body
+    lines += once
     lines.append("    return True")
     ns = dict(RUNTIME)
     ns["K"] = tuple(em.consts)
@@ -579,7 +594,7 @@ class _CallBinding(NamedTuple):
     # inputs -> the event mask_of reads them from: the steps only read events, and inputs come
     # from small pools, so that most draws repeat inputs drawn before (up to EVENTS_KEPT per call)
     events: dict
-    made: dict  # (inputs, outputs), or inputs where it has none -> the success event, likewise
+    made: dict  # inputs -> the success event where it has no outputs, else outputs -> it; likewise
     machine: bool  # the call has a step the walk can take (and a probe)
     ranges: tuple  # `_range_checks`, where it has
     outcomes: dict  # mask -> its _Outcomes
@@ -611,7 +626,9 @@ class _Bound:
         self.invariants = _invariants(sem)
         # (tables, variables) an effect changed -> what to re-check; kept with the Semantics
         self.changes: dict[tuple, _Change] = _changes.setdefault(sem, {})
-        self.one_entry: dict[str, _Change] = {}  # table -> the change of one of its entries (most effects')
+        # table -> the change of one of its entries (most effects'), and of one new entry
+        self.one_entry: dict[str, _Change] = {}
+        self.one_insert: dict[str, _Change] = {}
         self.tables_of = {cp.name: _key_tables(sem.spec, cp.depends_on) for cp in plan.calls}
         # per call: the inputs whose draws may lie outside what the step takes
         self.checks = {cp.name: _range_checks(cp, self.makers[cp.name].bounds) for cp in plan.calls
@@ -632,13 +649,16 @@ class _Bound:
             return False
         return decide
 
-    def change(self, tables: tuple[str, ...], variables: tuple[str, ...]) -> "_Change":
-        """What a change of these tables and variables asks to re-check (compiled at its first success)."""
-        key = (tables, variables)
+    def change(self, tables: tuple[str, ...], variables: tuple[str, ...], inserted: tuple[str, ...] = ()) -> "_Change":
+        """What a change of these tables and variables asks to re-check (compiled at its first
+        success); `inserted`: those of the tables that only gained entries."""
+        key = (tables, variables, inserted)
         found = self.changes.get(key)
         if found is None:
             names = frozenset([("table", t) for t in tables] + [("var", v) for v in variables])
-            affected = [i for i in self.invariants if not i.reads.isdisjoint(names)]
+            grown = frozenset(("table", t) for t in inserted)
+            affected = [i for i in self.invariants
+                        if not i.reads.isdisjoint(names) and not (i.reads & names) <= (grown & i.kept_by_inserts)]
             found = self.changes[key] = _Change(names, _compile_check(self.sem, affected, tables, variables))
         return found
 
@@ -663,7 +683,7 @@ class _FastWalker:
         self.calls, self.cumulative, self.total = bound.plan.calls, bound.plan.cumulative, bound.plan.total
         self.mask, self.bindings, self.probe_status = bound.mask, bound.bindings, bound.probe_status
         self.bound, self.tables_of, self.changes = bound, bound.tables_of, bound.changes
-        self.one_entry = bound.one_entry
+        self.one_entry, self.one_insert = bound.one_entry, bound.one_insert
         self.effects, self.success = bound.effects, bound.sem.success
         self.keys: dict[tuple, tuple] = {}  # tables -> their live keys, which addresses are drawn near
         self.records: list[tuple] = []  # (call plan, inputs, outputs, status) per step taken
@@ -838,8 +858,8 @@ class _FastWalker:
         `output_draws`) until it takes one: it declines inputs that break an obligation or have no
         documented success, outputs that break `ensures`, and an effect it cannot evaluate. The
         inputs fit (`_range_checks`), and drawn outputs always do. `made`: the call's success
-        events, by (inputs, outputs)."""
-        success, rnd, make, step = self.sem.success, self.rnd, maker.make, maker.step
+        events, by inputs, then by outputs where it has any."""
+        success, rnd, make, step = self.success, self.rnd, maker.make, maker.step
         if not cp.outputs:
             outs = ()
             event = made.get(ins)
@@ -851,17 +871,22 @@ class _FastWalker:
                 return False
         else:
             refused = self.declined.get((cp.name, ins), ())  # (a set once the step declines some)
+            # these inputs' events by outputs (a dict per inputs: a key of both would hash the
+            # inputs again at every draw)
+            by_outputs = made.get(ins)
+            if by_outputs is None:
+                by_outputs = {}
+                if len(made) < EVENTS_KEPT:
+                    made[ins] = by_outputs
             draw_outputs, left = cp.draw_outputs, self.output_draws
             for _ in range(left):
                 left -= 1
                 outs = draw_outputs(rnd, ())
                 if outs in refused:
                     continue
-                event = made.get((ins, outs))
+                event = by_outputs.get(outs)
                 if event is None:
-                    event = make(ins, outs, success)
-                    if len(made) < EVENTS_KEPT:
-                        made[(ins, outs)] = event
+                    event = by_outputs[outs] = make(ins, outs, success)  # (at most the pool's outputs)
                 if step(event, 0):
                     break
                 if not refused:
@@ -899,12 +924,16 @@ class _FastWalker:
         journal = st.journal
         if not journal:
             return failing_invariants(self.sem, st) if full else []
-        table = journal[0][0]
+        table, key, op, old = journal[0]
         if table is not None and len(journal) == 1:  # one entry changed (most effects): no grouping to do
-            change = self.one_entry.get(table)
-            if change is None:
-                change = self.one_entry[table] = self.changes.get(((table,), ())) or self.bound.change((table,), ())
-            key = journal[0][1]
+            if old is None and op == "put":
+                change = self.one_insert.get(table)
+                if change is None:
+                    change = self.one_insert[table] = self.bound.change((table,), (), (table,))
+            else:
+                change = self.one_entry.get(table)
+                if change is None:
+                    change = self.one_entry[table] = self.bound.change((table,), ())
             rows = st.tables[table].rows
             entries = {table: [(key, rows[key])] if key in rows else []}
         else:
@@ -933,14 +962,18 @@ class _FastWalker:
         changed keys (in the order first changed; a removed one is not there)."""
         touched: dict[str, dict] = {}  # table -> its changed keys (a dict keeps them in order)
         changed_vars: list[str] = []
-        for table, key, _, _ in journal:
+        changed: set[str] = set()  # the tables with an entry changed or removed (not only put there)
+        for table, key, op, old in journal:
             if table is None:
                 changed_vars.append(key)
-            elif table in touched:
+                continue
+            if table in touched:
                 touched[table][key] = None
             else:
                 touched[table] = {key: None}
-        kind = (tuple(touched), tuple(changed_vars))
+            if old is not None or op != "put":
+                changed.add(table)
+        kind = (tuple(touched), tuple(changed_vars), tuple(t for t in touched if t not in changed))
         change = self.changes.get(kind) or self.bound.change(*kind)
         tables = self.st.tables
         entries = {}

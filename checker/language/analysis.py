@@ -70,6 +70,76 @@ def counterexample_quant(q: S.Quant) -> S.Quant | None:
     return S.Quant("exists", q.var, q.table, body, q.span)
 
 
+# Binary operators whose operands can be exchanged without changing the value or whether it
+# evaluates. Not `and`/`or`: they stop at the first operand that decides, so exchanging them can
+# turn a value into an evaluation error (an entry's field read on the wrong kind of entry).
+SYMMETRIC_OPS = frozenset({"==", "!=", "+", "*", "&", "|", "overlaps"})
+
+
+def symmetric_in(e: S.Expr, v: str, w: str) -> bool:
+    """Whether e reads the same with the names v and w exchanged, by its shape alone: the two are
+    the same tree once the operands of each SYMMETRIC_OPS operator are put in one order. A
+    sufficient test (a symmetry that needs algebra to see is missed), never a wrong yes."""
+    return _shape(e, {v: w, w: v}) == _shape(e, {})
+
+
+def _shape(e, rename: dict):
+    """e as nested tuples without spans, its names renamed, symmetric operands in a fixed order.
+    (No quantifier inside e binds v or w: the type checker gives every local its own name.)"""
+    if isinstance(e, S.Name):
+        return ("Name", rename.get(e.name, e.name))
+    if isinstance(e, S.IntLit):
+        return ("IntLit", e.value)  # as IntLit's equality: the spelling is presentation
+    if isinstance(e, tuple):
+        return tuple(_shape(x, rename) for x in e)
+    if not hasattr(e, "__dataclass_fields__"):
+        return e
+    parts = tuple(_shape(getattr(e, f), rename) for f in e.__dataclass_fields__ if f != "span")
+    if isinstance(e, S.Binary) and e.op in SYMMETRIC_OPS:
+        parts = (e.op,) + tuple(sorted(parts[1:], key=repr))
+    return (type(e).__name__,) + parts
+
+
+def may_fail(spec: "CheckedSpec", e: S.Expr) -> bool:
+    """Whether evaluating e can raise: a table lookup, a remainder (`%`, `aligned`) or a power, in e
+    or in a definition it names."""
+    for x in S.subexpressions(e):
+        if (isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**"))
+                or (isinstance(x, S.Builtin) and x.func == "aligned")):
+            return True
+        if isinstance(x, S.Name):
+            b = spec.binding(x)
+            if b.kind == "def" and may_fail(spec, spec.defs[b.name]):
+                return True
+    return False
+
+
+def true_after_inserts(spec: "CheckedSpec", e: S.Expr, table: str) -> bool:
+    """Whether a true e stays true when entries are put into `table` (none changed or removed), by
+    its shape: `table` is read only as the domain of `exists` quantifiers where e rises with their
+    truth (or of `forall`s where it falls), through `not`, `and`, `or`, `implies` and quantifiers,
+    and their bodies cannot fail to evaluate on a new entry. A sufficient test, never a wrong yes."""
+    return _rises_with_inserts(spec, e, table, True)
+
+
+def _rises_with_inserts(spec: "CheckedSpec", e: S.Expr, table: str, rising: bool) -> bool:
+    """With `rising`, whether e cannot turn from true to false as entries are put into `table`;
+    without, whether it cannot turn from false to true."""
+    if not any(b.kind == "table" and b.name == table for b in spec.reads(e, defs=True)):
+        return True
+    if isinstance(e, S.Unary) and e.op == "not":
+        return _rises_with_inserts(spec, e.operand, table, not rising)
+    if isinstance(e, S.Binary) and e.op in ("and", "or"):
+        return _rises_with_inserts(spec, e.left, table, rising) and _rises_with_inserts(spec, e.right, table, rising)
+    if isinstance(e, S.Binary) and e.op == "implies":
+        return _rises_with_inserts(spec, e.left, table, not rising) and _rises_with_inserts(spec, e.right, table, rising)
+    if isinstance(e, S.Quant):
+        if e.table == table and ((e.kind == "exists") != rising or may_fail(spec, e.body)):
+            return False
+        return _rises_with_inserts(spec, e.body, table, rising)
+    return False  # read any other way (a lookup, a definition, a comparison of truths)
+
+
 def _is_range_of(e: S.Expr, var: str) -> bool:
     return isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name == var
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.analysis import conjuncts, counterexample_quant, range_probes
+from ..language.analysis import conjuncts, counterexample_quant, may_fail, range_probes
 from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
 from .outcomes import EvalError
 from .state import Table
@@ -398,21 +398,8 @@ class Emitter:
             if not swapped:
                 parts = list(conjuncts(q.body))
                 rest = parts[:i] + parts[i + 1:]
-                return None if any(self._may_fail(c) for c in rest) else (conj, rest)
+                return None if any(may_fail(self.spec, c) for c in rest) else (conj, rest)
         return None
-
-    def _may_fail(self, e: S.Expr) -> bool:
-        """Whether evaluating e can raise: a table lookup, a remainder (`%`, `aligned`) or a power,
-        in e or in a definition it names."""
-        for x in S.subexpressions(e):
-            if (isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**"))
-                    or (isinstance(x, S.Builtin) and x.func == "aligned")):
-                return True
-            if isinstance(x, S.Name):
-                b = self.spec.binding(x)
-                if b.kind == "def" and self._may_fail(self.spec.defs[b.name]):
-                    return True
-        return False
 
     def _index_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
         """For `exists v in T: ... v.range overlaps X ...` (X free of v), the interval index query."""
