@@ -759,53 +759,51 @@ class _FastWalker:
             if keys is None:
                 keys = self.live_keys(name)
         draw_inputs, is_event = cp.draw_inputs, cp.is_event
+        reads_mask = mask_of if machine else None
         for _ in range(1 if passed else self.tries >> streak or 1):
             if needs_outputs and self.output_draws <= 0:
                 break
             ins = draw_inputs(rnd, keys)
-            wants_success = is_event or rnd() < SUCCESS_BIAS  # an event has no failure to choose
-            fits = machine  # and the inputs lie where the step's decoder would take them (`_range_checks`)
-            for i, lo, hi in ranges:  # (spelt out here: a call per draw would cost more than the tests)
-                if not lo <= ins[i] <= hi:
-                    fits = False
-            if not fits:
-                taken = self.general(cp, ins, None, wants_success, seen)
+            # The probe first: most draws break an obligation, and it tells so more cheaply than a
+            # step that would also draw outputs. Its mask gives the Allowed. (A failure's status:
+            # the step reads no outputs for it.) The inputs must lie where the step's decoder would
+            # take them (`_range_checks`).
+            if reads_mask is not None:
+                event = events.get(ins)  # (or _UNFIT: inputs the step's decoder would not take)
+                if event is None:
+                    event = maker.make(ins, (), status) if _fit(ins, ranges) else _UNFIT
+                    if len(events) < EVENTS_KEPT:
+                        events[ins] = event
+                m = reads_mask(event) if event is not _UNFIT else None
+            elif machine and _fit(ins, ranges):
+                mask[0] = None
+                probe.step(probe.make(ins, (), status), 0)
+                m = mask[0]
             else:
-                # The probe first: most draws break an obligation, and it tells so more cheaply
-                # than a step that would also draw outputs. Its mask gives the Allowed.
-                if mask_of is not None:  # (a failure's status: the step reads no outputs for it)
-                    event = events.get(ins)
-                    if event is None:
-                        event = maker.make(ins, (), status)
-                        if len(events) < EVENTS_KEPT:
-                            events[ins] = event
-                    m = mask_of(event)
-                else:
-                    mask[0] = None
-                    probe.step(probe.make(ins, (), status), 0)
-                    m = mask[0]
-                if m is None:  # a clause could not be evaluated: the general path says why
-                    taken = self.general(cp, ins, None, wants_success, seen)
-                else:
-                    known = outcomes.get(m)
-                    if known is None:
-                        sem = self.sem
-                        known = outcomes[m] = _Outcomes.of(sem.allowed_for_mask(name, m), cp.is_event, sem.spec)
-                    if known.broken:
-                        continue  # the caller keeps its obligations: draw other inputs
-                    if known.plain_success and (wants_success or not known.failures):
-                        # A success the step takes. It declines only outputs that break `ensures`
-                        # and an effect it cannot evaluate: then the pure walk would find no
-                        # outputs either, or fail to apply them, and take a failure.
-                        if self.machine_success(cp, ins, maker, made, seen):
-                            taken = _FAST
-                        else:
-                            taken = self.failure(cp, ins, known.failures, seen, known.statuses)
-                    elif not known.may_succeed or (known.failures and not wants_success):
-                        # as the pure walk's way would
+                m = None
+            if m is None:  # unfit, or a clause could not be evaluated: the general path says why
+                taken = self.general(cp, ins, None, is_event or rnd() < SUCCESS_BIAS, seen)
+            else:
+                known = outcomes.get(m)
+                if known is None:
+                    sem = self.sem
+                    known = outcomes[m] = _Outcomes.of(sem.allowed_for_mask(name, m), cp.is_event, sem.spec)
+                if known.broken:
+                    continue  # the caller keeps its obligations: draw other inputs
+                wants_success = is_event or rnd() < SUCCESS_BIAS  # (an event has no failure to choose)
+                if known.plain_success and (wants_success or not known.failures):
+                    # A success the step takes. It declines only outputs that break `ensures`
+                    # and an effect it cannot evaluate: then the pure walk would find no
+                    # outputs either, or fail to apply them, and take a failure.
+                    if self.machine_success(cp, ins, maker, made, seen):
+                        taken = _FAST
+                    else:
                         taken = self.failure(cp, ins, known.failures, seen, known.statuses)
-                    else:  # the documents are silent: the pure walk's way
-                        taken = self.general(cp, ins, known.allowed, wants_success, seen)
+                elif not known.may_succeed or (known.failures and not wants_success):
+                    # as the pure walk's way would
+                    taken = self.failure(cp, ins, known.failures, seen, known.statuses)
+                else:  # the documents are silent: the pure walk's way
+                    taken = self.general(cp, ins, known.allowed, wants_success, seen)
             if taken is not None:
                 if streak:
                     del self.streaks[name]
@@ -1019,6 +1017,17 @@ def _key_tables(spec: CheckedSpec, reads: frozenset | None) -> tuple[str, ...]:
 # The fast path's remember(line, call): the walk keeps its own record of the steps. A C function
 # that ignores its two arguments costs the machine less than a Python one.
 _forget = {}.get
+
+
+_UNFIT = object()  # the fast walk's mark of inputs that `_fit` refused
+
+
+def _fit(ins: tuple, ranges: tuple) -> bool:
+    """Whether the inputs pass their `_range_checks`."""
+    for i, lo, hi in ranges:
+        if not lo <= ins[i] <= hi:
+            return False
+    return True
 
 
 def _range_checks(cp: _CallPlan, bounds: tuple) -> tuple[tuple[int, int, int], ...] | None:
