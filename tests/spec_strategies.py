@@ -8,8 +8,9 @@ to three calls or events using every kind of clause and statement. Expressions a
 and cover the operators of the language: `%` by positive and negative constants and by values that
 may be zero, `**`, `&`, `|`, `~`, `min`/`max`, comparisons, ranges, flag and set membership,
 lookups of entries that may be absent, and quantifiers, both in the index-probe shapes
-(`exists r in T: r.range overlaps range(p, s) and ...`, and `forall r in T: (r.range overlaps
-range(p, s) and ...) implies ...`, whose counterexample is one) and in others (`forall`, nested).
+(`exists r in T: r.range overlaps range(p, s) and ...`, the range test either way round, and
+`forall r in T: (r.range overlaps range(p, s) and ...) implies ...`, `not (...)`, `B implies not
+(...)` or `not (...) or B`, whose counterexample is one) and in others (`forall`, nested).
 
 Effects often fail midway (an update or lookup of a key that may be absent, a remainder by a value
 that may be zero, after an earlier assignment), so that the undo of a failed effect is exercised.
@@ -351,12 +352,17 @@ class _Gen:
             outer = s.sub(quants=False) if s.machine else s
             other = (c.pick(self.addr_atoms(outer)) if op == "contains_addr" else self.range_expr(outer, 1))
             test = f"{v}.range {'contains' if op == 'contains_addr' else op} {other}"
+            if op == "overlaps" and c.coin(0.3):
+                test = f"{other} overlaps {v}.range"  # the same probe, written the other way round
             rest = [self.boolean(inner, depth) for _ in range(c.pick([0, 1, 1, 2]))]
             parts = [test] + rest
             if c.coin(0.3):
                 parts.reverse()
             if c.coin(0.25):  # a forall whose counterexample is such a probe (`counterexample_quant`)
-                return f"(forall {v} in {t.name}: ({' and '.join(parts)}) implies {self.boolean(inner, depth)})"
+                probe, other_test = f"({' and '.join(parts)})", self.boolean(inner, depth)
+                body = c.pick([f"{probe} implies {other_test}", f"not {probe}", f"{other_test} implies not {probe}",
+                               f"not {probe} or {other_test}"])
+                return f"(forall {v} in {t.name}: {body})"
             return f"(exists {v} in {t.name}: {' and '.join(parts)})"
         t = c.pick(self.tables)
         inner = s.sub(bound={**s.bound, v: t.name})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from checker.language import syntax as S
-from checker.language.analysis import may_fail, symmetric_in, true_after_inserts
+from checker.language.analysis import conjuncts, may_fail, negated, symmetric_in, true_after_inserts
 from checker.language.load import check_source, load_spec
 from checker.language.source import SourceFile
 
@@ -83,3 +83,41 @@ def test_what_the_bundled_invariants_keep_under_inserts():
     assert ("cupva", "PVA-INV-REG-IN-ALLOC", "cuda_allocs") in kept
     assert not any(t == "regs" for _, _, t in kept)
     assert ("acl", "ACL-INV-NO-OVERLAP", True) in symmetric and all(s for _, _, s in symmetric)
+
+
+def _truth(e, values: dict) -> bool:
+    if isinstance(e, S.Name):
+        return values[e.name]
+    if isinstance(e, S.Unary):
+        return not _truth(e.operand, values)
+    left, right = _truth(e.left, values), _truth(e.right, values)
+    return {"and": left and right, "or": left or right, "implies": (not left) or right}[e.op]
+
+
+def _formulas(depth: int):
+    """Every formula over p, q, r of `not`, `and`, `or`, `implies` up to the depth (3: about 60,000)."""
+    atoms = [S.Name(n) for n in "pqr"]
+    if depth == 0:
+        return atoms
+    smaller = _formulas(depth - 1)
+    out = atoms + [S.Unary("not", x) for x in smaller]
+    if depth <= 2:
+        out += [S.Binary(op, a, b) for op in ("and", "or", "implies") for a in smaller for b in smaller]
+    else:  # the deepest level pairs a deeper formula with an atom or a negated atom, to stay small
+        out += [S.Binary(op, a, b) for op in ("and", "or", "implies") for a in smaller
+                for b in atoms + [S.Unary("not", x) for x in atoms]]
+    return out
+
+
+def test_negated_is_the_negation():
+    """`negated` takes `not` through `implies`, `or` and `not` without changing the truth, and
+    leaves conjuncts to find: on every assignment of every small formula."""
+    assignments = [dict(zip("pqr", bits)) for bits in ((a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1))]
+    formulas = _formulas(3)
+    assert len(formulas) > 10_000
+    for e in formulas:
+        n = negated(e)
+        assert all(_truth(n, v) == (not _truth(e, v)) for v in assignments), e
+    assert negated(S.Unary("not", S.Name("p"))) == S.Name("p")
+    assert list(conjuncts(negated(S.Binary("implies", S.Name("p"), S.Unary("not", S.Name("q")))))) == \
+        [S.Name("p"), S.Name("q")]

@@ -21,6 +21,9 @@ from hypothesis import strategies as st
 import checker.fast.fastpath as fastpath_mod
 import checker.engines.replay as replay_mod
 import checker.model.codegen as codegen_mod
+from checker.language import syntax as S
+from checker.language.analysis import counterexample_quant, nodes
+from checker.model.codegen import Emitter
 from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import DECODE_ERRORS, VERDICT_CACHE_LIMIT, FastPath, fast_path
 from checker.language.load import bundled_spec_names, load_spec
@@ -624,6 +627,66 @@ def test_a_forall_promise_is_asked_by_its_counterexample_probe(mode, observed):
     finally:
         codegen_mod.counterexample_quant = saved
     assert outcome(text, False, sem=walking) == result
+
+
+# acl's overlap clauses as a user might spell them, with `forall ... not`: the same rules.
+FORALL_SPELT = (
+    ("and not (exists h in host_allocs: h.range overlaps range(ptr, size))",
+     "and (forall h in host_allocs: not (h.range overlaps range(ptr, size)))"),
+    ("when exists r in regs: r.range overlaps range(ptr, size)\n",
+     "when not (forall r in regs: not (range(ptr, size) overlaps r.range))\n"),
+    ("requires ACL-REG-PINNED-PAGEABLE: not (ACL_HOST_REG_PINNED in flag and (exists h in host_allocs: h.locked and "
+     "h.range overlaps range(ptr, size)))",
+     "requires ACL-REG-PINNED-PAGEABLE: forall h in host_allocs: ACL_HOST_REG_PINNED in flag implies "
+     "not (h.locked and range(ptr, size) overlaps h.range)"),
+)
+
+
+@pytest.mark.parametrize("mode", LOOPS)
+def test_foralls_spelt_with_not_are_probes_and_replay_as_the_exists_they_mean(tmp_path, monkeypatch, mode):
+    """`forall r in T: not (r.range overlaps X)`, its negation, `A implies not (...)` and the range
+    test written `X overlaps r.range`: the semantics and the machine ask each as an index probe for
+    a counterexample (`counterexample_quant` takes the negation through `not`, `implies` and `or`),
+    where they walked every entry (30x slower at a few hundred live entries). The mix, with
+    overlapping registrations allowed and not, replays as with the bundled acl, every line on the
+    fast path, and as the semantics compiled without the rewrite."""
+    text = (REPO / "spec" / "acl.spec").read_text()
+    for old, new in FORALL_SPELT:
+        assert old in text
+        text = text.replace(old, new)
+    spelt = tmp_path / "acl.spec"
+    spelt.write_text(text)
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 3_000, live=200, seed=7)
+    lines, registrations = [], 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        lines.append(line)
+        if b'"aclrtHostRegisterV2"' in line and b'"ret":0' in line:
+            registrations += 1
+            if registrations % 10 == 0:  # again, overlapping: refused as already registered, or wrongly not
+                args = json.loads(line)["args"]
+                ret = 0 if registrations % 50 == 0 else 507910
+                lines.append(orjson.dumps({"call": "aclrtHostRegisterV2", "args": args, "ret": ret}) + b"\n")
+    trace = b"".join(lines)
+    spec = load_spec(str(spelt))
+    sem = Semantics(spec, resolve_config(spec, json.loads(lines[0])["env"]))
+    em = Emitter(spec, sem.config)
+    foralls = [q for c in spec.calls.values() for q in nodes(c.decl) if isinstance(q, S.Quant) and q.kind == "forall"]
+    assert len(foralls) == 3 and all(em.probe_parts(counterexample_quant(q)) is not None for q in foralls)
+    counter: dict = {}
+    monkeypatch.setattr(replay_mod, "fast_path", counting_steps(counter))
+    result = outcome(trace, True, None, *mode, sem=sem)
+    found = [(f["line"], f["rule"]) for f in result[1]["findings"]]
+    assert found and {rule for _, rule in found} == {"ACL-REG-OVERLAP"}
+    assert counter == {True: result[1]["events"] - len(found), False: len(found)}  # all but the findings' lines
+    bundled = outcome(trace, True, None, *mode)
+    assert found == [(f["line"], f["rule"]) for f in bundled[1]["findings"]] and result[4:] == bundled[4:]
+    saved, codegen_mod.counterexample_quant = codegen_mod.counterexample_quant, lambda q: None
+    try:
+        walking = Semantics(spec, resolve_config(spec, json.loads(lines[0])["env"]))
+    finally:
+        codegen_mod.counterexample_quant = saved
+    assert outcome(trace, False, sem=walking) == result
 
 
 # ---------------------------------------------------------------- every legal line style on the fast path

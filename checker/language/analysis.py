@@ -59,15 +59,27 @@ def range_probes(q: S.Quant) -> Iterator[tuple[int, S.Binary, S.Expr, bool]]:
 
 
 def counterexample_quant(q: S.Quant) -> S.Quant | None:
-    """For `forall v in T: A implies B`, the quantifier `exists v in T: A and not B`, which holds
-    exactly when the forall does not (for bodies that evaluate without error); None for another
-    quantifier. With a range test among A's conjuncts, the semantics and the step machine ask it as
-    an index probe (`Emitter.probe_parts`), where the forall would walk every entry."""
-    if q.kind != "forall" or not (isinstance(q.body, S.Binary) and q.body.op == "implies"):
+    """For `forall v in T: B`, the quantifier `exists v in T: not B`, which holds exactly when the
+    forall does not (for bodies that evaluate without error), with the negation taken through B's
+    `implies`, `or` and `not` so that its conjuncts show (`negated`); None for an `exists`. With a
+    range test among those conjuncts, the semantics and the step machine ask it as an index probe
+    (`Emitter.probe_parts`), where the forall would walk every entry: `forall r in regs: not
+    r.range overlaps X` as much as `forall r in regs: r.range contains p implies ...`."""
+    if q.kind != "forall":
         return None
-    assumed, promised = q.body.left, q.body.right
-    body = S.Binary("and", assumed, S.Unary("not", promised, promised.span), q.body.span)
-    return S.Quant("exists", q.var, q.table, body, q.span)
+    return S.Quant("exists", q.var, q.table, negated(q.body), q.span)
+
+
+def negated(e: S.Expr) -> S.Expr:
+    """`not e`, with `not (A implies C)` as `A and not C`, `not (X or Y)` as `not X and not Y` and
+    `not not X` as X: the same truth for an e that evaluates without error."""
+    if isinstance(e, S.Unary) and e.op == "not":
+        return e.operand
+    if isinstance(e, S.Binary) and e.op == "implies":
+        return S.Binary("and", e.left, negated(e.right), e.span)
+    if isinstance(e, S.Binary) and e.op == "or":
+        return S.Binary("and", negated(e.left), negated(e.right), e.span)
+    return S.Unary("not", e, e.span)
 
 
 # Binary operators whose operands can be exchanged without changing the value or whether it

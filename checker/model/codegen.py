@@ -389,16 +389,18 @@ class Emitter:
         return self._probe(f"{table}.{method}({self._range_args(other, scope)}{pred})", scope)
 
     def probe_parts(self, q: S.Quant) -> tuple[S.Binary, list[S.Expr]] | None:
-        """For `exists v in T: v.range overlaps X and REST` (or `contains X`; X free of v; T sized),
-        the range test and the other conjuncts; None when q is not of that shape, or REST may raise
-        (the range test runs first in a probe, so REST must not depend on it to be evaluable)."""
+        """For `exists v in T: v.range overlaps X and REST` (or `X overlaps v.range`, given as the
+        former, or `v.range contains X`; X free of v; T sized), the range test and the other
+        conjuncts; None when q is not of that shape, or REST may raise (the range test runs first
+        in a probe, so REST must not depend on it to be evaluable)."""
         if q.kind != "exists" or self.spec.tables[q.table].sized_by is None:
             return None
         for i, conj, _, swapped in range_probes(q):
-            if not swapped:
-                parts = list(conjuncts(q.body))
-                rest = parts[:i] + parts[i + 1:]
-                return None if any(may_fail(self.spec, c) for c in rest) else (conj, rest)
+            if swapped:  # `X overlaps v.range`, the same test as `v.range overlaps X`
+                conj = S.Binary("overlaps", conj.right, conj.left, conj.span)
+            parts = list(conjuncts(q.body))
+            rest = parts[:i] + parts[i + 1:]
+            return None if any(may_fail(self.spec, c) for c in rest) else (conj, rest)
         return None
 
     def _index_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
