@@ -25,8 +25,10 @@ where the C module is built, else its generated Python steps, which take the sam
   silences, calls without a step and inputs out of the decoder's ranges, the step goes the pure
   walk's way (`Semantics`) from the unchanged state;
 - after a success, the invariants that read a changed table or variable are re-checked, those
-  of the shape `forall v in T: ...` only at the changed entries (`_Invariant`), and `TYPES` only on
-  what changed: the rest held before and read nothing new. A violation is then reported with
+  of the shape `forall v in T: ...` only at the changed entries (`_Invariant`; a symmetric pair
+  test in one orientation), none that new entries keep true after a change that only put entries
+  (`forall r in R: exists h in H: ...` after a new entry of H), and `TYPES` only on what changed:
+  the rest held before and read nothing new. A violation is then reported with
   `failing_invariants`, as by the pure walk;
 - fewer draws are spent on calls that find no step: a call none of whose draws found one is
   passed over (up to PASSES times) until a table or variable its clauses read changes, a call
