@@ -262,7 +262,8 @@ def recheck_disagreements(spec, rng: random.Random, situations: int = 24) -> lis
             st.vars[name] = value(rng, spec, spec.vars[name][0], keys)
         else:
             info, table = spec.tables[name], st.tables[name]
-            key = rng.choice(list(table.rows)) if table.rows and rng.random() < 0.5 else value(rng, spec, info.key, keys)
+            live = table.rows and rng.random() < 0.5
+            key = rng.choice(list(table.rows)) if live else value(rng, spec, info.key, keys)
             if key in table.rows and rng.random() < 0.5:
                 table.remove(key)
             else:

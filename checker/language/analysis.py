@@ -141,10 +141,10 @@ def _rises_with_inserts(spec: "CheckedSpec", e: S.Expr, table: str, rising: bool
         return True
     if isinstance(e, S.Unary) and e.op == "not":
         return _rises_with_inserts(spec, e.operand, table, not rising)
-    if isinstance(e, S.Binary) and e.op in ("and", "or"):
-        return _rises_with_inserts(spec, e.left, table, rising) and _rises_with_inserts(spec, e.right, table, rising)
-    if isinstance(e, S.Binary) and e.op == "implies":
-        return _rises_with_inserts(spec, e.left, table, not rising) and _rises_with_inserts(spec, e.right, table, rising)
+    if isinstance(e, S.Binary) and e.op in ("and", "or", "implies"):
+        left_rising = rising if e.op != "implies" else not rising  # `A implies B` is `not A or B`
+        return (_rises_with_inserts(spec, e.left, table, left_rising)
+                and _rises_with_inserts(spec, e.right, table, rising))
     if isinstance(e, S.Quant):
         if e.table == table and ((e.kind == "exists") != rising or may_fail(spec, e.body)):
             return False
