@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -226,7 +227,7 @@ RECHECK_SHAPES = (
 
 def with_recheck_shapes(spec_text: str, rng: random.Random) -> str:
     """The generated spec with two of RECHECK_SHAPES over its sized tables (`tbl0` always is)."""
-    sized = ["tbl0"] + (["tbl1"] if "sized by sz" in spec_text.split("table tbl1", 1)[-1][:60] else [])
+    sized = ["tbl0"] + (["tbl1"] if re.search(r"^table tbl1: .* sized by sz$", spec_text, re.M) else [])
     lines = [spec_text.rstrip("\n")]
     for i in range(2):
         shape = rng.choice(RECHECK_SHAPES)
