@@ -10,7 +10,9 @@ may be zero, `**`, `&`, `|`, `~`, `min`/`max`, comparisons, ranges, flag and set
 lookups of entries that may be absent, and quantifiers, both in the index-probe shapes
 (`exists r in T: r.range overlaps range(p, s) and ...`, the range test either way round, and
 `forall r in T: (r.range overlaps range(p, s) and ...) implies ...`, `not (...)`, `B implies not
-(...)` or `not (...) or B`, whose counterexample is one) and in others (`forall`, nested).
+(...)` or `not (...) or B`, whose counterexample is one), the entry at a key (`exists r in T:
+r.key == k and ...`) and the range test written out (`r.key <= p and p < r.key + r.sz`), and in
+others (`forall`, nested).
 
 Effects often fail midway (an update or lookup of a key that may be absent, a remainder by a value
 that may be zero, after an earlier assignment), so that the undo of a failed effect is exercised.
@@ -342,6 +344,8 @@ class _Gen:
         self.qn += 1
         v = f"qv{self.qn}"
         sized = [t for t in self.tables if t.sized]
+        if not s.machine and c.coin(0.2):  # the entry at a key, or the range test written out
+            return self.keyed_quant(s, depth, v)
         probe = sized and (s.machine or c.coin(0.6))
         if probe:
             t = c.pick(sized)
@@ -367,6 +371,25 @@ class _Gen:
         t = c.pick(self.tables)
         inner = s.sub(bound={**s.bound, v: t.name})
         return f"({c.pick(['exists', 'forall'])} {v} in {t.name}: {self.boolean(inner, depth)})"
+
+    def keyed_quant(self, s: Scope, depth: int, v: str) -> str:
+        """`exists v in T: v.key == X and ...`, or `v.key <= X and X < v.key + v.sz and ...` (each
+        either way round), or a forall whose counterexample is one of them."""
+        c = self.c
+        t = c.pick(self.tables)
+        inner = s.sub(bound={**s.bound, v: t.name})
+        x = self.key_expr(s)
+        if t.sized and c.coin(0.5):
+            tests = [c.pick([f"{v}.key <= {x}", f"{x} >= {v}.key"]),
+                     c.pick([f"{x} < {v}.key + {v}.sz", f"{v}.sz + {v}.key > {x}"])]
+        else:
+            tests = [c.pick([f"{v}.key == {x}", f"{x} == {v}.key"])]
+        parts = tests + [self.boolean(inner, depth) for _ in range(c.pick([0, 1, 1, 2]))]
+        if c.coin(0.3):
+            parts.reverse()
+        if c.coin(0.3):
+            return f"(forall {v} in {t.name}: ({' and '.join(parts)}) implies {self.boolean(inner, depth)})"
+        return f"(exists {v} in {t.name}: {' and '.join(parts)})"
 
     # ---- values of declared types (fields, variables)
     def value_of(self, t: str, s: Scope, depth: int) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 
 from checker.language import syntax as S
-from checker.language.analysis import conjuncts, may_fail, negated, symmetric_in, true_after_inserts
+from checker.language.analysis import (conjuncts, key_probe, may_fail, negated, spelt_containment, symmetric_in,
+                                       true_after_inserts)
+from checker.language.printer import print_expr
 from checker.language.load import check_source, load_spec
 from checker.language.source import SourceFile
 
@@ -121,3 +123,18 @@ def test_negated_is_the_negation():
     assert negated(S.Unary("not", S.Name("p"))) == S.Name("p")
     assert list(conjuncts(negated(S.Binary("implies", S.Name("p"), S.Unary("not", S.Name("q")))))) == \
         [S.Name("p"), S.Name("q")]
+
+
+@pytest.mark.parametrize("body, key, containment", [
+    ("exists a in ta: a.key == n and a.on", "n", None),
+    ("exists a in ta: n + 1 == a.key", "n + 1", None),
+    ("exists a in ta: a.key == a.sz", None, None),  # not free of a
+    ("exists a in ta: a.key <= n and n < a.key + a.sz", None, "n"),
+    ("exists a in ta: a.on and n >= a.key and a.sz + a.key > n", None, "n"),
+    ("exists a in ta: a.key <= n and n + 1 < a.key + a.sz", None, None),  # two different points
+    ("exists a in ta: a.key < n and n < a.key + a.sz", None, None),  # `<` below: not the range test
+])
+def test_key_and_written_out_range_tests(body, key, containment):
+    spec, e = invariant(body)
+    printed = lambda x: None if x is None else print_expr(x)  # noqa: E731
+    assert printed(key_probe(e)) == key and printed(spelt_containment(e, "sz")) == containment

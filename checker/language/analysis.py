@@ -58,6 +58,49 @@ def range_probes(q: S.Quant) -> Iterator[tuple[int, S.Binary, S.Expr, bool]]:
                 break
 
 
+def key_probe(q: S.Quant) -> S.Expr | None:
+    """For `exists v in T: ... v.key == X ...` (either way round; X free of v), X: only the entry
+    at key X can satisfy the body, so the semantics tests that one alone."""
+    for conj in conjuncts(q.body):
+        if isinstance(conj, S.Binary) and conj.op == "==":
+            for mine, other in ((conj.left, conj.right), (conj.right, conj.left)):
+                if _is_field_of(mine, q.var, "key") and q.var not in S.names_in(other):
+                    return other
+    return None
+
+
+def spelt_containment(q: S.Quant, size_field: str) -> S.Expr | None:
+    """For `exists v in T: ... v.key <= X and X < v.key + v.F ...` (F: T's size field; each test
+    either way round, the sum in either order; X free of v), X: the test `v.range contains X`
+    written out, which the interval index answers as well."""
+    lows, highs = [], []
+    for conj in conjuncts(q.body):
+        if not isinstance(conj, S.Binary):
+            continue
+        for op, small, big in ((conj.op, conj.left, conj.right), (_FLIPPED.get(conj.op), conj.right, conj.left)):
+            if op == "<=" and _is_field_of(small, q.var, "key"):
+                lows.append(big)
+            elif op == "<" and _is_key_plus_size(big, q.var, size_field):
+                highs.append(small)
+    for x in lows:
+        if q.var not in S.names_in(x) and any(h == x for h in highs):
+            return x
+    return None
+
+
+_FLIPPED = {">=": "<=", ">": "<"}  # `a >= b` is `b <= a`
+
+
+def _is_field_of(e: S.Expr, var: str, name: str) -> bool:
+    return isinstance(e, S.Field) and e.name == name and isinstance(e.obj, S.Name) and e.obj.name == var
+
+
+def _is_key_plus_size(e: S.Expr, var: str, size_field: str) -> bool:
+    return (isinstance(e, S.Binary) and e.op == "+"
+            and {_is_field_of(e.left, var, "key"), _is_field_of(e.right, var, "key")} == {True, False}
+            and (_is_field_of(e.left, var, size_field) or _is_field_of(e.right, var, size_field)))
+
+
 def counterexample_quant(q: S.Quant) -> S.Quant | None:
     """For `forall v in T: B`, the quantifier `exists v in T: not B`, which holds exactly when the
     forall does not (for bodies that evaluate without error), with the negation taken through B's

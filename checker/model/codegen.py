@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.analysis import conjuncts, counterexample_quant, may_fail, range_probes
+from ..language.analysis import (conjuncts, counterexample_quant, key_probe, may_fail, range_probes,
+                                 spelt_containment)
 from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
 from .outcomes import EvalError
 from .state import Table
@@ -346,9 +347,9 @@ class Emitter:
             # Witnesses explain the general path's findings; a step's own scope records none.
             return self._exists(q, scope, witness=not scope.tables)
         counter = counterexample_quant(q)
-        if counter is not None and self.probe_parts(counter) is not None:
-            # A forall asked by its counterexample's probe, an index window rather than every
-            # entry; it records no witness: a forall explains nothing by an entry.
+        if counter is not None and (self.probe_parts(counter) is not None or self._keyed(counter)):
+            # A forall asked by its counterexample's probe, an index window (or the entry at a
+            # key) rather than every entry; it records no witness: a forall explains nothing by an entry.
             return f"(not {self._exists(counter, scope, witness=False)})"
         body = self.expr(q.body, scope.with_local(q.var))
         return f"_fa({self._table(q.table, scope)}.entries(), (lambda L_{q.var}: {body}))"
@@ -403,11 +404,24 @@ class Emitter:
             return None if any(may_fail(self.spec, c) for c in rest) else (conj, rest)
         return None
 
+    def _keyed(self, q: S.Quant) -> bool:
+        """Whether `_index_probe` finds q's candidates by a key test or a written-out range test,
+        none of q's conjuncts failing to evaluate (as `probe_parts` asks of a probe's others)."""
+        size_field = self.spec.tables[q.table].sized_by
+        found = key_probe(q) is not None or (size_field is not None and spelt_containment(q, size_field) is not None)
+        return found and not any(may_fail(self.spec, c) for c in conjuncts(q.body))
+
     def _index_probe(self, q: S.Quant, scope: CodeScope) -> str | None:
-        """For `exists v in T: ... v.range overlaps X ...` (X free of v), the interval index query."""
-        if self.spec.tables[q.table].sized_by is None:
-            return None
+        """For `exists v in T: ...`, the entries worth testing the body on: the entry at key X for
+        `v.key == X` (`key_probe`), else the interval index's for `v.range overlaps X` or
+        `contains X`, or for that test written out (`spelt_containment`); None: every entry."""
         table = self._table(q.table, scope)
+        key = key_probe(q)
+        if key is not None:
+            return f"_at({table}, {self.expr(key, scope)})"
+        size_field = self.spec.tables[q.table].sized_by
+        if size_field is None:
+            return None
         for _, conj, other, _ in range_probes(q):
             x = self._range_args(other, scope)
             if conj.op == "overlaps":
@@ -416,7 +430,8 @@ class Emitter:
                 return f"{table}.containing({x})"
             x = self.expr(other, scope)
             return f"_containing_addr({table}, {x})"
-        return None
+        spelt = spelt_containment(q, size_field)
+        return None if spelt is None else f"_containing_addr({table}, {self.expr(spelt, scope)})"
 
     def _range_args(self, e: S.Expr, scope: CodeScope) -> str:
         """`base, end` of a range expression as two arguments; `range(b, s)` with a simple base
@@ -602,6 +617,12 @@ def _containing_addr(table: "Table", x: int):
     return table.containing(x, x + 1)
 
 
+def _at(table: "Table", key) -> list:
+    """The entry at `key`, as a list of entries (none or one)."""
+    row = table.rows.get(key)
+    return [] if row is None else [(key, row)]
+
+
 def _upd(table: "Table", name: str, key, field: str, value) -> None:
     record = table.rows.get(key)
     if record is None:
@@ -630,7 +651,7 @@ _ov, _cr, _ca = overlaps, contains_range, contains_addr
 NOROW = MappingProxyType({})
 RUNTIME = {  # the helpers generated code calls, by the names it calls them
     "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
-    "_containing_addr": _containing_addr, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
+    "_containing_addr": _containing_addr, "_at": _at, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
     "_ca": contains_addr, "_exn": _exn, "_MISSING": _MISSING, "NOROW": NOROW, "frozenset": frozenset, "min": min, "max": max,
 }
 
