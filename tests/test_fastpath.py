@@ -629,6 +629,28 @@ def test_a_forall_promise_is_asked_by_its_counterexample_probe(mode, observed):
     assert outcome(text, False, sem=walking) == result
 
 
+def spelt_acl_and_mix(tmp_path, replacements, seed: int, after_registration) -> tuple[Semantics, bytes]:
+    """acl with its clauses rewritten (each (old, new) must occur), the semantics of it in the
+    mix's configuration, and a 3,000-event mix with `after_registration(n, args)`'s lines after
+    the n-th successful registration."""
+    text = (REPO / "spec" / "acl.spec").read_text()
+    for old, new in replacements:
+        assert old in text
+        text = text.replace(old, new)
+    spelt = tmp_path / "acl.spec"
+    spelt.write_text(text)
+    path = tmp_path / "mix.jsonl"
+    generate(str(path), 3_000, live=200, seed=seed)
+    lines, registrations = [], 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        lines.append(line)
+        if b'"aclrtHostRegisterV2"' in line and b'"ret":0' in line:
+            registrations += 1
+            lines += [orjson.dumps(x) + b"\n" for x in after_registration(registrations, json.loads(line)["args"])]
+    spec = load_spec(str(spelt))
+    return Semantics(spec, resolve_config(spec, json.loads(lines[0])["env"])), b"".join(lines)
+
+
 # acl's overlap clauses as a user might spell them, with `forall ... not`: the same rules.
 FORALL_SPELT = (
     ("and not (exists h in host_allocs: h.range overlaps range(ptr, size))",
@@ -650,26 +672,10 @@ def test_foralls_spelt_with_not_are_probes_and_replay_as_the_exists_they_mean(tm
     where they walked every entry (35x slower at 4,000 live entries). The mix, with
     overlapping registrations allowed and not, replays as with the bundled acl, every line on the
     fast path, and as the semantics compiled without the rewrite."""
-    text = (REPO / "spec" / "acl.spec").read_text()
-    for old, new in FORALL_SPELT:
-        assert old in text
-        text = text.replace(old, new)
-    spelt = tmp_path / "acl.spec"
-    spelt.write_text(text)
-    path = tmp_path / "mix.jsonl"
-    generate(str(path), 3_000, live=200, seed=7)
-    lines, registrations = [], 0
-    for line in path.read_bytes().splitlines(keepends=True):
-        lines.append(line)
-        if b'"aclrtHostRegisterV2"' in line and b'"ret":0' in line:
-            registrations += 1
-            if registrations % 10 == 0:  # again, overlapping: refused as already registered, or wrongly not
-                args = json.loads(line)["args"]
-                ret = 0 if registrations % 50 == 0 else 507910
-                lines.append(orjson.dumps({"call": "aclrtHostRegisterV2", "args": args, "ret": ret}) + b"\n")
-    trace = b"".join(lines)
-    spec = load_spec(str(spelt))
-    sem = Semantics(spec, resolve_config(spec, json.loads(lines[0])["env"]))
+    def overlapping(n, args):  # again: refused as already registered, or wrongly not
+        return [{"call": "aclrtHostRegisterV2", "args": args, "ret": 0 if n % 50 == 0 else 507910}] if n % 10 == 0 else []
+    sem, trace = spelt_acl_and_mix(tmp_path, FORALL_SPELT, 7, overlapping)
+    spec = sem.spec
     em = Emitter(spec, sem.config)
     foralls = [q for c in spec.calls.values() for q in nodes(c.decl) if isinstance(q, S.Quant) and q.kind == "forall"]
     assert len(foralls) == 3 and all(em.probe_parts(counterexample_quant(q)) is not None for q in foralls)
@@ -683,7 +689,7 @@ def test_foralls_spelt_with_not_are_probes_and_replay_as_the_exists_they_mean(tm
     assert found == [(f["line"], f["rule"]) for f in bundled[1]["findings"]] and result[4:] == bundled[4:]
     saved, codegen_mod.counterexample_quant = codegen_mod.counterexample_quant, lambda q: None
     try:
-        walking = Semantics(spec, resolve_config(spec, json.loads(lines[0])["env"]))
+        walking = Semantics(spec, sem.config)
     finally:
         codegen_mod.counterexample_quant = saved
     assert outcome(trace, False, sem=walking) == result
@@ -706,27 +712,13 @@ def test_key_and_range_tests_written_out_find_their_entries_by_index(tmp_path, m
     `r.key <= p and p < r.key + r.size` asks the interval index (`spelt_containment`), where both
     walked every entry (15x slower at 4,000 live registrations). The mix, with unregistrations of
     interior and unknown addresses, replays as with the bundled acl."""
-    text = (REPO / "spec" / "acl.spec").read_text()
-    for old, new in KEYED_SPELT:
-        assert old in text
-        text = text.replace(old, new)
-    spelt = tmp_path / "acl.spec"
-    spelt.write_text(text)
-    path = tmp_path / "mix.jsonl"
-    generate(str(path), 3_000, live=200, seed=11)
-    lines, registrations = [], 0
-    for line in path.read_bytes().splitlines(keepends=True):
-        lines.append(line)
-        if b'"aclrtHostRegisterV2"' in line and b'"ret":0' in line:
-            registrations += 1
-            ptr = json.loads(line)["args"]["ptr"]
-            if registrations % 10 == 0:  # an interior address (unspecified), an unknown one (refused)
-                lines.append(orjson.dumps({"call": "aclrtHostUnregister", "args": {"ptr": ptr + 16}, "ret": 0}) + b"\n")
-                lines.append(orjson.dumps({"call": "aclrtHostGetDevicePointer", "args": {"pHost": ptr + 16, "flag": 0},
-                                           "ret": 507899}) + b"\n")
-    trace = b"".join(lines)
-    spec = load_spec(str(spelt))
-    sem = Semantics(spec, resolve_config(spec, json.loads(lines[0])["env"]))
+    def interior(n, args):  # an interior address (unspecified), an unknown one (refused)
+        inside = args["ptr"] + 16
+        return [{"call": "aclrtHostUnregister", "args": {"ptr": inside}, "ret": 0},
+                {"call": "aclrtHostGetDevicePointer", "args": {"pHost": inside, "flag": 0}, "ret": 507899}] \
+            if n % 10 == 0 else []
+    sem, trace = spelt_acl_and_mix(tmp_path, KEYED_SPELT, 11, interior)
+    spec = sem.spec
     em = Emitter(spec, sem.config)
     spelt_quants = [q for c in spec.calls.values() for q in nodes(c.decl)
                     if isinstance(q, S.Quant) and (key_probe(q) or spelt_containment(q, "size"))]
