@@ -673,7 +673,9 @@ def test_foralls_spelt_with_not_are_probes_and_replay_as_the_exists_they_mean(tm
     overlapping registrations allowed and not, replays as with the bundled acl, every line on the
     fast path, and as the semantics compiled without the rewrite."""
     def overlapping(n, args):  # again: refused as already registered, or wrongly not
-        return [{"call": "aclrtHostRegisterV2", "args": args, "ret": 0 if n % 50 == 0 else 507910}] if n % 10 == 0 else []
+        if n % 10:
+            return []
+        return [{"call": "aclrtHostRegisterV2", "args": args, "ret": 0 if n % 50 == 0 else 507910}]
     sem, trace = spelt_acl_and_mix(tmp_path, FORALL_SPELT, 7, overlapping)
     spec = sem.spec
     em = Emitter(spec, sem.config)
