@@ -53,7 +53,7 @@ def range_probes(q: S.Quant) -> Iterator[tuple[int, S.Binary, S.Expr, bool]]:
             continue
         sides = [(conj.left, conj.right, False)] + ([(conj.right, conj.left, True)] if conj.op == "overlaps" else [])
         for mine, other, swapped in sides:
-            if _is_range_of(mine, q.var) and q.var not in S.names_in(other):
+            if _is_field_of(mine, q.var, "range") and q.var not in S.names_in(other):
                 yield i, conj, other, swapped
                 break
 
@@ -96,9 +96,11 @@ def _is_field_of(e: S.Expr, var: str, name: str) -> bool:
 
 
 def _is_key_plus_size(e: S.Expr, var: str, size_field: str) -> bool:
-    return (isinstance(e, S.Binary) and e.op == "+"
-            and {_is_field_of(e.left, var, "key"), _is_field_of(e.right, var, "key")} == {True, False}
-            and (_is_field_of(e.left, var, size_field) or _is_field_of(e.right, var, size_field)))
+    if not (isinstance(e, S.Binary) and e.op == "+"):
+        return False
+    left, right = e.left, e.right
+    return ((_is_field_of(left, var, "key") and _is_field_of(right, var, size_field))
+            or (_is_field_of(left, var, size_field) and _is_field_of(right, var, "key")))
 
 
 def counterexample_quant(q: S.Quant) -> S.Quant | None:
@@ -193,10 +195,6 @@ def _rises_with_inserts(spec: "CheckedSpec", e: S.Expr, table: str, rising: bool
             return False
         return _rises_with_inserts(spec, e.body, table, rising)
     return False  # read any other way (a lookup, a definition, a comparison of truths)
-
-
-def _is_range_of(e: S.Expr, var: str) -> bool:
-    return isinstance(e, S.Field) and e.name == "range" and isinstance(e.obj, S.Name) and e.obj.name == var
 
 
 def identifier(text: str) -> str:
