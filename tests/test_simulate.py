@@ -210,6 +210,39 @@ def test_an_invariant_the_initial_state_breaks_is_found_at_the_first_success(tmp
     assert result.runs == 1
 
 
+# A table keyed by any address: the walk's last address (a page below 2**64) becomes a live key,
+# and "a page after a live key" would be 2**64, outside the addr type.
+TOP_KEY = """spec topkey "a live key on the last page"
+source D "d.txt" "doc"
+status int success 0
+record R { size: u64 }
+table regs: addr -> R sized by size
+call reg(p: addr) {
+  requires M-FRESH: not (p in regs)
+    cite D "fresh"
+  effect M-REG: { regs[p] = { size: 1 } }
+    cite D "e"
+}
+"""
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "pure"])
+def test_addresses_drawn_near_the_top_stay_in_the_addr_type(tmp_path, fast):
+    """Found by testing a user's spec: an address drawn a page past a live key on the last page was
+    2**64; the walk then reported a TYPES break no trace can make, and its trace could not be written."""
+    path = tmp_path / "topkey.spec"
+    path.write_text(TOP_KEY)
+    options = SimulationOptions(runs=60, steps=20, seed=0, fast=fast, keep_walks=True)
+    result = simulate(load_spec(str(path)), str(path), options)
+    assert result.violation is None
+    drawn = [s.inputs["p"] for w in result.walks for s in w.steps if s.call == "reg"]
+    assert max(drawn) == 2**64 - 1  # the clamp was met (so the test would see a draw past it)
+    assert all(0 <= p <= 2**64 - 1 for p in drawn)
+    out = tmp_path / "sim.jsonl"
+    code, _, err = run_cli("simulate", str(path), "--runs", "60", "--steps", "20", "--out", str(out))
+    assert code == 0, err
+
+
 # ---------------------------------------------------------------- the fast walk's re-check after a success
 
 # Invariants of the shapes the re-check treats in part, over a generated spec's tables: `exists`

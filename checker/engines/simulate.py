@@ -68,6 +68,7 @@ BASES = tuple(0x10000 + i * PAGE for i in range(6))
 ADDRESSES = (0,) + BASES + (0x10800, 0x11040, 0x12001, 2**64 - PAGE)
 SIZES = (0, 1, 0x800, PAGE, 2 * PAGE, 3 * PAGE)
 NEAR = (0, 0, 0, 0x800, PAGE, -PAGE)
+ADDR_MAX = INT_BOUNDS["addr"][1]  # the top of the addr type: a draw near a live key stays inside it
 SWITCH_WEIGHT = 0.1
 SUCCESS_BIAS = 0.8  # when both are allowed, how often a step succeeds rather than fails
 EVENTS_KEPT = 4096  # the fast walk: per call, the events of inputs drawn kept for their next draw
@@ -270,7 +271,7 @@ class _Walker:
                 return rng.choice(BASES + (0x20000 + rng.randrange(16) * 64,))
             keys = [k for t in st.tables.values() for k in t.rows if isinstance(k, int)]
             if keys and rng.random() < 0.6:  # near a live entry: exact, inside, or a page before/after
-                return max(0, rng.choice(keys) + rng.choice(NEAR))
+                return max(0, min(ADDR_MAX, rng.choice(keys) + rng.choice(NEAR)))
             return rng.choice(ADDRESSES)
         if width in ("u64", "i64"):
             v = rng.choice(SIZES)
@@ -430,9 +431,11 @@ def _draw_flags(members: tuple[int, ...]) -> Draw:
 
 
 # An input address: near a live entry (exact, inside, or a page before/after) 6 times in 10, else
-# one of ADDRESSES; unbounded.
-# (`max(0, a)` spelt as a test: a call of max costs more than the rest of the draw)
-ADDRESS_DRAW = (f"((a if (a := keys[int(rnd() * len(keys))] + NEAR[int(rnd() * {len(NEAR)})]) > 0 else 0)"
+# one of ADDRESSES; unbounded in the draw's bounds (a key may be of any int type), but always an
+# addr, 0 to ADDR_MAX: a page past the last page is the last address, as in the pure walk.
+# (`max(0, min(ADDR_MAX, a))` spelt as tests: a call of max costs more than the rest of the draw)
+ADDRESS_DRAW = (f"((0 if (a := keys[int(rnd() * len(keys))] + NEAR[int(rnd() * {len(NEAR)})]) <= 0 else"
+                f" a if a <= {ADDR_MAX} else {ADDR_MAX})"
                 f" if keys and rnd() < 0.6 else ADDRESSES[int(rnd() * {len(ADDRESSES)})])", None, ())
 
 
