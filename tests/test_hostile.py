@@ -263,6 +263,19 @@ def test_long_lines_are_accepted_with_max_line_bytes(tmp_path):
     assert trace_reader.max_line_bytes() == trace_events.DEFAULT_MAX_LINE_BYTES  # reset per run
 
 
+@pytest.mark.parametrize("command", ["replay", "execute", "shrink", "itf"])
+@pytest.mark.parametrize("value", [str(2**62 + 1), str(2**63 - 1), "99999999999999999999"])
+def test_a_line_length_past_the_limit_is_a_usage_error(command, value, violating):
+    """Found by testing: a length the line buffer cannot have was an OverflowError (exit 3)."""
+    code, _, err = run_cli(command, "--max-line-bytes", value, violating)
+    assert code == 2 and "at most 4611686018427387904" in err and "Traceback" not in err
+
+
+def test_the_largest_line_length_is_accepted(violating):
+    code, _, err = run_cli("replay", "--max-line-bytes", str(2**62), violating)
+    assert code == 1, err
+
+
 def test_a_corpus_with_one_deep_trace_replays_the_others(tmp_path, violating):
     deep = hostile_traces(tmp_path)["deep-nesting"][0]
     ok = write_trace(tmp_path / "ok.jsonl", [{"call": "malloc", "args": {"size": 4096}, "out": {"ptr": BASE}}])

@@ -59,7 +59,7 @@ def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[s
 
 def add_trace_limits(parser) -> None:
     """`--max-line-bytes N` for a command that reads traces (docs/trace-format.md, "Limits")."""
-    parser.add_argument("--max-line-bytes", type=positive_int, metavar="N",
+    parser.add_argument("--max-line-bytes", type=line_length, metavar="N",
                         help="the longest trace line accepted, in bytes (default: 1048576, 1 MiB); a longer "
                              "line is error T0713")
 
@@ -75,6 +75,16 @@ def add_spec_limits(parser) -> None:
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1."""
     return _int_at_least(text, 1)
+
+
+def line_length(text: str) -> int:
+    """An argparse type: a maximum line length, 1 to MAX_LINE_BYTES_LIMIT (a line's buffer must
+    stay addressable: past it the reader could not even ask for the line)."""
+    from ..trace.events import MAX_LINE_BYTES_LIMIT  # here: importing checker.trace costs every command
+    v = _int_at_least(text, 1)
+    if v > MAX_LINE_BYTES_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_LINE_BYTES_LIMIT} (2**62), not {v}")
+    return v
 
 
 def nonneg_int(text: str) -> int:

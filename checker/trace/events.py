@@ -43,6 +43,7 @@ from ..language.source import Span
 
 TRACE_VERSION = 1
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB, without the line's end; `set_max_line_bytes` changes it
+MAX_LINE_BYTES_LIMIT = 1 << 62  # the largest it may be set to: a line's buffer (limit + its end) stays addressable
 EXCERPT_BYTES = 60  # how much of an over-long line a diagnostic quotes
 INT_MIN = -(1 << 63)  # the range of a JSON integer in a trace: int64_t .. uint64_t
 INT_MAX = (1 << 64) - 1

@@ -13,8 +13,8 @@ import orjson
 from ..language.diagnostics import RegcheckError, error
 from ..language.files import STDIN, CorruptInput, open_decompressed
 from ..language.source import Span
-from .events import (DEFAULT_MAX_LINE_BYTES, EXCERPT_BYTES, BadLine, TraceEvent, TraceHeader, located, to_event,
-                     to_header, undecodable)
+from .events import (DEFAULT_MAX_LINE_BYTES, EXCERPT_BYTES, MAX_LINE_BYTES_LIMIT, BadLine, TraceEvent, TraceHeader,
+                     located, to_event, to_header, undecodable)
 
 
 # ---------------------------------------------------------------- reading
@@ -25,8 +25,8 @@ def set_max_line_bytes(n: int) -> None:
     """The longest line (in bytes, without its end) that trace files opened from now on may have;
     a longer one is T0713. The default is DEFAULT_MAX_LINE_BYTES (1 MiB)."""
     global _max_line_bytes
-    if n < 1:
-        raise ValueError("the maximum line length must be at least 1 byte")
+    if not 1 <= n <= MAX_LINE_BYTES_LIMIT:
+        raise ValueError(f"the maximum line length must be 1 to {MAX_LINE_BYTES_LIMIT} bytes, not {n}")
     _max_line_bytes = n
 
 
