@@ -326,3 +326,19 @@ def test_cli_conform_junit_fuzz_phase_is_one_more_testcase(small_suite, tmp_path
     _, cases = junit_cases(out)
     # Not written to a file: the failure carries the run itself, the same calls.
     assert code == 1 and [ln.strip() for ln in cases[-1].find("failure").text.splitlines()[-calls - 1:]] == lines
+
+
+def test_a_factory_that_raises_fails_every_test_without_a_traceback():
+    """Found by testing: a factory's exception was a traceback (exit 3)."""
+    from tests.drivers.sloppy import no_driver
+    result = run_test(bundled_suite("cupva").tests[0], no_driver)
+    assert result.status == FAIL and result.problems[0].kind == "driver error"
+    assert result.problems[0].call == "factory" and "no device" in result.problems[0].message
+
+
+def test_a_driver_returning_no_result_fails_its_test():
+    """Found by testing: a call returning a bare status was an AttributeError (exit 3)."""
+    from tests.drivers.sloppy import RegisterReturnsText
+    result = run_test(first_covering("acl", "ACL-UNREG-EFFECT: success"), RegisterReturnsText)
+    assert result.status == FAIL and result.problems[-1].kind == "driver error"
+    assert "TypeError: call() returned 0, not a checker.drivers.protocol.Result" in result.problems[-1].message

@@ -366,3 +366,27 @@ def test_model_steps_are_handed_only_what_the_decoder_would_give_them():
     assert steps.took("aclrtHostGetDevicePointer", {"pHost": BASE, "flag": 0}, 0, {"pDevice": 0x12C0000000})
     assert st.snapshot() != before  # the device pointer is stored
     assert not ModelSteps(sem, sem.initial_state(), enabled=False).took("malloc", {"size": 8192}, 0, {"ptr": BASE})
+
+
+@pytest.mark.parametrize("driver, message", [("RegisterReturnsText", "TypeError: call() returned 0, not a"),
+                                             ("RegisterRaises", "ValueError: boom")])
+def test_a_driver_that_crashes_or_returns_no_result_is_a_finding_and_the_run_stops(real_pinning, tmp_path, driver,
+                                                                                   message):
+    """Found by testing: these were tracebacks (exit 3)."""
+    path = write(tmp_path, pinned_roundtrip())
+    code, out, err = run("--driver", f"tests.drivers.sloppy:{driver}", "--format", "json", path)
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "violates" and doc["events"] == 2, err
+    last = doc["findings"][-1]
+    assert (last["line"], last["kind"], last["rule"]) == (3, "executor", "EXEC-DRIVER-ERROR")
+    assert message in last["message"] and "execution stops at this event" in last["message"]
+
+
+@pytest.mark.parametrize("driver, what", [("no_driver", "the driver factory raised RuntimeError: no device"),
+                                          ("StartRaises", "the driver's start() raised OSError: no device"),
+                                          ("CloseRaises", "the driver's close() raised RuntimeError: close failed")])
+def test_a_driver_that_cannot_be_made_started_or_closed_is_an_error_not_a_traceback(real_pinning, tmp_path, driver,
+                                                                                     what):
+    path = write(tmp_path, pinned_roundtrip())
+    code, out, err = run("--driver", f"tests.drivers.sloppy:{driver}", path)
+    assert code == 2 and f"{path}:1:1: error[X0809]: {what}" in err and "Traceback" not in err

@@ -112,6 +112,14 @@ def test_a_driver_that_cannot_start_is_reported():
     assert "OSError: no device" in result.failure.message and result.failure.events == ()
 
 
+def test_a_factory_that_raises_is_reported():
+    """Found by testing: a factory's exception was a traceback (exit 3)."""
+    from tests.drivers.sloppy import no_driver
+    result = fuzz("acl", no_driver, FuzzOptions(max_examples=5))
+    assert result.failure is not None and result.failure.rule == "EXEC-DRIVER-ERROR"
+    assert "the driver factory raised RuntimeError: no device" in result.failure.message
+
+
 def test_a_seed_gives_the_same_run_whether_the_spec_was_parsed_or_read_from_the_cache(tmp_path):
     """Hypothesis draws constants from the source of this project's loaded modules; the parser is
     loaded only on a cache miss, so without care the first run and the next would differ."""

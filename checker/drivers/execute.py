@@ -28,6 +28,9 @@ Rule IDs of the executor's own checks (not spec rules):
   EXEC-ADDRESS-UNOWNED  an address that relocates to nothing the trace allocated
   EXEC-DIVERGENCE       driver and recording disagree (both allowed)
   EXEC-LOCK-EXTRA       the kernel reports a page locked that the spec does not predict
+  EXEC-DRIVER-ERROR     the driver raised an exception from a call, or returned something other
+                        than a Result; the run stops at that event (what the driver did to its
+                        state is unknown, so later events could only report its consequences)
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, sho
 from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
 from ..fast.stepcode import INT64_MAX, INT64_MIN
 from ..language.analysis import memory_shape
+from ..language.diagnostics import RegcheckError, error
+from ..language.source import Span
 from ..model.outcomes import CONFORMS, Judgement, describe_outcomes
 from ..model.semantics import Semantics
 from ..model.state import State
@@ -48,7 +53,7 @@ from .executor import ReferenceDriver
 from .lockcheck import LockCheck
 from .ordered import IntMap
 from .pinning import PAGE_SIZE, forget_locked_reading
-from .protocol import Driver, Result
+from .protocol import CODE_DRIVER_FAILED, Driver, Result
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
 # and refusals (the executor protecting memory it does not own; the cause, a caller error or an
@@ -57,11 +62,22 @@ INFORMATIONAL = frozenset({"unspecified", "divergence", "refused"})
 EXEC_ADDRESS_UNOWNED = "EXEC-ADDRESS-UNOWNED"
 EXEC_DIVERGENCE = "EXEC-DIVERGENCE"
 EXEC_LOCK_EXTRA = "EXEC-LOCK-EXTRA"
+EXEC_DRIVER_ERROR = "EXEC-DRIVER-ERROR"
 # Tests set it False: every event on the general path, the reference (`Replayer.normalise` and
 # `check` for the recording, `Semantics.allowed` and `judge` for the driver's results), where
 # otherwise the replayer's fast steps take the events they find nothing in (`CheckedLines`,
 # `ModelSteps`). The findings are the same either way.
 FAST_STEPS = True
+
+
+class DriverRaised(Exception):
+    """The driver under test raised an exception from `call` (`exc`), or returned something other
+    than a Result (`exc`: a TypeError saying what)."""
+
+    def __init__(self, call: str, exc: BaseException):
+        super().__init__(f"{call}: {type(exc).__name__}: {exc}")
+        self.call = call
+        self.exc = exc
 
 
 # ---------------------------------------------------------------- relocation
@@ -195,7 +211,7 @@ class Execution:
                                         f"argument {unowned} = {show_value(args[unowned])} lies in no memory this trace "
                                         "allocated; the call was not made"))
             return findings
-        result = self.driver.call(name, driver_args)
+        result = self._call_driver(name, driver_args)
         incident = getattr(self.driver, "last_incident", None)
         refused = incident is not None and incident.kind.value == "refused"
         self._judge_driver(ev, name, args, status, outs, result, refused, inputs, findings)
@@ -206,6 +222,21 @@ class Execution:
         if self.locks is not None:
             self._compare_locks(ev, last, findings)
         return findings
+
+    def _call_driver(self, name: str, args: dict) -> Result:
+        """The driver's result; DriverRaised where it raised (a RegcheckError is its refusal of the
+        input, an input error, passed on as it is) or returned no Result."""
+        try:
+            result = self.driver.call(name, args)
+        except (RegcheckError, DriverRaised):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any crash of the driver under test is its finding
+            raise DriverRaised(name, exc) from exc
+        if not isinstance(result, Result):
+            shown = repr(result)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise DriverRaised(name, TypeError(f"call() returned {shown}, not a checker.drivers.protocol.Result"))
+        return result
 
     def lock_check_at_the_end(self, ev) -> list[Finding]:
         """After a run whose last event (`ev`) was not known as last when it was stepped: the page
@@ -447,10 +478,10 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
     header, events = read_trace(path)
     try:
         sem = semantics_for(header, spec_name, path)
-        driver = driver_factory()
+        driver = _guarded(path, "the driver factory", driver_factory)
         spec_ref = spec_name or header_spec_ref(header, path)
-        driver.start(spec_ref, header.env)
         try:
+            _guarded(path, "the driver's start()", driver.start, spec_ref, header.env)
             run = Execution(sem, driver, path)
             findings: list[Finding] = []
             truncated = False
@@ -465,7 +496,14 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             item = next(items, None)
             while item is not None:
                 following = next(items, None)
-                found = step(*item, last=following is None)
+                try:
+                    found = step(*item, last=following is None)
+                except DriverRaised as exc:
+                    line = item[0] if type(item[0]) is int else item[0].line  # (line, raw, struct) or (event,)
+                    findings.append(run.replayer.finding(
+                        Located(line, exc.call), "executor", EXEC_DRIVER_ERROR,
+                        f"the driver failed: {type(exc.exc).__name__}: {exc.exc}; execution stops at this event"))
+                    break
                 if found:
                     findings += found
                     violations += sum(f.kind not in INFORMATIONAL for f in found)
@@ -476,8 +514,20 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             return ExecutionReport(path, sem.spec.name, run.replayer.events, tuple(findings), truncated,
                                    spec_notes(header, spec_name, path), spec_ref)
         finally:
-            driver.close()
+            _guarded(path, "the driver's close()", driver.close)
     finally:
         close = getattr(events, "close", None)
         if close:
             close()
+
+
+def _guarded(path: str, what: str, fn: Callable, *args) -> Any:
+    """fn(*args), where an exception other than a RegcheckError (the driver's refusal of its input)
+    is the driver's failure, X0809 at the trace's header: a diagnostic, not a traceback."""
+    try:
+        return fn(*args)
+    except RegcheckError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any crash of the driver under test
+        raise RegcheckError([error(CODE_DRIVER_FAILED, f"{what} raised {type(exc).__name__}: {exc}",
+                                   Span(path, 1, 1))]) from exc

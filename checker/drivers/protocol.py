@@ -13,6 +13,7 @@ from ..language.diagnostics import Diagnostic, RegcheckError, error
 
 CODE_SPEC_NOT_IMPLEMENTED = "X0807"
 CODE_BAD_CALL = "X0808"
+CODE_DRIVER_FAILED = "X0809"  # a driver's factory, start or close raised (anything but a RegcheckError)
 
 # ---------------------------------------------------------------- the interface
 

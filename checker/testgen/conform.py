@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..drivers.execute import Execution
+from ..drivers.execute import DriverRaised, Execution
 from ..drivers.executor import ReferenceDriver, load_factory
 from ..drivers.pinning import PAGE_SIZE, kernel_locked_vmas
 from ..drivers.protocol import Driver, Result
@@ -124,15 +124,6 @@ class ConformReport:
 
 def factory_name(factory: Callable) -> str:
     return f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', repr(factory))}"
-
-
-class DriverRaised(Exception):
-    """The driver under test raised an exception from `call`."""
-
-    def __init__(self, call: str, exc: BaseException):
-        super().__init__(f"{call}: {type(exc).__name__}: {exc}")
-        self.call = call
-        self.exc = exc
 
 
 class ObservedDriver:
@@ -231,7 +222,14 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
     sem = semantics_for(spec, dict(test.env))
     problems: list[Problem] = []
     inconclusive = False
-    driver = factory()
+    try:
+        driver = factory()
+    except RegcheckError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a factory that cannot make a driver fails the test
+        problems.append(Problem(0, "factory", "driver error", test.rule, "the factory to return a driver",
+                                type(exc).__name__, str(exc)))
+        return TestResult(test.name, test.rule, FAIL, tuple(problems), time.perf_counter() - t0)
     try:
         try:
             driver.start(test.spec, dict(test.env))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable, Mapping, Sequence
 
-from ..drivers.execute import Execution
+from ..drivers.execute import EXEC_DRIVER_ERROR, DriverRaised, Execution
 from ..drivers.executor import load_factory
 from ..drivers.protocol import Driver
 from ..engines.replay import Finding
@@ -46,7 +46,7 @@ from ..trace.events import TraceEvent, TraceHeader
 from ..trace.reader import header_written_to
 from ..trace.writer import format_trace
 from .configs import configurations
-from .conform import DriverRaised, ObservedDriver, factory_name
+from .conform import ObservedDriver, factory_name
 from .model import ALLOC_SIZE, ALLOC_STRIDE, PAGE, ConformanceTest, Expectation, Node, expectation_of
 from .pool import ArgumentPool, json_arg, representative_status
 
@@ -140,14 +140,16 @@ class _Runner:
                  counter: list | None):
         self.spec, self.pool, self.env, self.counter = spec, pool, dict(env), counter
         self.sem = semantics_for(spec, self.env)
-        self.driver = factory()
+        self.driver = None
         try:
+            self.driver = factory()
             self.driver.start(spec_name, dict(env))
         except RegcheckError:
             raise  # the driver does not implement this spec or configuration: an input error
-        except Exception as exc:  # noqa: BLE001 - a driver that cannot start is a finding
-            raise FuzzFailed(env, [], [Finding(1, "executor", "EXEC-DRIVER-ERROR", "start", f"the driver's start() raised "
-                                               f"{type(exc).__name__}: {exc}")]) from exc
+        except Exception as exc:  # noqa: BLE001 - a driver that cannot be made or started is a finding
+            what = "the driver's start()" if self.driver is not None else "the driver factory"
+            raise FuzzFailed(env, [], [Finding(1, "executor", EXEC_DRIVER_ERROR, "start",
+                                               f"{what} raised {type(exc).__name__}: {exc}")]) from exc
         # A driver whose lock reports are the reference driver's own is read event by event; what
         # only the whole reading sees comes at the run's end (`findings_at_the_end`).
         self.observed = ObservedDriver(self.driver, memory_shape(self.sem.spec).allocators, event_by_event=True)

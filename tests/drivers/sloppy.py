@@ -1,4 +1,4 @@
-"""Two buggy drivers for `regcheck execute --driver` tests."""
+"""Buggy drivers for `regcheck execute --driver` tests (and drivers that crash, for their error paths)."""
 
 from checker.drivers.executor import ReferenceDriver
 from checker.drivers.protocol import Result
@@ -39,3 +39,38 @@ class WrongOverlapCode(ReferenceDriver):
         if name == "aclrtHostRegisterV2" and result.ret == 507910:
             return Result(507911)
         return result
+
+
+class RegisterReturnsText(ReferenceDriver):
+    """aclrtHostRegisterV2 returns a bare status, not a Result."""
+
+    def call(self, name, args):
+        result = super().call(name, args)
+        return result.ret if name == "aclrtHostRegisterV2" else result
+
+
+class RegisterRaises(ReferenceDriver):
+    """aclrtHostRegisterV2 raises."""
+
+    def call(self, name, args):
+        if name == "aclrtHostRegisterV2":
+            raise ValueError("boom")
+        return super().call(name, args)
+
+
+def no_driver():
+    """A factory that raises."""
+    raise RuntimeError("no device")
+
+
+class StartRaises(ReferenceDriver):
+    def start(self, spec, env):
+        raise OSError("no device")
+
+
+class CloseRaises(ReferenceDriver):
+    """Closes, then raises."""
+
+    def close(self):
+        super().close()
+        raise RuntimeError("close failed")
