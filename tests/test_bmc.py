@@ -91,3 +91,31 @@ def test_cli_bad_input_exits_2():
     assert run_cli("bmc", "acl", "--depth", "2", "--env", "bogus=1")[0] == 2
     assert run_cli("bmc", "acl", "--depth", "2", "--env", "noequals")[0] == 2
     assert run_cli("bmc", "acl")[0] == 2  # --depth is required
+
+
+BIG_COUNTER = """spec big "a counter past 64 bits"
+source DOC "doc.txt" "a document"
+status int success 0
+var total: int = 0
+invariant B-SMALL: total < 2 ** 70
+  cite DOC "small"
+call poke(x: int) {
+  effect B-EFF: { total = x }
+    cite DOC "set"
+}
+"""
+
+
+def test_a_violation_whose_run_no_trace_can_carry_is_still_reported(tmp_path):
+    """Found by testing: a run with an `int` past 64 bits lost its violation to the trace writer's
+    T0706 (exit 2), and --format json to a traceback."""
+    spec = tmp_path / "big.spec"
+    spec.write_text(BIG_COUNTER)
+    out_path = tmp_path / "v.jsonl"
+    code, out, err = run_cli("bmc", str(spec), "--depth", "2", "--out", str(out_path))
+    assert code == 1 and "violation: a run of 1 step breaks B-SMALL" in out, err
+    assert "no trace written: cannot write: Integer exceeds 64-bit range (T0706" in out and not out_path.exists()
+    code, out, err = run_cli("bmc", str(spec), "--depth", "2", "--out", str(out_path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["invariants"] == ["B-SMALL"] and doc["trace"] is None and "T0706" in doc["trace_not_written"]
+    assert doc["run"]["events"][0]["args"]["x"] >= 2**70 and not out_path.exists()

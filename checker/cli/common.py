@@ -38,7 +38,12 @@ class Output:
         self.stderr.write(text + "\n")
 
     def json(self, obj) -> None:
-        self.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        try:
+            text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:  # an integer past 64 bits (an `int` of a spec can be any size): the stdlib writes it
+            import json
+            text = json.dumps(obj, indent=2, ensure_ascii=False)
+        self.stdout.write(text + "\n")
 
 
 def add_format(parser, choices: Iterable[str] = FORMATS) -> None:
@@ -55,6 +60,24 @@ def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[s
         out.json({"error": {"diagnostics": [d.to_json() for d in exc.diagnostics]}})
     else:
         out.err(render_all(exc.diagnostics, sources))
+
+
+# The writer's codes for a value a trace line cannot carry (an `int` past 64 bits, say): the run
+# found is still reported, without its trace.
+_UNWRITABLE_VALUE = frozenset({"T0705", "T0706"})
+
+
+def write_run_trace(run, path: str, spec) -> str | None:
+    """Write a found run (checker.engines.runs.Run) as a trace at `path`: None when written, else
+    why not, where one of its values is one no trace can carry. An output that cannot be written
+    (E0603) raises, as for every command."""
+    try:
+        run.write(path, spec)
+    except RegcheckError as exc:
+        if not all(d.code in _UNWRITABLE_VALUE for d in exc.diagnostics):
+            raise
+        return f"{exc.diagnostics[0].message} ({exc.diagnostics[0].code}: a trace carries integers of 64 bits)"
+    return None
 
 
 def add_trace_limits(parser) -> None:

@@ -28,7 +28,7 @@ from ..language.files import make_directory, write_output
 from ..language.load import load_spec
 from ..symbolic.solver import SolverOptions, Verdict, Witness
 from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, add_verbosity, nonneg_int, parse_env,
-                     positive_int)
+                     positive_int, write_run_trace)
 from .progress import progress_bar
 
 
@@ -410,10 +410,12 @@ def run_bmc(args, out) -> int:
         if unknown:
             raise RegcheckError([error("E0201", f"spec {spec.name} has no invariant {unknown[0]}")])
     result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed, args.retries), env, args.invariant)
-    path = itf = None
+    path = itf = unwritten = None
     if result.violation is not None:
         path = args.output or f"{spec.name}.bmc.jsonl"
-        result.violation.run.write(path, spec)  # E0603 when it cannot be written
+        unwritten = write_run_trace(result.violation.run, path, spec)  # E0603 when it cannot be written
+        if unwritten is not None:
+            path = None
         if args.itf:
             run = result.violation.run
             itf = _write_json(args.itf, run_to_itf(spec, run, f"a run of {count_steps(len(run.steps))} from the initial "
@@ -425,9 +427,9 @@ def run_bmc(args, out) -> int:
                   "queries": [{"depth": d, "seconds": round(s, 4)} for d, s in result.queries],
                   "invariants": list(result.violation.invariants) if result.violation else [],
                   "run": run_json(result.violation.run, spec, {}) if result.violation else None, "trace": path,
-                  "itf": itf})
+                  "trace_not_written": unwritten, "itf": itf})
     else:
-        _bmc_text(out, result, spec, path, env)
+        _bmc_text(out, result, spec, path, env, unwritten)
         if itf:
             out.out(f"ITF written to {itf}")
         elif args.itf:
@@ -435,7 +437,7 @@ def run_bmc(args, out) -> int:
     return EXIT_OK if result.witness is Witness.NONE else EXIT_FINDINGS
 
 
-def _bmc_text(out, r: BmcResult, spec: CheckedSpec, path: str | None, env) -> None:
+def _bmc_text(out, r: BmcResult, spec: CheckedSpec, path: str | None, env, unwritten: str | None) -> None:
     config = "configuration " + ", ".join(f"{k}={v}" for k, v in env.items()) if env else "every configuration"
     if r.violation is not None:
         v = r.violation
@@ -445,7 +447,8 @@ def _bmc_text(out, r: BmcResult, spec: CheckedSpec, path: str | None, env) -> No
         for line in v.run.describe(spec):
             out.out("  " + line)
         out.out(f"  state after: {format_state(spec, v.states[-1])}")
-        out.out(f"trace written to {path} (`regcheck replay {path}`)")
+        out.out(f"trace written to {path} (`regcheck replay {path}`)" if unwritten is None else
+                f"no trace written: {unwritten}")
     elif r.witness is Witness.NONE:
         out.out(f"{out.paint('no invariant violation', 'ok')} in any run of up to {r.depth} steps ({config}); "
                 f"{r.seconds:.2f} s")
