@@ -18,6 +18,7 @@ from checker.drivers.protocol import Result
 from checker.testgen.model import Suite
 from checker.drivers.pinning import vmlck_bytes
 from checker.testgen.suite import format_test, write_suite
+from checker.language.diagnostics import RegcheckError
 from tests.helpers import run_cli
 from tests.mutants import bundled_suite
 
@@ -342,3 +343,26 @@ def test_a_driver_returning_no_result_fails_its_test():
     result = run_test(first_covering("acl", "ACL-UNREG-EFFECT: success"), RegisterReturnsText)
     assert result.status == FAIL and result.problems[-1].kind == "driver error"
     assert "TypeError: call() returned 0, not a checker.drivers.protocol.Result" in result.problems[-1].message
+
+
+@pytest.mark.parametrize("field, bad, message", [
+    ("codes", ["InvalidStat"], "expect: 'InvalidStat' is not a status of spec cupva (did you mean InvalidState?)"),
+    ("rule", "PVA-DISABLE-AFTER-US", "expect: rule 'PVA-DISABLE-AFTER-US' is not a rule of spec cupva (did you mean "
+                                     "PVA-DISABLE-AFTER-USE?)"),
+])
+def test_a_slip_in_a_written_expectation_is_an_input_error_not_a_failed_driver(tmp_path, field, bad, message):
+    """Found by testing: a misspelt status in `expect` failed the reference driver (exit 1)."""
+    suite = tmp_path / "suite"
+    assert run_cli("generate", "cupva", "-o", str(suite))[0] == 0
+    test = next(p for p in sorted(suite.glob("*.jsonl"))
+                if any('"codes"' in line for line in p.read_text().splitlines()[1:]))
+    lines = test.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"codes"' in line)
+    event = json.loads(lines[at])
+    event["expect"][field] = bad
+    lines[at] = json.dumps(event)
+    test.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli("conform", "cupva", "--suite", str(suite))
+    assert code == 2 and f"{test}:{at + 1}:1: error[T0733]: {event['call']}: {message}" in err, err
+    with pytest.raises(RegcheckError, match="T0733|not a"):
+        run_test(test.read_text(), ReferenceDriver)

@@ -27,7 +27,7 @@ from ..emit.sarif import SarifNotification, conform_log, sarif_log_of_runs, sari
 from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
 from ..language.source import NO_SPAN
-from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, run_suite
+from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, check_expectations, run_suite
 from ..testgen.generate import generate_suite
 from ..testgen.model import GenerateOptions
 from ..testgen.suite import INDEX, read_suite
@@ -180,6 +180,8 @@ def _driver_and_suite(args):
     entries = orjson.loads((Path(args.suite) / INDEX).read_bytes())["tests"]
     files = {t.name: os.path.join(args.suite, e["file"]) for t, e in zip(suite.tests, entries)}
     tests = [t for t in suite.tests if all(t.env.get(k) == v for k, v in env.items())] if env else suite.tests
+    for t in tests:  # (run_test checks them too, where they come without their files)
+        check_expectations(t, spec, files.get(t.name))
     return factory, spec, tests, files
 
 

@@ -35,10 +35,12 @@ from ..drivers.execute import DriverRaised, Execution
 from ..drivers.executor import ReferenceDriver, load_factory
 from ..drivers.pinning import PAGE_SIZE, kernel_locked_vmas
 from ..drivers.protocol import Driver, Result
+from ..engines.replay import closest_name
 from ..engines.runs import semantics_for
 from ..language.analysis import memory_shape
-from ..language.diagnostics import RegcheckError
+from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
+from ..language.source import Span
 from ..trace.events import TraceEvent
 from .model import ConformanceTest, Expectation
 
@@ -209,6 +211,34 @@ def _reads_locks_as_the_reference(driver: Driver) -> bool:
 # ---------------------------------------------------------------- one test
 
 
+def check_expectations(test: ConformanceTest, spec, path: str | None = None) -> None:
+    """T0733 at the event (in `path`, else the test's name) for an `expect` naming a rule the spec
+    does not have or a status the spec's status type does not hold: a slip in a written test, which
+    would otherwise fail every driver."""
+    where = path or test.name
+    status = spec.status_type
+    names = spec.enums.get(status.name, ()) if status.kind == "enum" else ()
+    for ev, exp in zip(test.events, test.expectations):
+        if exp is None:
+            continue
+        problem = None
+        if exp.rule not in spec.rules:
+            close = closest_name(exp.rule, spec.rules)
+            problem = f"expect: rule {exp.rule!r} is not a rule of spec {spec.name}" + (
+                f" (did you mean {close}?)" if close else "")
+        for code in (exp.codes or ()) + exp.excluded:
+            if problem is not None:
+                break
+            if status.kind == "enum" and code not in names:
+                close = closest_name(str(code), names)
+                problem = (f"expect: {code!r} is not a status of spec {spec.name}" +
+                           (f" (did you mean {close}?)" if close else f" (its {status} names: {', '.join(names)})"))
+            elif status.kind == "int" and type(code) is not int:
+                problem = f"expect: status {code!r} is not an integer status (spec {spec.name} records integers)"
+        if problem is not None:
+            raise RegcheckError([error("T0733", f"{ev.call}: {problem}", Span(where, ev.line, 1))])
+
+
 def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] | str | None = None, *,
              check_locks: bool = True) -> TestResult:
     """Run one test (a `ConformanceTest`, or the text of its trace file) on a fresh driver."""
@@ -219,6 +249,7 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
     factory = driver_factory if callable(driver_factory) else load_factory(driver_factory)
     t0 = time.perf_counter()
     spec = load_spec(test.spec)
+    check_expectations(test, spec)
     sem = semantics_for(spec, dict(test.env))
     problems: list[Problem] = []
     inconclusive = False
