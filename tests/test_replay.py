@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from checker.engines.replay import CALL_BITS, MadeLines, RemovalIndex, _python_remembering, _remembering
 from checker.fast.fastpath import CountingWindow
 from checker.model.state import NATIVE
-from tests.helpers import run_cli
+from tests.helpers import outcome, run_cli
 
 ACL = {"regcheck": 1, "spec": "acl", "env": {"os_kernel": "6.6", "product": "AtlasA2"}}
 CUPVA = {"regcheck": 1, "spec": "cupva", "env": {"driver_version": 2005, "qnx_safety": False}}
@@ -276,6 +276,19 @@ def test_overlapping_calls_from_different_threads_are_flagged(trace):
     (f,) = _thread_findings(path)
     assert (f["line"], f["kind"], f["rule"], f["related"]) == (5, "usage", "PVA-REG-THREAD-SAFETY", [4])
     assert "line 4" in f["message"]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "general"])
+def test_a_call_is_compared_with_the_64_calls_of_its_function_before_it(trace, fast):
+    """The documented bound (docs/trace-format.md, "Threads and time"): one long call from thread 1,
+    then 100 short ones from thread 2 inside it; the first 64 are reported, the rest are missed."""
+    bases = [f"{0x302000000 + i * 2 * MB:#x}" for i in range(101)]
+    events = [cuda_malloc(b) for b in bases]
+    events.append(pva_register(bases[0], tid=1, t0=0, t1=10**12))
+    events += [pva_register(b, tid=2, t0=100 * i, t1=100 * i + 5) for i, b in enumerate(bases[1:], 1)]
+    kind, doc, *_ = outcome(Path(trace(CUPVA, *events)).read_bytes(), fast)
+    lines = [f["line"] for f in doc["findings"] if f["rule"] == "PVA-REG-THREAD-SAFETY"]
+    assert kind == "report" and lines == list(range(104, 104 + 64))
 
 
 def test_touching_intervals_overlap(trace):
