@@ -350,3 +350,17 @@ def test_a_reader_of_the_format_reads_counterexamples(tmp_path):
     for path in (tmp_path / "cex").iterdir():
         cex = itf_py.trace_from_json(json.loads(path.read_text()))
         assert len(cex.states) == 2 and cex.states[1].values["action"] == "aclrtHostRegisterV2"
+
+
+def test_a_success_whose_effect_was_undone_is_not_applied(tmp_path):
+    """`applied` is false for a recorded success whose effect could not be evaluated (an update of an
+    absent entry: the effect is undone, docs/language.md), true once the entry is there."""
+    from tests.test_prover import UPDATE_OF_ABSENT
+    spec = tmp_path / "m.spec"
+    spec.write_text(UPDATE_OF_ABSENT)
+    trace = tmp_path / "t.jsonl"
+    lines = [{"regcheck": 1, "spec": "m.spec"}, {"call": "poke", "args": {"m": "On"}, "ret": 0},
+             {"call": "init", "args": {"m": "On"}, "ret": 0}, {"call": "poke", "args": {"m": "On"}, "ret": 0}]
+    trace.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = trace_to_itf(str(trace))
+    assert [s["last_call"]["applied"] for s in doc["states"][1:]] == [False, True, True]

@@ -21,7 +21,8 @@ state variables, one map per table, then
   action      the call that led to this state ("init" for state 0)
   last_call   {"line", "call", "args", "ret", "out", "applied"}: the event as recorded (normalised:
               addresses and flags as ints, enum members as names); `applied` says whether its
-              success effect ran (only a recorded success changes the state)
+              success effect ran (only a recorded success changes the state; false also for a
+              success whose effect could not be evaluated and was undone, docs/language.md)
   findings    {"#set": [{"kind", "rule", "message"}, ...]}: what replay reports at this event
 
 State i + 1 is the model state after event i + 1 of the trace, computed by the one concrete
@@ -229,7 +230,7 @@ class TraceWalk:
                 findings = r.feed(ev)
                 self.events = r.events
                 self.violations += sum(f.kind != "unspecified" for f in findings)
-                yield ItfStep(r.state, ev.call, ev.line, args, status, outs, status == sem.success, tuple(findings))
+                yield ItfStep(r.state, ev.call, ev.line, args, status, outs, r.last_applied, tuple(findings))
         finally:
             self.close()
 
@@ -260,9 +261,8 @@ def run_steps(sem: Semantics, run: Run) -> Iterator[ItfStep]:
     yield ItfStep(st.copy(), "init")
     for i, s in enumerate(run.steps, 1):
         ok = s.status is None or s.status == sem.success
-        if ok:
-            sem.apply(st, s.call, s.inputs, s.outputs)
-        yield ItfStep(st.copy(), s.call, 0, s.inputs, s.status, s.outputs, ok)
+        applied = ok and sem.apply(st, s.call, s.inputs, s.outputs)  # (False: an effect undone here)
+        yield ItfStep(st.copy(), s.call, 0, s.inputs, s.status, s.outputs, applied)
 
 
 def run_to_itf(spec: CheckedSpec, run: Run, description: str = "", ints: str = "bigint") -> dict:

@@ -214,6 +214,8 @@ class Replayer:
         # that `state.journal` lists (a closure: it runs for most events of a trace)
         self._remember = _remembering(self.created, self.removed, self.state.journal)
         self.recent: dict[str, deque] = {}
+        # Whether the general path's last event applied a success effect (not kept on the fast path)
+        self.last_applied = False
         self._rule_tables: dict[str, frozenset[str]] = {}
         self._citations: dict[str, Citation | None] = {}
         self.success = sem.success
@@ -360,10 +362,10 @@ class Replayer:
             findings = self._explain(ev, shape, cc, allowed, args, status, outs)
         elif cc.ensures and sem.ensures_broken(st, shape.name, args, outs):
             findings = self._explain(ev, shape, cc, allowed, args, status, outs)
-        if success:
-            sem.apply(st, shape.name, args, outs)
-            if st.journal:
-                self._remember(ev.line, ev.call)
+        # (False for a success whose effect could not be evaluated here and was undone: ITF's `applied`)
+        self.last_applied = success and sem.apply(st, shape.name, args, outs)
+        if self.last_applied and st.journal:
+            self._remember(ev.line, ev.call)
         return findings
 
     def _explain(self, ev, shape, cc, allowed, args, status, outs) -> list[Finding]:
