@@ -1891,6 +1891,20 @@ def test_configuration_defaults_and_versions():
     assert Semantics(CUPVA).config == {"driver_version": 2006, "qnx_safety": False}
 
 
+@pytest.mark.parametrize("written, read", [
+    ("5.10.0-136.oe2203.aarch64", (5, 10)), ("6.6.87.2-microsoft-standard-WSL2", (6, 6, 87, 2)),
+    ("6.6.0+", (6, 6)), ("6.1.0~bpo11", (6, 1)), ("4.4.0_rc1", (4, 4)), (" 6.6 ", (6, 6)),
+    ("6.6a", None), ("6..6", None), ("0x6.6", None), ("6.6.", None), ("x6.6", None),
+])
+def test_a_version_is_its_numbers_then_nothing_or_a_distribution_suffix(written, read):
+    """Found by testing: "0x6.6" was read as kernel 0 and "6.6a" as 6.6 (a typo changing the findings)."""
+    if read is None:
+        with pytest.raises(RegcheckError, match="is not a version number"):
+            Semantics(ACL, {"os_kernel": written})
+    else:
+        assert Semantics(ACL, {"os_kernel": written}).config["os_kernel"] == read
+
+
 @pytest.mark.parametrize("key", sorted(CASES), ids=lambda k: f"{k[0]}:{k[1]}:{k[2]}")
 def test_rule(key):
     CASES[key]()

@@ -515,3 +515,13 @@ def test_expect_lines_validate_against_the_schema_and_the_replayer_ignores_them(
                      + EXPECTING.replace(b"507910", b"0", 1).replace(b'"failure","codes":[507910]', b'"success"'))
     report = replay_trace(str(path))
     assert report.verdict == "conforms" and not report.findings
+
+
+@pytest.mark.parametrize("text", ['{"regcheck":1,"spec":""}\n', '{"regcheck":1,"spec":"acl"}\n{"call":""}\n'])
+def test_an_empty_name_is_called_empty(text):
+    """Found by testing: the message said a string must be a non-empty string, "not a string"."""
+    with pytest.raises(RegcheckError) as err:
+        header, events = read_trace_text(text, "t.jsonl")
+        list(events)
+    (d,) = err.value.diagnostics
+    assert d.code == "T0705" and d.message.endswith("must be a non-empty string, not an empty one")

@@ -14,12 +14,17 @@ from ..language.diagnostics import RegcheckError, error, excerpt
 # ---------------------------------------------------------------- configuration
 
 
-_VERSION_PREFIX = re.compile(r"\s*([0-9]+(?:\.[0-9]+)*)")
+# The numeric part, then nothing or a distribution suffix, which starts with a separator
+# ("5.10.0-136.oe2203.aarch64", "6.6.0+", "6.1.0~bpo11"): a letter, a dot or an "x" straight after
+# the numbers ("6.6a", "6..6", "0x6.6") is a typo, not a suffix, and would silently read as another
+# version.
+_VERSION_PREFIX = re.compile(r"\s*([0-9]+(?:\.[0-9]+)*)(?:$|[-+_~\s(])")
 
 
 def parse_version(value) -> tuple[int, ...] | None:
     """A version from "5.10.1", "5.10.0-136.oe2203.aarch64" (the distribution suffix is ignored)
-    or a list of ints; None when it does not start with a number."""
+    or a list of ints; None when it does not start with a number, or when what follows the
+    number does not start with a separator (`_VERSION_PREFIX`)."""
     if isinstance(value, (list, tuple)) and value and all(type(x) is int and x >= 0 for x in value):
         return normalise_version(value)
     if not isinstance(value, str):

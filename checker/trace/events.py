@@ -374,7 +374,8 @@ def _event_problem(obj: dict) -> BadLine:
         return BadLine("T0704", 'event has no "call"')
     call = obj["call"]
     if type(call) is not str or not call:
-        return BadLine("T0705", f'"call" must be a non-empty string, not {_json_type(call)}', "call")
+        return BadLine("T0705", f'"call" must be a non-empty string, not {_json_type(call) if call != "" else "an empty one"}',
+                       "call")
     for key, v in obj.items():
         if v is None:
             return BadLine("T0705", f'"{key}" must not be null (leave it out instead)', key)
@@ -402,7 +403,8 @@ def to_header(obj: object, lineno: int) -> TraceHeader:
     if spec is None and "spec" not in obj:
         raise BadLine("T0704", 'the header has no "spec" (a bundled spec name such as "acl" or "cupva", or a path)')
     if type(spec) is not str or not spec:
-        raise BadLine("T0705", f'"spec" must be a non-empty string, not {_json_type(spec)}', "spec")
+        raise BadLine("T0705", f'"spec" must be a non-empty string, not {_json_type(spec) if spec != "" else "an empty one"}',
+                      "spec")
     env = obj.get("env", {})
     if type(env) is not dict:
         raise BadLine("T0705", f'"env" must be an object, not {_json_type(env)}', "env")
