@@ -119,3 +119,12 @@ def test_a_violation_whose_run_no_trace_can_carry_is_still_reported(tmp_path):
     doc = json.loads(out)
     assert code == 1 and doc["invariants"] == ["B-SMALL"] and doc["trace"] is None and "T0706" in doc["trace_not_written"]
     assert doc["run"]["events"][0]["args"]["x"] >= 2**70 and not out_path.exists()
+
+
+def test_an_itf_output_that_cannot_be_written_leaves_no_trace_either(tmp_path):
+    """Found by testing: the trace was written, then the ITF output failed (exit 2)."""
+    out_path, itf = tmp_path / "v.jsonl", tmp_path / "a-directory"
+    itf.mkdir()
+    code, _, err = run_cli("bmc", str(SEEDED / "acl_free_forgets_registrations.spec"), "--depth", "4",
+                           "--out", str(out_path), "--itf", str(itf))
+    assert code == 2 and "error[E0603]" in err and "it is a directory" in err and not out_path.exists()

@@ -736,3 +736,14 @@ def test_a_run_found_by_bmc_is_laid_out_as_enumeration_lays_out_allocations(tmp_
                 assert event.out[a.output] % 4096 == 0, (test.name, event)
     code, out, _ = run_cli("conform", "cupva", "--depth", "1")
     assert code == 0, "\n".join(line for line in out.splitlines() if not line.startswith("pass"))
+
+
+def test_a_suite_that_cannot_be_written_leaves_nothing_written(tmp_path):
+    """Found by testing: a directory named like one of the test files stopped the writing half-way,
+    with 56 test files written and no suite.json."""
+    out = tmp_path / "suite"
+    in_the_way = out / "PVA-DISABLE-AFTER-USE-3.jsonl"
+    in_the_way.mkdir(parents=True)
+    code, _, err = run_cli("generate", "cupva", "-o", str(out))
+    assert code == 2 and f"error[E0603]: cannot write {in_the_way}: not a regular file" in err
+    assert [p.name for p in out.iterdir()] == [in_the_way.name]

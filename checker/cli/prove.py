@@ -24,7 +24,7 @@ from ..engines.prover import prove
 from ..engines.runs import Run, format_env, format_state, format_step
 from ..language.checked import CheckedSpec
 from ..language.diagnostics import RegcheckError, error
-from ..language.files import make_directory, write_output
+from ..language.files import make_directory, require_writable, write_output
 from ..language.load import load_spec
 from ..symbolic.solver import SolverOptions, Verdict, Witness
 from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, add_verbosity, nonneg_int, parse_env,
@@ -413,6 +413,8 @@ def run_bmc(args, out) -> int:
     path = itf = unwritten = None
     if result.violation is not None:
         path = args.output or f"{spec.name}.bmc.jsonl"
+        if args.itf:
+            require_writable(args.itf)  # before the trace is written: an error leaves neither
         unwritten = write_run_trace(result.violation.run, path, spec)  # E0603 when it cannot be written
         if unwritten is not None:
             path = None

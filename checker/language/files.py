@@ -361,6 +361,16 @@ def write_output(path: str | os.PathLike[str], data: bytes | str, code: str = CO
     return os.fspath(path)
 
 
+def require_writable(path: str | os.PathLike[str], code: str = CODE_CANNOT_WRITE) -> None:
+    """E0603 now for an output that could not be written later (a directory, or in a directory that
+    does not exist): a command with two outputs checks the second before it writes the first."""
+    p = Path(path)
+    if p.is_dir():
+        raise cannot_write(os.fspath(path), "it is a directory")
+    if not p.parent.is_dir():
+        raise cannot_write(os.fspath(path), "no such directory")
+
+
 def make_directory(path: str | os.PathLike[str], code: str = CODE_CANNOT_WRITE) -> Path:
     """Create an output directory (and its parents) if needed; E0603 when it cannot be."""
     p = Path(path)

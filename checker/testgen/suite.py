@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 import orjson
 
 from ..language.diagnostics import RegcheckError, error
-from ..language.files import make_directory, write_output
+from ..language.files import cannot_write, make_directory, write_output
 from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.reader import header_spec_ref, read_trace, read_trace_text
@@ -66,16 +66,29 @@ def format_test(test: ConformanceTest) -> str:
 
 
 def write_suite(directory: str | os.PathLike, suite: Suite) -> list[str]:
-    """Write every test and the index; returns the paths written (the index last)."""
+    """Write every test and the index; returns the paths written (the index last).
+
+    Every target is checked first (E0603 for one that is a directory or another non-file), so a
+    suite that cannot be written leaves nothing written; a test file that fails to write later
+    (a full disk) takes the test files this call created with it."""
     root = make_directory(directory)
+    paths = [root / f"{t.name}.jsonl" for t in suite.tests] + [root / INDEX]
+    for path in paths:
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise cannot_write(str(path), "not a regular file")
+    fresh = [path for path in paths if not path.exists()]
     written = []
     entries = []
-    for t in suite.tests:
-        path = root / f"{t.name}.jsonl"
-        write_trace(path, t.header(), t.trace_events())
-        written.append(str(path))
-        entries.append({"name": t.name, "file": path.name, "rule": t.rule, "env": dict(t.env), "method": t.method,
-                        "description": t.description, "covers": list(t.covers)})
+    try:
+        for t, path in zip(suite.tests, paths):
+            write_trace(path, t.header(), t.trace_events())
+            written.append(str(path))
+            entries.append({"name": t.name, "file": path.name, "rule": t.rule, "env": dict(t.env), "method": t.method,
+                            "description": t.description, "covers": list(t.covers)})
+    except BaseException:
+        for path in fresh:
+            path.unlink(missing_ok=True)
+        raise
     index = {"regcheck_suite": SUITE_VERSION, "spec": suite.spec, "configs": [dict(c) for c in suite.configs],
              "stats": dict(suite.stats), "tests": entries, "coverage": [c.to_json() for c in suite.coverage],
              "transitions": [t.to_json() for t in suite.transitions]}
