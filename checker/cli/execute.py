@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from ..drivers import execute as execute_module
-from ..drivers.execute import (EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_DRIVER_ERROR, EXEC_LOCK_EXTRA, ExecutionReport,
-                               execute_trace)
+from ..drivers.execute import (EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_DRIVER_ERROR, EXEC_LOCK_EXTRA,
+                               ExecutionReport, execute_trace)
 from ..drivers.executor import load_factory
 from ..emit.sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
 from ..language.diagnostics import RegcheckError

@@ -88,6 +88,11 @@ def parse_int(value: object, *, what: str = "value") -> int:
     return n
 
 
+def _not_a_name(value: object) -> str:
+    """What a value given for a name is, for "must be a non-empty string, not ..."."""
+    return "an empty one" if value == "" else _json_type(value)
+
+
 def _json_type(value: object) -> str:
     t = type(value)
     if value is None:
@@ -374,8 +379,7 @@ def _event_problem(obj: dict) -> BadLine:
         return BadLine("T0704", 'event has no "call"')
     call = obj["call"]
     if type(call) is not str or not call:
-        return BadLine("T0705", f'"call" must be a non-empty string, not {_json_type(call) if call != "" else "an empty one"}',
-                       "call")
+        return BadLine("T0705", f'"call" must be a non-empty string, not {_not_a_name(call)}', "call")
     for key, v in obj.items():
         if v is None:
             return BadLine("T0705", f'"{key}" must not be null (leave it out instead)', key)
@@ -403,8 +407,7 @@ def to_header(obj: object, lineno: int) -> TraceHeader:
     if spec is None and "spec" not in obj:
         raise BadLine("T0704", 'the header has no "spec" (a bundled spec name such as "acl" or "cupva", or a path)')
     if type(spec) is not str or not spec:
-        raise BadLine("T0705", f'"spec" must be a non-empty string, not {_json_type(spec) if spec != "" else "an empty one"}',
-                      "spec")
+        raise BadLine("T0705", f'"spec" must be a non-empty string, not {_not_a_name(spec)}', "spec")
     env = obj.get("env", {})
     if type(env) is not dict:
         raise BadLine("T0705", f'"env" must be an object, not {_json_type(env)}', "env")
