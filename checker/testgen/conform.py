@@ -215,28 +215,26 @@ def check_expectations(test: ConformanceTest, spec, path: str | None = None) -> 
     """T0733 at the event (in `path`, else the test's name) for an `expect` naming a rule the spec
     does not have or a status the spec's status type does not hold: a slip in a written test, which
     would otherwise fail every driver."""
-    where = path or test.name
+    for ev, exp in zip(test.events, test.expectations):
+        problem = _expectation_problem(exp, spec) if exp is not None else None
+        if problem is not None:
+            raise RegcheckError([error("T0733", f"{ev.call}: expect: {problem}", Span(path or test.name, ev.line, 1))])
+
+
+def _expectation_problem(exp: Expectation, spec) -> str | None:
+    if exp.rule not in spec.rules:
+        close = closest_name(exp.rule, spec.rules)
+        return f"rule {exp.rule!r} is not a rule of spec {spec.name}" + (f" (did you mean {close}?)" if close else "")
     status = spec.status_type
     names = spec.enums.get(status.name, ()) if status.kind == "enum" else ()
-    for ev, exp in zip(test.events, test.expectations):
-        if exp is None:
-            continue
-        problem = None
-        if exp.rule not in spec.rules:
-            close = closest_name(exp.rule, spec.rules)
-            problem = f"expect: rule {exp.rule!r} is not a rule of spec {spec.name}" + (
-                f" (did you mean {close}?)" if close else "")
-        for code in (exp.codes or ()) + exp.excluded:
-            if problem is not None:
-                break
-            if status.kind == "enum" and code not in names:
-                close = closest_name(str(code), names)
-                problem = (f"expect: {code!r} is not a status of spec {spec.name}" +
-                           (f" (did you mean {close}?)" if close else f" (its {status} names: {', '.join(names)})"))
-            elif status.kind == "int" and type(code) is not int:
-                problem = f"expect: status {code!r} is not an integer status (spec {spec.name} records integers)"
-        if problem is not None:
-            raise RegcheckError([error("T0733", f"{ev.call}: {problem}", Span(where, ev.line, 1))])
+    for code in (exp.codes or ()) + exp.excluded:
+        if status.kind == "enum" and code not in names:
+            close = closest_name(str(code), names)
+            return (f"{code!r} is not a status of spec {spec.name}" +
+                    (f" (did you mean {close}?)" if close else f" (its {status} names: {', '.join(names)})"))
+        if status.kind == "int" and type(code) is not int:
+            return f"status {code!r} is not an integer status (spec {spec.name} records integers)"
+    return None
 
 
 def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] | str | None = None, *,
