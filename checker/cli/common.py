@@ -67,17 +67,24 @@ def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[s
 _UNWRITABLE_VALUE = frozenset({"T0705", "T0706"})
 
 
-def write_run_trace(run, path: str, spec) -> str | None:
-    """Write a found run (checker.engines.runs.Run) as a trace at `path`: None when written, else
-    why not, where one of its values is one no trace can carry. An output that cannot be written
-    (E0603) raises, as for every command."""
+def write_run_trace(run, path: str, spec) -> tuple[str | None, str | None]:
+    """Write a found run (checker.engines.runs.Run) as a trace at `path`: (path, None) when written,
+    else (None, why not), where one of its values is one no trace can carry. An output that cannot be
+    written (E0603) raises, as for every command."""
     try:
         run.write(path, spec)
     except RegcheckError as exc:
         if not all(d.code in _UNWRITABLE_VALUE for d in exc.diagnostics):
             raise
-        return f"{exc.diagnostics[0].message} ({exc.diagnostics[0].code}: a trace carries integers of 64 bits)"
-    return None
+        return None, f"{exc.diagnostics[0].message} ({exc.diagnostics[0].code}: a trace carries integers of 64 bits)"
+    return path, None
+
+
+def run_trace_line(path: str | None, unwritten: str | None) -> str:
+    """The text line saying where `write_run_trace` wrote a run, or why it did not."""
+    if unwritten is not None:
+        return f"no trace written: {unwritten}"
+    return f"trace written to {path} (`regcheck replay {path}`)"
 
 
 def add_trace_limits(parser) -> None:

@@ -28,7 +28,7 @@ from ..language.files import make_directory, require_writable, write_output
 from ..language.load import load_spec
 from ..symbolic.solver import SolverOptions, Verdict, Witness
 from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, add_verbosity, nonneg_int, parse_env,
-                     positive_int, write_run_trace)
+                     positive_int, run_trace_line, write_run_trace)
 from .progress import progress_bar
 
 
@@ -412,12 +412,10 @@ def run_bmc(args, out) -> int:
     result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed, args.retries), env, args.invariant)
     path = itf = unwritten = None
     if result.violation is not None:
-        path = args.output or f"{spec.name}.bmc.jsonl"
         if args.itf:
             require_writable(args.itf)  # before the trace is written: an error leaves neither
-        unwritten = write_run_trace(result.violation.run, path, spec)  # E0603 when it cannot be written
-        if unwritten is not None:
-            path = None
+        # (E0603 when it cannot be written)
+        path, unwritten = write_run_trace(result.violation.run, args.output or f"{spec.name}.bmc.jsonl", spec)
         if args.itf:
             run = result.violation.run
             itf = _write_json(args.itf, run_to_itf(spec, run, f"a run of {count_steps(len(run.steps))} from the initial "
@@ -449,8 +447,7 @@ def _bmc_text(out, r: BmcResult, spec: CheckedSpec, path: str | None, env, unwri
         for line in v.run.describe(spec):
             out.out("  " + line)
         out.out(f"  state after: {format_state(spec, v.states[-1])}")
-        out.out(f"trace written to {path} (`regcheck replay {path}`)" if unwritten is None else
-                f"no trace written: {unwritten}")
+        out.out(run_trace_line(path, unwritten))
     elif r.witness is Witness.NONE:
         out.out(f"{out.paint('no invariant violation', 'ok')} in any run of up to {r.depth} steps ({config}); "
                 f"{r.seconds:.2f} s")

@@ -9,7 +9,7 @@ from ..engines.runs import format_env, format_state
 from ..engines.simulate import SimulationOptions, simulate
 from ..language.load import load_spec
 from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, nonneg_int, parse_env, positive_int,
-                     write_run_trace)
+                     run_trace_line, write_run_trace)
 from .prove import count_steps, run_json
 
 
@@ -37,13 +37,9 @@ def run_simulate(args, out) -> int:
         from ..engines.runs import semantics_for
         semantics_for(spec, env)  # checks names and values: bad ones are input errors (exit 2)
     result = simulate(spec, args.spec, SimulationOptions(args.runs, args.steps, args.seed, env))
-    path = None
-    unwritten = None
-    if result.violation is not None:
-        path = args.output or f"{spec.name}.simulate.jsonl"
-        unwritten = write_run_trace(result.violation.run, path, spec)  # E0603 when it cannot be written
-        if unwritten is not None:
-            path = None
+    path = unwritten = None
+    if result.violation is not None:  # (E0603 when it cannot be written)
+        path, unwritten = write_run_trace(result.violation.run, args.output or f"{spec.name}.simulate.jsonl", spec)
     if args.format == "json":
         out.json({"spec": args.spec, "runs": result.runs, "steps": result.steps, "successes": result.successes,
                   "seconds": round(result.seconds, 4), "steps_per_second": round(result.steps_per_second, 1),
@@ -69,6 +65,5 @@ def run_simulate(args, out) -> int:
             for line in v.run.describe(spec):
                 out.out("  " + line)
             out.out(f"  state after: {format_state(spec, v.states[-1])}")
-            out.out((f"trace written to {path} (`regcheck replay {path}`)" if unwritten is None else
-                     f"no trace written: {unwritten}") + f"; {rate}")
+            out.out(f"{run_trace_line(path, unwritten)}; {rate}")
     return EXIT_OK if result.violation is None else EXIT_FINDINGS
