@@ -171,6 +171,13 @@ def test_versions_compare_as_numbers_and_normalise():
     ("def d = 5.10 < 3\n", "E0301"),
     ("record R { size: u64 }\ntable t: addr -> R sized by size\ndef d = 1 overlaps t\n", "E0301 E0301"),
     ("def d = DOC\n", "E0208"),  # a source is not a value
+    # Found by testing: a declaration named in its own value was a KeyError (exit 3).
+    # (E0303 too: the value is not a constant expression either)
+    ("const A: int = A + 1\n", "E0201 E0303"),
+    ("const A: int = min(A, 1)\n", "E0303 E0201"),
+    ("param p: int = p\n", "E0201 E0303"),
+    ("var v: int = v + 1\n", "E0201 E0303"),
+    ("var v: bool = not v\n", "E0303 E0201"),
 ])
 def test_single_errors(snippet, code):
     assert codes(HEADER + snippet) == code.split()

@@ -176,12 +176,14 @@ class ExpressionTyper:
             self.bindings[id(e)] = Binding("enum", n)
         elif n in self.flag_member:
             self.bindings[id(e)] = Binding("flag", n)
-        if cat == "var":
-            if not scope.state:
+        if cat in ("var", "param", "const"):
+            declared = {"var": self.vars, "param": self.params, "const": self.consts}[cat].get(n)
+            if declared is None:  # named in its own initial value: its declaration is not done yet
+                self.err("E0201", f"'{n}' is used in its own declaration", span)
+                return ANY
+            if cat == "var" and not scope.state:
                 self.err("E0208", f"state variable '{n}' cannot be used in a {scope.where}", span)
-            return self.vars[n][0]
-        if cat in ("param", "const"):
-            return (self.params if cat == "param" else self.consts)[n][0]
+            return declared[0]
         if cat == "def":
             if n in self.def_types:
                 return self.def_types[n]
