@@ -418,3 +418,13 @@ def test_a_witness_run_through_an_undone_effect_replays(tmp_path):
     undone = Step("poke", {"m": "On"}, {}, 0)
     st = replay_prefix(sem, [undone, undone])
     assert st is not None and st.snapshot() == sem.initial_state().snapshot()
+
+
+@pytest.mark.parametrize("command", [["prove"], ["bmc", "--depth", "2"]])
+def test_what_the_solver_cannot_encode_is_an_error_at_its_place(tmp_path, command):
+    """Found by testing: P0901 raised without a place crashed the renderer (exit 3)."""
+    path = tmp_path / "s.spec"
+    path.write_text('spec demo "c"\nsource DOC "doc.txt" "a document"\nstatus int success 0\n'
+                    'call f(x: int) {\n  fails D-X: 1 when {1,2} == {1,2}\n    cite DOC "x"\n}\n')
+    code, _, err = run_cli(command[0], str(path), *command[1:])
+    assert code == 2 and f"{path}:5:21: error[P0901]: cannot encode for the solver: comparing sets" in err

@@ -36,6 +36,10 @@ class Diagnostic:
     severity: Severity = Severity.ERROR
     notes: tuple[Note, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.span is None:  # "no place" is NO_SPAN everywhere a diagnostic is rendered or written
+            object.__setattr__(self, "span", NO_SPAN)
+
     def to_json(self) -> dict:
         out: dict = {
             "path": self.span.path,

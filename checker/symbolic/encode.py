@@ -47,8 +47,9 @@ import z3
 
 from ..language import syntax as S
 from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
+from ..language.diagnostics import RegcheckError
 from .tables import ArrayTable, SlotTable, SymState
-from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, unsupported
+from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, located, unsupported
 
 
 # ---------------------------------------------------------------- the outcome conditions of one call
@@ -211,7 +212,10 @@ class Encoder:
                     return z3.IntVal(-int_value(v)) if is_const(v) else -v
                 return z3.IntVal(~int_value(v)) if is_const(v) else -v - 1
             case S.Binary():
-                return self.binary(e, st, env)
+                try:
+                    return self.binary(e, st, env)
+                except RegcheckError as exc:  # (the helpers below raise P0901 without a place)
+                    raise located(exc, e.span) from None
             case S.Builtin(func=fn, args=args):
                 vs = [self.expr(x, st, env) for x in args]
                 if fn == "range":

@@ -4,6 +4,7 @@ values (Rng, Ver, Entry), and the formula helpers the layers above combine them 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import z3
@@ -12,6 +13,7 @@ from ..language import syntax as S
 from ..language.analysis import nodes
 from ..language.checked import FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 from ..language.diagnostics import RegcheckError, error
+from ..language.source import NO_SPAN, Span
 
 
 class Rng(NamedTuple):
@@ -33,8 +35,13 @@ class TableName(NamedTuple):
     name: str
 
 
-def unsupported(msg: str, span=None) -> RegcheckError:
+def unsupported(msg: str, span: Span = NO_SPAN) -> RegcheckError:
     return RegcheckError([error("P0901", f"cannot encode for the solver: {msg}", span)])
+
+
+def located(exc: RegcheckError, span: Span) -> RegcheckError:
+    """`exc` with `span` given to its diagnostics that have no place (raised below an expression)."""
+    return RegcheckError([replace(d, span=span) if d.span == NO_SPAN else d for d in exc.diagnostics])
 
 
 # ---------------------------------------------------------------- sorts, fresh values, bounds
