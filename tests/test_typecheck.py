@@ -178,6 +178,9 @@ def test_versions_compare_as_numbers_and_normalise():
     ("param p: int = p\n", "E0201 E0303"),
     ("var v: int = v + 1\n", "E0201 E0303"),
     ("var v: bool = not v\n", "E0303 E0201"),
+    # Found by testing: a table compared or defined as a value passed the check and crashed replay.
+    ("record R { size: u64 }\ntable t: addr -> R\ndef d = t == t\n", "E0301"),
+    ("record R { size: u64 }\ntable t: addr -> R\ndef d = t\ndef e = 5 in d\n", "E0301"),
 ])
 def test_single_errors(snippet, code):
     assert codes(HEADER + snippet) == code.split()

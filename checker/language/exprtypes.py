@@ -246,7 +246,10 @@ class ExpressionTyper:
             return INT
         if op in ("==", "!="):
             lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
-            if not _comparable(lt, rt):
+            if "table" in (lt.kind, rt.kind):  # (no back end compares whole tables)
+                self.err("E0301", f"cannot compare {lt} with {rt}: a table is not a value (test a key with `in`, "
+                                  "or its entries with `exists`/`forall`)", e.span)
+            elif not _comparable(lt, rt):
                 self.err("E0301", f"cannot compare {lt} with {rt}", e.span)
             return BOOL
         if op in ("<", "<=", ">", ">="):

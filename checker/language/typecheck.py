@@ -163,7 +163,12 @@ class _Checker(ExpressionTyper):
             if isinstance(d, S.DefDecl) and self.declare(d.name, "def", d, d.span):
                 self.defs[d.name] = d.body
         for name, body in self.defs.items():
-            self.def_types[name] = self.expr(body, Scope(where="definition"))
+            t = self.expr(body, Scope(where="definition"))
+            if t.kind == "table":  # (every back end reads a table by its own name)
+                self.err("E0301", f"definition '{name}' stands for table {t.name}: a table is not a value "
+                                  f"(use {t.name} itself)", body.span)
+                t = ANY
+            self.def_types[name] = t
         for d in decls:
             if isinstance(d, S.GroupDecl) and self.declare(d.name, "group", d, d.span):
                 self.groups[d.name] = d.cond
