@@ -181,8 +181,19 @@ def test_versions_compare_as_numbers_and_normalise():
     # Found by testing: a table compared or defined as a value passed the check and crashed replay.
     ("record R { size: u64 }\ntable t: addr -> R\ndef d = t == t\n", "E0301"),
     ("record R { size: u64 }\ntable t: addr -> R\ndef d = t\ndef e = 5 in d\n", "E0301"),
+    # Found by testing: values outside their declared type were accepted.
+    ("const B: u32 = -1\n", "E0304"),
+    ("const A: u64 = 0x1ffffffffffffffff\n", "E0304"),
+    ("const C: i64 = 2 ** 63\n", "E0304"),
+    ("param p: u32 = 4294967296\n", "E0304"),
+    ("var v: u64 = -1\n", "E0304"),
+    ("flags F: u32 { A = 1 }\nconst E: F = 0x100000000\n", "E0304"),
+    ("const D: u64 = 2**64 - 1\nconst N: i64 = -(2**63)\n", ""),
 ])
 def test_single_errors(snippet, code):
+    if not code:
+        check(HEADER + snippet)  # no error
+        return
     assert codes(HEADER + snippet) == code.split()
 
 

@@ -17,7 +17,7 @@ from typing import Iterable, assert_never
 
 from . import syntax as S
 from .checked import (ANY, BOOL, BUILTIN_TYPES, INT_BOUNDS, RANGE, VERSION, Binding, CallInfo, CheckedSpec, RuleInfo,
-                      TableInfo, Type)
+                      TableInfo, Type, value_bounds)
 from .diagnostics import Diagnostic, Note, RegcheckError, error, has_errors, warning
 from .exprtypes import NOT_FOLDED, ExpressionTyper, Scope
 from .source import Span
@@ -245,6 +245,13 @@ class _Checker(ExpressionTyper):
         if value is NOT_FOLDED:
             self.err("E0303", f"the value of {category} '{d.name}' must be a constant expression"
                      + _power_hint(value_expr), value_expr.span)
+            return
+        bounds = value_bounds(t)
+        if bounds is not None and type(value) is int and not bounds[0] <= value <= bounds[1]:
+            self.err("E0304", f"the value of {category} '{d.name}' is {value:#x}, outside {t} "
+                              f"({bounds[0]:#x} to {bounds[1]:#x})" if abs(value) >= 4096 else
+                     f"the value of {category} '{d.name}' is {value}, outside {t} ({bounds[0]} to {bounds[1]})",
+                     value_expr.span)
 
     def declare_table(self, d: S.TableDecl) -> None:
         key = self.resolve_type(d.key)
