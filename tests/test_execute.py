@@ -146,7 +146,7 @@ def test_relocation_keeps_offsets_inside_allocation_and_page():
 
 def test_execute_json_and_bad_driver_spec(tmp_path):
     code, out, err = run("--driver", "no_such_module:X", write(tmp_path, pinned_roundtrip()))
-    assert code == 2 and "E0603" in err
+    assert code == 2 and "E0615" in err
     code, out, err = run("--driver", "justamodule", write(tmp_path, pinned_roundtrip()))
     assert code == 2 and "MODULE:FACTORY" in err
 
@@ -390,3 +390,15 @@ def test_a_driver_that_cannot_be_made_started_or_closed_is_an_error_not_a_traceb
     path = write(tmp_path, pinned_roundtrip())
     code, out, err = run("--driver", f"tests.drivers.sloppy:{driver}", path)
     assert code == 2 and f"{path}:1:1: error[X0809]: {what}" in err and "Traceback" not in err
+
+
+def test_a_driver_module_that_fails_to_import_is_E0615(tmp_path, monkeypatch):
+    """Found by testing: only ImportError was caught; a module raising anything else was a traceback."""
+    (tmp_path / "broken_driver.py").write_text("raise RuntimeError('no device here')\n")
+    (tmp_path / "bad_syntax_driver.py").write_text("def make(:\n")
+    monkeypatch.chdir(tmp_path)
+    trace = write(tmp_path, pinned_roundtrip())
+    code, _, err = run("--driver", "broken_driver:make", trace)
+    assert code == 2 and "error[E0615]: cannot load driver factory 'broken_driver:make': RuntimeError: no device" in err
+    code, _, err = run("--driver", "bad_syntax_driver:make", trace)
+    assert code == 2 and "error[E0615]" in err and "SyntaxError" in err and "Traceback" not in err

@@ -198,6 +198,7 @@ class ReferenceDriver:
 
 
 _IMPLEMENTATIONS: dict[str, type] = {"acl": AclDriver, "cupva": PvaDriver, "cuda": CudaDriver, "hip": HipDriver}
+CODE_NO_FACTORY = "E0615"  # --driver names no callable factory (a malformed name, or its module does not import)
 
 
 # ---------------------------------------------------------------- choosing a driver
@@ -209,13 +210,14 @@ def load_factory(text: str | None) -> Callable[[], Driver]:
         return ReferenceDriver
     module, _, attr = text.partition(":")
     if not module or not attr:
-        raise RegcheckError([error("E0603", f"--driver must be MODULE:FACTORY, not {text!r}")])
+        raise RegcheckError([error(CODE_NO_FACTORY, f"--driver must be MODULE:FACTORY, not {text!r}")])
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: a driver module next to the user is found
     try:
         factory = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise RegcheckError([error("E0603", f"cannot load driver factory {text!r}: {exc}")]) from None
+    except Exception as exc:  # noqa: BLE001 - importing the user's module may raise anything (a SyntaxError, ...)
+        raise RegcheckError([error(CODE_NO_FACTORY, f"cannot load driver factory {text!r}: "
+                                                    f"{type(exc).__name__}: {exc}")]) from None
     if not callable(factory):
-        raise RegcheckError([error("E0603", f"driver factory {text!r} is not callable")])
+        raise RegcheckError([error(CODE_NO_FACTORY, f"driver factory {text!r} is not callable")])
     return factory

@@ -62,7 +62,14 @@ class RegcheckError(Exception):
 
     def __init__(self, diagnostics: Iterable[Diagnostic]):
         self.diagnostics = tuple(diagnostics)
-        super().__init__("; ".join(f"{d.span}: {d.code}: {d.message}" for d in self.diagnostics))
+        super().__init__("; ".join(f"{_place(d.span)}{d.code}: {d.message}" for d in self.diagnostics))
+
+
+def _place(span: Span) -> str:
+    """`path:line:col: `, `path: ` without a line, nothing without a path (not `<none>:0:0: `)."""
+    if span.line > 0:
+        return f"{span}: "
+    return f"{span.path}: " if span.path != NO_SPAN.path else ""
 
 
 def error(code: str, message: str, span: Span = NO_SPAN, *notes: Note) -> Diagnostic:
