@@ -833,3 +833,21 @@ def test_every_kind_of_rule_has_a_help_page_that_exists(kind):
     from checker.emit.sarif import ToolRule, help_uri
     uri = help_uri(ToolRule("X-1", kind, "checks x", None, None))
     assert docs_anchor_exists(uri), uri
+
+
+def test_an_input_error_in_sarif_mode_is_a_sarif_log_with_its_place(tmp_path):
+    """Found by testing: a directory with no traces printed nothing on stdout in SARIF mode (JSON
+    mode printed its error document), and notifications dropped the column."""
+    empty = tmp_path / "no-traces"
+    empty.mkdir()
+    code, out, _ = run_cli("replay", str(empty), "--format", "sarif")
+    (note,) = json.loads(out)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert code == 2 and note["descriptor"]["id"] == "T0740" and "locations" not in note
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"regcheck":1,"spec":"acl"}\n{"call":"malloc","args":{"size":1.5}}\n')
+    code, out, _ = run_cli("replay", str(bad), "--format", "sarif")
+    (note,) = json.loads(out)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 26}
+    code, out, _ = run_cli("replay", str(empty), "--format", "json")
+    (diag,) = json.loads(out)["error"]["diagnostics"]
+    assert code == 2 and (diag["path"], diag["line"], diag["code"]) == (None, 0, "T0740")

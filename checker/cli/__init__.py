@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         out.out(parser.format_help().rstrip())
         return EXIT_INPUT
     if config_error is not None:
-        print_input_error(out, config_error, getattr(args, "format", "text"))
+        print_input_error(out, config_error, getattr(args, "format", "text"), command=args.command)
         return EXIT_INPUT
     from ..language.load import set_spec_limits
     from ..trace.events import DEFAULT_MAX_LINE_BYTES
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         apply_project(args, config)
         return int(args.run(args, out))
     except RegcheckError as exc:
-        print_input_error(out, exc, getattr(args, "format", "text"))
+        print_input_error(out, exc, getattr(args, "format", "text"), command=args.command)
         return EXIT_INPUT
     except KeyboardInterrupt:
         out.err("regcheck: interrupted")

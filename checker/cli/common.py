@@ -54,10 +54,17 @@ def render_all(diags: Iterable[Diagnostic], sources: dict[str, SourceFile] | Non
     return "\n".join(render(d, sources) for d in diags)
 
 
-def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[str, SourceFile] | None = None) -> None:
-    """Bad input: one JSON error document on stdout in JSON mode, compiler-style text on stderr otherwise."""
+def print_input_error(out: Output, exc: RegcheckError, fmt: str, sources: dict[str, SourceFile] | None = None,
+                      command: str = "") -> None:
+    """Bad input: one JSON error document on stdout in JSON mode, a SARIF log whose one run holds the
+    errors as tool notifications in SARIF mode (a CI step that uploads the log always has one), and
+    compiler-style text on stderr otherwise."""
     if fmt == "json":
         out.json({"error": {"diagnostics": [d.to_json() for d in exc.diagnostics]}})
+    elif fmt == "sarif":
+        from ..emit.sarif import notifications_of, sarif_log_of_runs, sarif_run  # (only SARIF needs it)
+        out.json(sarif_log_of_runs([sarif_run((), (), category=f"regcheck/{command}/" if command else "regcheck/",
+                                              notifications=notifications_of(exc.diagnostics))]))
     else:
         out.err(render_all(exc.diagnostics, sources))
 

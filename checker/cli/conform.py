@@ -23,10 +23,9 @@ from pathlib import Path
 import orjson
 
 from ..drivers.executor import load_factory
-from ..emit.sarif import SarifNotification, conform_log, sarif_log_of_runs, sarif_run
+from ..emit.sarif import conform_log, notifications_of, sarif_log_of_runs, sarif_run
 from ..language.diagnostics import RegcheckError, error
 from ..language.load import load_spec
-from ..language.source import NO_SPAN
 from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, check_expectations, run_suite
 from ..testgen.generate import generate_suite
 from ..testgen.model import GenerateOptions
@@ -210,9 +209,8 @@ def _run_sarif(args, out) -> int:
         report = _run(args, factory, spec, tests)
         fuzzed, trace_file = _fuzz_after(args, factory, report)
     except RegcheckError as exc:
-        notes = [SarifNotification(d.code, d.message, None if d.span.path == NO_SPAN.path else d.span.path,
-                                   d.span.line or None) for d in exc.diagnostics]
-        out.json(sarif_log_of_runs([sarif_run((), (), category="regcheck/conform/", notifications=notes,
+        out.json(sarif_log_of_runs([sarif_run((), (), category="regcheck/conform/",
+                                              notifications=notifications_of(exc.diagnostics),
                                               properties={"driver": args.driver or DEFAULT_DRIVER})]))
         return EXIT_INPUT
     suite = {"suite": args.suite} if args.suite else {"suite": f"generated (depth {args.depth})"}

@@ -12,10 +12,10 @@ from ..drivers import execute as execute_module
 from ..drivers.execute import (EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_DRIVER_ERROR, EXEC_LOCK_EXTRA,
                                ExecutionReport, execute_trace)
 from ..drivers.executor import load_factory
-from ..emit.sarif import Citation, Document, SarifNotification, ToolRule, replay_results, sarif_log_of_runs, sarif_run
+from ..emit.sarif import (Citation, Document, ToolRule, notifications_of, replay_results, sarif_log_of_runs,
+                          sarif_run)
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
-from ..language.source import NO_SPAN
 from ..trace.reader import header_spec_ref, read_trace
 from .common import (EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, add_verbosity, positive_int,
                      render_all)
@@ -140,9 +140,7 @@ def sarif_report(reports: list[ExecutionReport], errors: list, spec: str | None,
     by_spec: dict[str, list[ExecutionReport]] = {}
     for r in reports:
         by_spec.setdefault(r.spec_ref or _spec_ref(r.path, spec), []).append(r)
-    notes = [SarifNotification(d.code, d.message, path if d.span.path == NO_SPAN.path else d.span.path,
-                               d.span.line or None)
-             for path, exc in errors for d in exc.diagnostics]
+    notes = [n for path, exc in errors for n in notifications_of(exc.diagnostics, path)]
     tool_rules = executor_rules()
     runs = []
     for ref, group in by_spec.items():

@@ -23,7 +23,6 @@ from ..engines.replay import ReplayReport
 from ..language.diagnostics import RegcheckError, error
 from ..language.files import MAGIC_BYTES, compression_of, write_output
 from ..language.load import load_spec
-from ..language.source import NO_SPAN
 from .common import (EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, add_verbosity, plain,
                      positive_int, render_all)
 from .progress import is_terminal, progress_bar
@@ -214,15 +213,13 @@ def by_rule_text(corpus: CorpusReport) -> list[str]:
 def sarif_report(corpus: CorpusReport) -> dict:
     """One SARIF run per spec (a rule ID may mean different things in two specs); traces that could
     not be read become tool notifications of the first run."""
-    from ..emit.sarif import SarifNotification, replay_results, sarif_log_of_runs, sarif_run  # only SARIF needs it
+    from ..emit.sarif import notifications_of, replay_results, sarif_log_of_runs, sarif_run  # only SARIF needs it
 
     by_spec: dict[str, list[TraceOutcome]] = {}
     for o in corpus.outcomes:
         if o.report is not None:
             by_spec.setdefault(o.spec_ref or o.report.spec, []).append(o)
-    notes = [SarifNotification(d.code, d.message, o.path if d.span.path == NO_SPAN.path else d.span.path,
-                               d.span.line or None)
-             for o in corpus.errors for d in o.diagnostics]
+    notes = [n for o in corpus.errors for n in notifications_of(o.diagnostics, o.path)]
     runs = []
     for ref, outcomes in by_spec.items():
         spec = load_spec(ref)

@@ -48,6 +48,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..language.load import SOURCES_DOC, bundled_spec_name, document_text, source_anchor
 from ..language.load import is_url as _is_url
+from ..language.source import NO_SPAN
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -131,6 +132,17 @@ class SarifNotification(NamedTuple):
     artifact_uri: str | None = None
     line: int | None = None
     level: str = "error"
+    column: int | None = None
+
+
+def notifications_of(diagnostics: Iterable[Any], path: str | None = None) -> list[SarifNotification]:
+    """Input errors (checker.language.diagnostics.Diagnostic) as notifications, at their place;
+    `path`: the input they are about, for those that name none (their span is NO_SPAN)."""
+    out = []
+    for d in diagnostics:
+        where = d.span.path if d.span.path != NO_SPAN.path else path
+        out.append(SarifNotification(d.code, d.message, where, d.span.line or None, "error", d.span.column or None))
+    return out
 
 
 # ---------------------------------------------------------------- pieces
@@ -199,10 +211,13 @@ def _file_bytes(path: str) -> bytes:
         return b""
 
 
-def _location(uri: str, line: int | None, message: str | None = None, ident: int | None = None) -> dict:
+def _location(uri: str, line: int | None, message: str | None = None, ident: int | None = None,
+              column: int | None = None) -> dict:
     physical: dict[str, Any] = {"artifactLocation": _artifact_location(uri)}
     if line and line > 0:
         physical["region"] = {"startLine": int(line)}
+        if column and column > 0:
+            physical["region"]["startColumn"] = int(column)
     loc: dict[str, Any] = {"physicalLocation": physical}
     if ident is not None:
         loc["id"] = ident
@@ -400,7 +415,7 @@ def _notification(n: tuple) -> dict:
         raise ValueError(f"SARIF level must be one of {', '.join(LEVELS)}, not {n.level!r}")
     out: dict[str, Any] = {"descriptor": {"id": n.code}, "level": n.level, "message": {"text": n.message}}
     if n.artifact_uri:
-        out["locations"] = [_location(n.artifact_uri, n.line)]
+        out["locations"] = [_location(n.artifact_uri, n.line, column=n.column)]
     return out
 
 

@@ -42,7 +42,7 @@ class Diagnostic:
 
     def to_json(self) -> dict:
         out: dict = {
-            "path": self.span.path,
+            "path": self.span.path if self.span.path != NO_SPAN.path else None,  # (null: no place)
             "line": self.span.line,
             "column": self.span.column,
             "severity": self.severity.value,
