@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -369,13 +370,30 @@ def test_project_env_defaults_and_the_command_line_wins(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("table", ['format = 3', 'spec_path = "specs"', 'colour = true', 'env = { a = [1] }',
-                                   'format = "json"\nformat = "text"'])
+                                   'format = "json"\nformat = "text"', 'format = "xml"'])
 def test_a_bad_project_table_is_e0614(tmp_path, monkeypatch, table):
     write_pyproject(tmp_path, table)
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli("rules", "cupva")
     assert code == 2 and "E0614" in err
     assert run_cli("--version")[0] == 0  # --help and --version still work
+    code, out, _ = run_cli("completion", "bash")  # found by testing: a typo in the project broke the shell's set-up
+    assert code == 0 and "complete" in out
+
+
+def test_a_project_table_that_is_not_toml_is_e0614_at_its_place(tmp_path, monkeypatch):
+    write_pyproject(tmp_path, 'format = "json"\nenv = {')
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("rules", "cupva")
+    assert code == 2 and re.search(r"pyproject\.toml:\d+:\d+: error\[E0614\]", err), err
+
+
+def test_the_formats_a_project_may_name_are_those_the_commands_offer():
+    from checker.cli import build_parser
+    from checker.cli.config import FORMATS_OFFERED
+    offered = {c for command in build_parser().commands.values() for action in command._actions
+               if action.dest == "format" and action.choices for c in action.choices}
+    assert offered == set(FORMATS_OFFERED)
 
 
 # ---- colour in fuzz, simulate and bmc: their verdict words and rule IDs, on a terminal only

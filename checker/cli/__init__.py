@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if not getattr(args, "command", None):
         out.out(parser.format_help().rstrip())
         return EXIT_INPUT
-    if config_error is not None:
+    if config_error is not None and args.command != "completion":  # (shell set-up reads no project)
         print_input_error(out, config_error, getattr(args, "format", "text"), command=args.command)
         return EXIT_INPUT
     from ..language.load import set_spec_limits

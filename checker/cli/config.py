@@ -14,6 +14,7 @@ always win. A table that is not TOML, or keys of the wrong type, are error E0614
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ from ..language.diagnostics import RegcheckError, error
 from ..language.source import Span
 
 PYPROJECT = "pyproject.toml"
+# Every --format value some command offers (tests/test_cli.py checks it against the commands).
+FORMATS_OFFERED = ("dot", "json", "junit", "markdown", "mermaid", "sarif", "text")
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,11 @@ def load_project_config(start: str | os.PathLike | None = None) -> ProjectConfig
         return ProjectConfig()
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:  # its message ends "(at line L, column C)": the place, for the span
+        at = re.search(r"\(at line (\d+), column (\d+)\)$", str(exc))
+        span = Span(str(path), int(at[1]), int(at[2])) if at else Span(str(path), 0, 0)
+        raise RegcheckError([error("E0614", f"[tool.regcheck] in {path}: cannot read it: {exc}", span)]) from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise bad_config(path, f"cannot read it: {exc}") from None
     table = doc.get("tool", {}).get("regcheck") if isinstance(doc.get("tool"), dict) else None
     if table is None:
@@ -68,6 +75,8 @@ def load_project_config(start: str | os.PathLike | None = None) -> ProjectConfig
     fmt = table.get("format")
     if fmt is not None and not isinstance(fmt, str):
         raise bad_config(path, "format must be a string")
+    if fmt is not None and fmt not in FORMATS_OFFERED:  # (a typo would be ignored by every command)
+        raise bad_config(path, f"format {fmt!r} is offered by no command (formats: {', '.join(FORMATS_OFFERED)})")
     dirs = tuple(str(path.parent / d) for d in spec_path)
     return ProjectConfig(str(path), dirs, dict(env), fmt)
 
