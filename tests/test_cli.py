@@ -444,3 +444,28 @@ def test_a_suite_and_its_spec_move_together(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli("conform", "suite/own.spec", "--suite", "suite", "-q")
     assert code == 0 and " 0 failed" in out, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["itf", "-", "-o", "OUT"], ["replay", "-j", "2", "-", "TRACE"]])
+def test_sigterm_stops_like_sigint_leaving_no_partial_output_or_workers(tmp_path, command):
+    """Found by testing: SIGTERM (the default action) left a partial ITF file and `-j` workers running."""
+    import signal
+    import time
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"regcheck":1,"spec":"acl"}\n{"call":"malloc","args":{"size":4096},"out":{"ptr":1048576}}\n')
+    argv = [str(tmp_path / "out.json") if a == "OUT" else str(trace) if a == "TRACE" else a for a in command]
+    child = subprocess.Popen([sys.executable, "-m", "checker", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=Path(__file__).parent.parent, start_new_session=True)
+    try:
+        child.stdin.write(trace.read_bytes())  # then stdin stays open: the command waits for more
+        child.stdin.flush()
+        time.sleep(4)  # started, and waiting for more of the trace (and the replay's workers started)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=60)
+        left = subprocess.run(["pgrep", "-s", str(child.pid)], capture_output=True, text=True).stdout.split()
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 128 + signal.SIGTERM and b"regcheck: terminated" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"] and left == []

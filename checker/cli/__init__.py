@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from typing import Sequence, TextIO
 
@@ -177,7 +178,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except RegcheckError as exc:
         print_input_error(out, exc, getattr(args, "format", "text"), command=args.command)
         return EXIT_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # (Terminated too: `entry` turns SIGTERM into it)
+        if isinstance(exc, Terminated):
+            out.err("regcheck: terminated")
+            return 128 + signal.SIGTERM
         out.err("regcheck: interrupted")
         return 130
     except BrokenPipeError:
@@ -188,7 +192,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         restore_spec_path(saved_spec_path)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so that it stops as on SIGINT: workers, child programs
+    and partial output files cleaned up by the same handlers (the default action left them)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def entry() -> None:
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # (an ignored SIGTERM stays ignored)
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         code = main()
     except Exception:  # a bug, not bad input: keep the traceback, use the documented code
