@@ -216,3 +216,26 @@ def test_workers_inherit_each_configurations_compiled_fast_path(tmp_path, monkey
     (tmp_path / "bad.jsonl").write_text("not a header\n")
     parallel._preload([str(tmp_path / "bad.jsonl"), *traces], None)
     assert [(name, config["os_kernel"]) for name, config in compiled] == [("acl", (5, 10)), ("acl", (6, 6))]
+
+
+DIES_ON = ""  # the trace whose worker dies in the next test (set before the workers fork)
+
+
+def _dies_on_one(path, *args):
+    import os
+    if DIES_ON and path.endswith(DIES_ON):
+        os._exit(9)  # as the OOM killer would leave it: no exception, the process gone
+    return replay_one(path, *args)
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_worker_that_dies_is_an_error_naming_the_traces_not_replayed(corpus, monkeypatch):
+    """Found by testing: a killed worker was a BrokenProcessPool traceback (exit 3)."""
+    import sys
+    from checker.language.diagnostics import RegcheckError
+    monkeypatch.setattr(sys.modules[__name__], "DIES_ON", corpus[1])
+    monkeypatch.setattr(parallel, "replay_one", _dies_on_one)
+    with pytest.raises(RegcheckError) as err:
+        replay_corpus(corpus, jobs=2)
+    (d,) = err.value.diagnostics
+    assert d.code == "X0823" and "traces not replayed" in d.message

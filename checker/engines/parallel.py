@@ -15,6 +15,8 @@ Environment error codes (X08xx):
   X0821 the Dask scheduler at the address cannot be reached
   X0822 the Dask cluster stopped replaying: no worker for DASK_NO_WORKERS_S seconds, or a trace's
         worker died on it repeatedly (the message names the traces not replayed)
+  X0823 a worker process of `-j N` died (killed, out of memory): the message names the traces not
+        replayed
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int
     # Imported here: a run of one process (most runs) need not pay for the pool's imports.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
     results: list[TraceOutcome | None] = [None] * len(paths)
     # fork where there is one: the workers start with the specs already parsed and cost nothing to
@@ -135,10 +138,16 @@ def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int
         _preload(paths, spec_arg)
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
         futures = {pool.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p): i for i, p in enumerate(paths)}
-        for fut in as_completed(futures):
-            outcome = fut.result()  # a worker's bug re-raises here, with its traceback
-            results[futures[fut]] = outcome
-            done(outcome)
+        try:
+            for fut in as_completed(futures):
+                outcome = fut.result()  # a worker's bug re-raises here, with its traceback
+                results[futures[fut]] = outcome
+                done(outcome)
+        except BrokenProcessPool:  # a worker died: every trace not done yet is lost with the pool
+            missing = [p for p, r in zip(paths, results) if r is None]
+            raise RegcheckError([error("X0823", f"a worker process of -j {jobs} died (killed, or out of memory); "
+                                                f"{len(missing)} of {len(paths)} traces not replayed: "
+                                                f"{', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}")]) from None
     return results  # type: ignore[return-value]
 
 
