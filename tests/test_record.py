@@ -265,6 +265,9 @@ def test_no_compiler_is_X0810(tmp_path, monkeypatch):
     monkeypatch.delenv("CC")
     code, _, err = run("record", "-o", str(tmp_path / "t.jsonl"), "--", "/bin/true")
     assert code == 2 and "X0810" in err and "none of cc, gcc, clang is on PATH" in err
+    monkeypatch.setenv("CC", "gcc -DFOO='")  # found by testing: shlex's ValueError was a traceback
+    code, _, err = run("record", "-o", str(tmp_path / "t.jsonl"), "--", "/bin/true")
+    assert code == 2 and "X0810" in err and "is not a command line (No closing quotation)" in err
 
 
 @needs_cc

@@ -130,7 +130,10 @@ def find_compiler(environ: Mapping[str, str]) -> tuple[Compiler | None, str]:
     search = environ.get("PATH", "")
     cc = environ.get("CC", "").strip()
     if cc:
-        argv = tuple(shlex.split(cc))
+        try:
+            argv = tuple(shlex.split(cc))
+        except ValueError as exc:  # an unbalanced quote: not a command line
+            return None, f"CC={cc!r} is not a command line ({exc})"
         found = _which(argv[0], search)
         if found is None:
             return None, f"CC={cc!r} names no executable program"
