@@ -456,3 +456,16 @@ def test_record_into_a_pipe_and_a_fifo_does_not_hang(tmp_path):
     code, out, err = run_cli("record", "-o", "/dev/full", "--", "/bin/true")
     assert code == 2 and "error[X0813]" in err and "Traceback" not in err
     devices_intact()
+
+
+@pytest.mark.parametrize("argv", [
+    ["fuzz", "cupva", "--max-examples", "2", "--steps", "3", "-o", "{missing}/x.jsonl"],
+    ["conform", "cupva", "--depth", "1", "--fuzz", "2", "--fuzz-output", "{missing}/f.jsonl"],
+    ["replay", "{violating}", "--timeline", "{missing}/t.html"],
+], ids=["fuzz", "conform", "replay-timeline"])
+def test_an_output_that_cannot_be_written_is_found_before_the_work(argv, violating, tmp_path):
+    """Found by testing: these ran to the end (a fuzz failure, a suite's results, a whole replay) and
+    then reported only E0603, the results lost."""
+    args = [a.format(missing=tmp_path / "no-such-dir", violating=violating) for a in argv]
+    code, out, err = run_cli(*args)
+    assert code == 2 and "error[E0603]" in err and "no such directory" in err and out == ""

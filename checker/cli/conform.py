@@ -25,6 +25,7 @@ import orjson
 from ..drivers.executor import load_factory
 from ..emit.sarif import conform_log, notifications_of, sarif_log_of_runs, sarif_run
 from ..language.diagnostics import RegcheckError, error
+from ..language.files import require_writable
 from ..language.load import load_spec
 from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, check_expectations, run_suite
 from ..testgen.generate import generate_suite
@@ -73,6 +74,8 @@ def run(args, out) -> int:
     if args.fuzz_output and not args.fuzz:
         out.err("regcheck conform: error: --fuzz-output needs --fuzz N")
         return EXIT_INPUT
+    if args.fuzz_output:
+        require_writable(args.fuzz_output)  # now, not after the suite and the fuzzing have run
     if args.format == "sarif":
         return _run_sarif(args, out)
     factory, spec, tests, _ = _driver_and_suite(args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..drivers.executor import load_factory
 from ..engines.runs import semantics_for
-from ..language.files import write_output
+from ..language.files import require_writable, write_output
 from ..language.load import load_spec
 from ..testgen.fuzz import SHRINK_MODES, FuzzOptions, fuzz
 from .common import (EXIT_FINDINGS, EXIT_OK, add_env, add_format, add_output, fraction, nonneg_int, parse_env,
@@ -49,6 +49,8 @@ def run(args, out) -> int:
     if env is not None:
         semantics_for(spec, env)  # unknown names and bad values are input errors (exit 2)
     options = FuzzOptions(args.max_examples, args.steps, args.seed, env, args.break_rate, args.shrink)
+    if args.output:
+        require_writable(args.output)  # now, not after the run has found what it would write
     result = fuzz(args.spec, factory, options)
     driver_text = args.driver or "checker.drivers.executor:ReferenceDriver"
     failure = result.failure

@@ -21,7 +21,7 @@ from dataclasses import replace
 from ..engines.parallel import CorpusReport, TraceOutcome, replay_corpus, replay_one
 from ..engines.replay import ReplayReport
 from ..language.diagnostics import RegcheckError, error
-from ..language.files import MAGIC_BYTES, compression_of, write_output
+from ..language.files import MAGIC_BYTES, compression_of, require_writable, write_output
 from ..language.load import load_spec
 from .common import (EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_format, add_trace_limits, add_verbosity, plain,
                      positive_int, render_all)
@@ -100,6 +100,8 @@ def run(args, out) -> int:
     if args.timeline and len(args.traces) != 1:
         out.err(f"regcheck replay: error: --timeline draws one trace, but {len(args.traces)} were given")
         return EXIT_INPUT
+    if args.timeline:
+        require_writable(args.timeline)  # now, not after the whole trace has been replayed
     # The timeline reads its trace a second time, and a pipe can be read only once.
     with rereadable_stdin() if args.timeline and args.traces[0] == "-" else nullcontext(lambda: None) as rewind:
         return _run(args, out, rewind)
