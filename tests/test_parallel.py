@@ -239,3 +239,11 @@ def test_a_worker_that_dies_is_an_error_naming_the_traces_not_replayed(corpus, m
         replay_corpus(corpus, jobs=2)
     (d,) = err.value.diagnostics
     assert d.code == "X0823" and "traces not replayed" in d.message
+
+
+def test_a_trace_named_twice_is_replayed_once(corpus):
+    """Found by testing: `-` twice read standard input twice, and a directory with a pattern naming
+    the same files replayed each twice."""
+    from checker.cli.replay import expand_traces
+    twice = expand_traces(["-", "traces/acl", "traces/acl/*.jsonl", "-", "./" + corpus[0]])
+    assert twice.count("-") == 1 and len(twice) == 1 + len([p for p in corpus if p.startswith("traces/acl/")])

@@ -77,7 +77,9 @@ def report_text(report: ReplayReport, paint=plain) -> list[str]:
 def expand_traces(paths: list[str]) -> list[str]:
     """Trace files as given; a directory stands for its *.jsonl files, sorted by name; a pattern
     with *, ? or [ that names no existing file stands for the files it matches (** recurses),
-    sorted. A directory or pattern that yields nothing is an input error (T0740)."""
+    sorted. A directory or pattern that yields nothing is an input error (T0740). A trace named
+    twice (standard input `-`, or one file by two names, a directory and a pattern say) counts once,
+    where it is first named."""
     out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
@@ -92,7 +94,19 @@ def expand_traces(paths: list[str]) -> list[str]:
         if not found:
             raise RegcheckError([error("T0740", what)])
         out.extend(found)
-    return out
+    seen: set[str] = set()
+    unique = []
+    for p in out:
+        key = _identity(p)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def _identity(path: str) -> str:
+    """What makes two names one trace: "-" itself, else the file it resolves to."""
+    return path if path == "-" else os.path.realpath(path)
 
 
 def run(args, out) -> int:
