@@ -137,8 +137,9 @@ def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int
     if context is not None:
         _preload(paths, spec_arg)
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
-        futures = {pool.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p): i for i, p in enumerate(paths)}
-        try:
+        try:  # (a worker that dies while traces are still being handed out breaks `submit` too)
+            futures = {pool.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p): i
+                       for i, p in enumerate(paths)}
             for fut in as_completed(futures):
                 outcome = fut.result()  # a worker's bug re-raises here, with its traceback
                 results[futures[fut]] = outcome
