@@ -2,6 +2,7 @@
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -402,3 +403,29 @@ def test_a_driver_module_that_fails_to_import_is_E0615(tmp_path, monkeypatch):
     assert code == 2 and "error[E0615]: cannot load driver factory 'broken_driver:make': RuntimeError: no device" in err
     code, _, err = run("--driver", "bad_syntax_driver:make", trace)
     assert code == 2 and "error[E0615]" in err and "SyntaxError" in err and "Traceback" not in err
+
+
+def test_an_event_the_driver_cannot_carry_out_is_an_error_at_its_line(real_pinning, tmp_path):
+    """Found by testing: X0805 came without the trace or line, and with Python's own words."""
+    path = write(tmp_path, [{"call": "malloc", "args": {"size": 4096}, "out": {"ptr": BASE}},
+                            {"call": "malloc", "args": {"size": 2**64 - 1}, "out": {"ptr": BASE + 2**20}}])
+    code, _, err = run(path)
+    assert code == 2 and f"{path}:3:1: error[X0805]: a buffer of {2**64} bytes is larger than a file can be" in err
+
+
+def test_many_live_allocations_run_under_a_low_soft_limit_of_open_files(real_pinning, tmp_path):
+    """Found by testing: a buffer holds a descriptor, and a soft limit of 1,024 stopped an execution at
+    about 600 live allocations; the arena raises the soft limit to the hard one."""
+    import resource
+    events = [{"call": "malloc", "args": {"size": 4096}, "out": {"ptr": BASE + i * 2**20}} for i in range(200)]
+    path = write(tmp_path, events)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 400:
+        pytest.skip(f"the hard limit of open files here is {hard}")
+
+    def low_soft_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (100, hard))
+
+    done = subprocess.run([sys.executable, "-m", "checker", "execute", path], capture_output=True, text=True,
+                          preexec_fn=low_soft_limit, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and "conforms: 200 events" in done.stdout, done.stderr

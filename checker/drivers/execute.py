@@ -496,10 +496,12 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             item = next(items, None)
             while item is not None:
                 following = next(items, None)
+                line = item[0] if type(item[0]) is int else item[0].line  # (line, raw, struct) or (event,)
                 try:
                     found = step(*item, last=following is None)
+                except RegcheckError as exc:  # (the driver's X08xx, at the event it could not carry out)
+                    raise exc.located(Span(path, line, 1)) from None
                 except DriverRaised as exc:
-                    line = item[0] if type(item[0]) is int else item[0].line  # (line, raw, struct) or (event,)
                     findings.append(run.replayer.finding(
                         Located(line, exc.call), "executor", EXEC_DRIVER_ERROR,
                         f"the driver failed: {type(exc.exc).__name__}: {exc.exc}; execution stops at this event"))

@@ -288,6 +288,7 @@ class PinnedArena:
         self._loops: tuple[ProbeLoop, ProbeLoop] | None = None
         self._closed = False
         _LIVE.add(self)
+        _raise_open_files_limit()
 
     # -- context manager
 
@@ -583,15 +584,23 @@ class PinnedArena:
 
     @staticmethod
     def _memfd(length: int) -> int:
+        # One descriptor per buffer, held while it lives (an alias maps it again): a trace with
+        # many live allocations needs many, hence `_raise_open_files_limit`.
         try:
             fd = os.memfd_create("regcheck-arena", os.MFD_CLOEXEC)
         except (AttributeError, OSError) as exc:
-            raise MappingFailed(getattr(exc, "errno", 0) or 0, f"memfd_create failed: {exc}") from exc
+            hint = (" (the reference driver holds one descriptor per live allocation: raise the limit, `ulimit -n`)"
+                    if getattr(exc, "errno", 0) == errno_codes.EMFILE else "")
+            raise MappingFailed(getattr(exc, "errno", 0) or 0, f"memfd_create failed: {exc}{hint}") from exc
         try:
             os.ftruncate(fd, length)
-        except (OSError, OverflowError) as exc:  # OverflowError: a length past off_t (a size >= 2**63)
+        except OSError as exc:
             os.close(fd)
-            raise MappingFailed(getattr(exc, "errno", 0) or 0, f"ftruncate of a memfd to {length} bytes failed: {exc}") from exc
+            raise MappingFailed(exc.errno or 0, f"ftruncate of a memfd to {length} bytes failed: {exc}") from exc
+        except OverflowError as exc:  # a length past off_t (a size >= 2**63)
+            os.close(fd)
+            raise MappingFailed(errno_codes.EFBIG, f"a buffer of {length} bytes is larger than a file can be "
+                                                   "(2**63 - 1 bytes)") from exc
         return fd
 
     def _find(self, address: int, size: int) -> Region | None:
@@ -669,6 +678,27 @@ class PinnedArena:
 
 
 # --- kernel views ---------------------------------------------------------------------------------
+
+
+def _raise_open_files_limit() -> None:
+    """The soft limit of open files up to the hard one, once per process: an arena holds a memfd per
+    live buffer, and a soft limit of 1,024 (a common default) stopped an execution at about 600 live
+    allocations (X0805, EMFILE). Nothing happens where the limit cannot be read or changed."""
+    global _FILES_LIMIT_RAISED
+    if _FILES_LIMIT_RAISED:
+        return
+    _FILES_LIMIT_RAISED = True
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+_FILES_LIMIT_RAISED = False
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -10,7 +10,7 @@ Codes are stable and grouped by stage:
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Iterable
 
@@ -63,6 +63,11 @@ class RegcheckError(Exception):
     def __init__(self, diagnostics: Iterable[Diagnostic]):
         self.diagnostics = tuple(diagnostics)
         super().__init__("; ".join(f"{_place(d.span)}{d.code}: {d.message}" for d in self.diagnostics))
+
+    def located(self, span: Span) -> "RegcheckError":
+        """This error with `span` given to its diagnostics that have no place (raised below the
+        expression, the trace line, ... that the caller knows)."""
+        return RegcheckError([replace(d, span=span) if d.span == NO_SPAN else d for d in self.diagnostics])
 
 
 def _place(span: Span) -> str:

@@ -49,7 +49,7 @@ from ..language import syntax as S
 from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
 from ..language.diagnostics import RegcheckError
 from .tables import ArrayTable, SlotTable, SymState
-from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, located, unsupported
+from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, unsupported
 
 
 # ---------------------------------------------------------------- the outcome conditions of one call
@@ -215,7 +215,7 @@ class Encoder:
                 try:
                     return self.binary(e, st, env)
                 except RegcheckError as exc:  # (the helpers below raise P0901 without a place)
-                    raise located(exc, e.span) from None
+                    raise exc.located(e.span) from None
             case S.Builtin(func=fn, args=args):
                 vs = [self.expr(x, st, env) for x in args]
                 if fn == "range":

@@ -4,7 +4,6 @@ values (Rng, Ver, Entry), and the formula helpers the layers above combine them 
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 import z3
@@ -38,10 +37,6 @@ class TableName(NamedTuple):
 def unsupported(msg: str, span: Span = NO_SPAN) -> RegcheckError:
     return RegcheckError([error("P0901", f"cannot encode for the solver: {msg}", span)])
 
-
-def located(exc: RegcheckError, span: Span) -> RegcheckError:
-    """`exc` with `span` given to its diagnostics that have no place (raised below an expression)."""
-    return RegcheckError([replace(d, span=span) if d.span == NO_SPAN else d for d in exc.diagnostics])
 
 
 # ---------------------------------------------------------------- sorts, fresh values, bounds
