@@ -429,3 +429,24 @@ def test_many_live_allocations_run_under_a_low_soft_limit_of_open_files(real_pin
     done = subprocess.run([sys.executable, "-m", "checker", "execute", path], capture_output=True, text=True,
                           preexec_fn=low_soft_limit, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and "conforms: 200 events" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("name", ["cuda/ok_mmap_partial_munmap", "cuda/ok_ucx_unregister_on_munmap",
+                                  "hip/ok_mmap_partial_munmap", "cuda/bad_checkpoint_engine_67_munmap_while_registered"])
+def test_mmap_memory_relocates_whole_pages_and_what_a_partial_munmap_leaves(real_pinning, name):
+    """Found by testing: mmap sizes its entry by the length rounded up to whole pages, which the
+    executor did not take for an allocation, so every later event on that memory was refused."""
+    report = execute_trace(str(ROOT / "traces" / f"{name}.jsonl"))
+    assert [f for f in report.findings if f.kind == "refused"] == []
+    assert report.verdict == replay_trace(str(ROOT / "traces" / f"{name}.jsonl")).verdict
+
+
+def test_a_mapping_registered_twice_is_caught_on_mmap_memory_too(real_pinning, tmp_path):
+    """The same driver bug as on malloc'd memory (a second registration of the same pages accepted)."""
+    events = [{"call": "mmap", "args": {"length": 65536}, "out": {"addr": 0x7F00_0000_0000}},
+              {"call": "cudaHostRegister", "args": {"ptr": 0x7F00_0000_0000, "size": 65536, "flags": 0}, "ret": 0},
+              {"call": "cudaHostRegister", "args": {"ptr": 0x7F00_0000_0000, "size": 4096, "flags": 0}, "ret": 712}]
+    from tests.mutants.cuda import CudaNoOverlapCheck
+    path = write(tmp_path, events, header={"regcheck": 1, "spec": "cuda"})
+    report = execute_trace(path, driver_factory=CudaNoOverlapCheck)
+    assert ("executor", "CUDA-REG-OVERLAP") in {(f.kind, f.rule) for f in report.findings}

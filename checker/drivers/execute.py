@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, show_value, spec_notes
 from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
@@ -139,12 +139,23 @@ class Relocator:
         size, moved, shift = entry
         return moved - shift
 
-    def forget(self, recorded_base: int) -> None:
+    def span_of(self, recorded_base: int) -> tuple[int, int] | None:
+        """[base, end) of the recorded allocation starting at `recorded_base`, if there is one."""
+        entry = self._by_base.get(recorded_base)
+        return None if entry is None else (recorded_base, recorded_base + max(entry[0], 1))
+
+    def forget(self, recorded_base: int, kept: Iterable[tuple[int, int]] = ()) -> None:
         """The recording released this allocation: its addresses relocate to nothing any more (the
-        driver may hand the same memory out again for a later allocation)."""
+        driver may hand the same memory out again for a later allocation), except the parts `kept`
+        ((base, size) of what is left of it: a partial munmap), which keep their places."""
         entry = self._by_base.pop(recorded_base, None)
-        if entry is not None:
-            self._changed.append((recorded_base, recorded_base + max(entry[0], 1)))
+        if entry is None:
+            return
+        size, moved, shift = entry
+        self._changed.append((recorded_base, recorded_base + max(size, 1)))
+        for base, part in kept:
+            if recorded_base < base < recorded_base + size:
+                self._by_base[base] = (part, moved + (base - recorded_base), shift)
 
     def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:
         start = self.relocate(base)
@@ -166,7 +177,8 @@ class Execution:
     def __init__(self, sem: Semantics, driver: Driver, path: str):
         self.sem, self.driver, self.path = sem, driver, path
         self.replayer = Replayer(sem, path)
-        self.shape = memory_shape(sem.spec)
+        self.shape = memory_shape(sem.spec, computed_sizes=True)  # (mmap: whole pages of its length)
+        self._partial_tables = tuple(sorted({a.table for a in self.shape.allocators.values() if not a.exact}))
         # Per call: its address arguments, each with whether it names an allocation to release, and
         # its allocator (or None); read from the shape once, since every event asks.
         self.plans = {name: (tuple((p, p in self.shape.releases.get(name, ())) for p in params),
@@ -276,7 +288,7 @@ class Execution:
             recorded_base = outs.get(alloc.output)
             block = result.out.get(alloc.output)
             if recorded_base is not None and block is not None:
-                self.relocator.add(recorded_base, args[alloc.size_param], block)
+                self.relocator.add(recorded_base, self._recorded_size(alloc, recorded_base, args), block)
                 # The driver's block stands for the recorded one.
                 model_outs = {**result.out, alloc.output: recorded_base}
                 substituted = True
@@ -312,7 +324,28 @@ class Execution:
             released = self.shape.releases.get(name)
             if released:
                 for p in released:
-                    self.relocator.forget(args[p])
+                    self.relocator.forget(args[p], self._left_of(args[p]))
+
+    def _left_of(self, recorded_base: int) -> list[tuple[int, int]]:
+        """(base, size) of the entries the recording's model still holds inside the allocation at
+        `recorded_base` after a release: what a partial munmap leaves, for the tables of allocators
+        that compute their sizes (mmap's); none for the others (a free releases the whole)."""
+        span = self.relocator.span_of(recorded_base)
+        if span is None or not self._partial_tables:
+            return []
+        tables, spec_tables = self.replayer.state.tables, self.sem.spec.tables
+        return [(k, record[spec_tables[t].sized_by]) for t in self._partial_tables
+                for k, record in tables[t].overlapping(*span) if span[0] < k < span[1]]
+
+    def _recorded_size(self, alloc, recorded_base: int, args: Mapping[str, Any]) -> int:
+        """The size of the allocation the recording made: its entry's in the recording's model (the
+        whole pages of an mmap), else the size argument (an allocation the model did not take)."""
+        if not alloc.exact:
+            rows = self.replayer.state.tables[alloc.table].rows
+            entry = rows.get(recorded_base)
+            if entry is not None:
+                return entry[self.sem.spec.tables[alloc.table].sized_by]
+        return args[alloc.size_param]
 
     def _compare_locks(self, ev, last: bool, found: list[Finding]) -> None:
         """The page locks after the event, compared (findings into `found`)."""

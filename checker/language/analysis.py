@@ -272,10 +272,14 @@ def reads_and_writes(spec: CheckedSpec) -> tuple[Callable[[S.Expr], frozenset], 
 
 @dataclass(frozen=True, slots=True)
 class Allocator:
-    """A call that hands out memory: its address output and the argument giving the size."""
+    """A call that hands out memory: its address output and the argument giving the size; `table`
+    the table its entry goes into; `exact`: the entry's size is that argument itself (else a value
+    computed from it alone, such as mmap's length rounded up to whole pages)."""
 
     output: str
     size_param: str
+    table: str = ""
+    exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,10 +289,13 @@ class MemoryShape:
     addr_params: dict[str, tuple[str, ...]]  # call -> params of type addr
 
 
-def memory_shape(spec: CheckedSpec) -> MemoryShape:
+def memory_shape(spec: CheckedSpec, computed_sizes: bool = False) -> MemoryShape:
     """Read from the spec's effects which calls allocate and which release memory, and with which
     arguments: an allocator inserts its address output as the key of a sized table, sized by one of
-    its arguments; a release deletes the entry keyed by one of its arguments from such a table."""
+    its arguments; a release deletes the entry keyed by one of its arguments from such a table.
+    `computed_sizes`: also an allocator whose entry's size is computed from one argument alone
+    (`exact` False), as mmap's whole pages are: what the executor relocates (the generators ask
+    for sizes, so they take only the exact ones)."""
     allocators: dict[str, Allocator] = {}
     tables: set[str] = set()
     for name, info in spec.calls.items():
@@ -300,8 +307,13 @@ def memory_shape(spec: CheckedSpec) -> MemoryShape:
                 size = dict(st.fields).get(sized)
                 # sized by an argument: an output or a parameter of the spec is no size a caller asks for
                 if sized and isinstance(size, S.Name) and size.name in params:
-                    allocators[name] = Allocator(st.key.name, size.name)
+                    allocators[name] = Allocator(st.key.name, size.name, st.table)
                     tables.add(st.table)
+                elif sized and size is not None and computed_sizes:
+                    read = {n.name for n in nodes(size) if isinstance(n, S.Name)} - set(spec.consts)
+                    if len(read) == 1 and read <= params:
+                        allocators[name] = Allocator(st.key.name, read.pop(), st.table, exact=False)
+                        tables.add(st.table)
     releases = {}
     for name, info in spec.calls.items():
         keys = frozenset(st.key.name for st in S.effect_statements(info.decl)
