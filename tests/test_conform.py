@@ -366,3 +366,20 @@ def test_a_slip_in_a_written_expectation_is_an_input_error_not_a_failed_driver(t
     assert code == 2 and f"{test}:{at + 1}:1: error[T0733]: {event['call']}: {message}" in err, err
     with pytest.raises(RegcheckError, match="T0733|not a"):
         run_test(test.read_text(), ReferenceDriver)
+
+
+def test_a_suite_naming_two_tests_alike_is_e0611(tmp_path):
+    """Found by testing: two tests of one name passed silently, and JUnit then repeated the name."""
+    suite = tmp_path / "suite"
+    assert run_cli("generate", "cupva", "-o", str(suite))[0] == 0
+    index = json.loads((suite / "suite.json").read_text())
+    index["tests"][1]["name"] = index["tests"][0]["name"]
+    (suite / "suite.json").write_text(json.dumps(index))
+    code, _, err = run_cli("conform", "cupva", "--suite", str(suite))
+    assert code == 2 and "error[E0611]" in err and "two tests of the suite index are named" in err
+
+
+def test_a_huge_depth_stops_where_the_states_run_out():
+    """Found by testing: --depth 99999999999999999999 looped over empty levels (a hang)."""
+    code, out, _ = run_cli("conform", "cupva", "--depth", "99999999999999999999")
+    assert code == 0 and "failed" in out

@@ -31,7 +31,7 @@ from ..testgen.conform import FAIL, INCONCLUSIVE, PASS, check_expectations, run_
 from ..testgen.generate import generate_suite
 from ..testgen.model import GenerateOptions
 from ..testgen.suite import INDEX, read_suite
-from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_env, add_verbosity, parse_env, positive_int
+from .common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, add_env, add_verbosity, nonneg_int, parse_env, positive_int
 from .execute import DEFAULT_DRIVER, executor_rules
 from .generate import fixed_configs
 
@@ -55,7 +55,7 @@ def register(sub) -> None:
                         "(as `regcheck fuzz`), reported in every --format; a failure there exits 1")
     p.add_argument("--fuzz-steps", type=positive_int, default=30, metavar="N",
                    help="calls per fuzz sequence (default 30)")
-    p.add_argument("--fuzz-seed", type=int, default=0, metavar="N", help="the fuzz phase's seed (default 0)")
+    p.add_argument("--fuzz-seed", type=nonneg_int, default=0, metavar="N", help="the fuzz phase's seed (default 0)")
     p.add_argument("--fuzz-output", metavar="FILE",
                    help="write the fuzz phase's failing run (if any) as a trace file; SARIF and JUnit point at it "
                         "(default: the trace is only inside the report)")

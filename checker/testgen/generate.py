@@ -181,6 +181,8 @@ class _Generator:
                         seen.add(snap)
                         nxt.append(child)
             frontier = nxt
+            if not frontier:  # every reachable state found: deeper levels hold nothing (a huge --depth)
+                break
         self._transitions(ctx, shallow)
         if self.options.bmc_depth > 0:
             unrolling = _LazyUnrolling(self, ctx)

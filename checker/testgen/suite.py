@@ -113,6 +113,7 @@ def read_suite(directory: str | os.PathLike) -> Suite:
         raise RegcheckError([error("E0611", f"not a regcheck suite index (version {SUITE_VERSION}): expected "
                                    '{"regcheck_suite": 1, "spec": ..., "tests": [...]}', Span(str(index_path), 1, 1))])
     tests = []
+    names: set[str] = set()
     for entry in index["tests"]:
         if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or "/" in entry["file"]:
             raise RegcheckError([error("E0611", f"malformed test entry in the suite index: {entry!r}",
@@ -121,7 +122,12 @@ def read_suite(directory: str | os.PathLike) -> Suite:
         header, events = read_trace(path)
         # A spec named by a relative path is beside the trace, as for `regcheck replay`.
         header = replace(header, spec=header_spec_ref(header, path))
-        tests.append(load_test(header, events, entry.get("name")))
+        test = load_test(header, events, entry.get("name"))
+        if test.name in names:  # (a report, JUnit's above all, tells tests apart by their names)
+            raise RegcheckError([error("E0611", f"two tests of the suite index are named {test.name!r}",
+                                       Span(str(index_path), 1, 1))])
+        names.add(test.name)
+        tests.append(test)
     coverage = tuple(_coverage_from_json(c) for c in index.get("coverage", ()) if isinstance(c, dict))
     transitions = tuple(_transition_from_json(t) for t in index.get("transitions", ()) if isinstance(t, dict))
     spec = header_spec_ref(TraceHeader(str(index.get("spec", ""))), index_path)  # the index's spec: likewise
