@@ -364,3 +364,20 @@ def test_a_success_whose_effect_was_undone_is_not_applied(tmp_path):
     trace.write_text("".join(json.dumps(x) + "\n" for x in lines))
     doc = trace_to_itf(str(trace))
     assert [s["last_call"]["applied"] for s in doc["states"][1:]] == [False, True, True]
+
+
+def test_a_spec_name_like_an_event_variable_keeps_its_own(tmp_path):
+    """Found by testing: a spec's `action`, `last_call` or `findings` was overwritten by the event's,
+    and `vars` named them twice."""
+    spec = tmp_path / "clash.spec"
+    spec.write_text('spec clash "names"\nsource DOC "d.txt" "doc"\nstatus int success 0\nparam findings: int = 7\n'
+                    'var action: bool = false\nvar last_call: int = 0\n'
+                    'call reg(x: int) {\n  effect C-E: { action = true\n last_call = x }\n    cite DOC "e"\n}\n')
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"regcheck":1,"spec":"clash.spec"}\n{"call":"reg","args":{"x":5},"ret":0}\n')
+    doc = trace_to_itf(str(trace), ints="auto")
+    assert len(doc["vars"]) == len(set(doc["vars"]))
+    last = doc["states"][-1]
+    assert (last["findings"], last["action"], last["last_call"]) == (7, True, 5)
+    assert last["regcheck_action"] == "reg" and last["regcheck_last_call"]["call"] == "reg"
+    assert "regcheck_findings" in last

@@ -25,6 +25,8 @@ state variables, one map per table, then
               success whose effect could not be evaluated and was undone, docs/language.md)
   findings    {"#set": [{"kind", "rule", "message"}, ...]}: what replay reports at this event
 
+(Where the spec has a parameter, variable or table named like one of these three, the event's
+variable is named with `regcheck_` in front: `regcheck_action`.)
 State i + 1 is the model state after event i + 1 of the trace, computed by the one concrete
 semantics exactly as `regcheck replay` computes it (the replayer itself walks the trace).
 """
@@ -103,7 +105,22 @@ def _order_item(item: tuple) -> tuple:
 
 def variables(spec: CheckedSpec) -> list[str]:
     """The ITF `vars` of a trace of this spec, in state order."""
-    return [*spec.params, *spec.vars, *spec.tables, *EVENT_VARS]
+    return [*spec.params, *spec.vars, *spec.tables, *event_vars(spec).values()]
+
+
+def event_vars(spec: CheckedSpec) -> dict[str, str]:
+    """EVENT_VARS -> the names they have in this spec's ITF: themselves, or with `regcheck_` in front
+    (again, until free) where the spec has a parameter, variable or table of that name (ITF names
+    each variable once; a spec's `action` must not be hidden by the event's)."""
+    taken = {*spec.params, *spec.vars, *spec.tables}
+    names = {}
+    for var in EVENT_VARS:
+        name = var
+        while name in taken:
+            name = "regcheck_" + name
+        names[var] = name
+        taken.add(name)
+    return names
 
 
 def encode_step(spec: CheckedSpec, config: Mapping[str, Any], step: ItfStep, index: int, ints: str = "bigint") -> dict:
@@ -117,8 +134,9 @@ def encode_step(spec: CheckedSpec, config: Mapping[str, Any], step: ItfStep, ind
     for name in spec.tables:
         rows = st.tables[name].rows
         out[name] = {"#map": [[encode_value(k, ints), encode_value(rows[k], ints)] for k in sorted(rows, key=_order)]}
-    out["action"] = step.action
-    out["last_call"] = {
+    named = event_vars(spec)
+    out[named["action"]] = step.action
+    out[named["last_call"]] = {
         "line": encode_value(step.line, ints),
         "call": step.action,
         "args": encode_value(dict(step.args), ints),
@@ -126,7 +144,7 @@ def encode_step(spec: CheckedSpec, config: Mapping[str, Any], step: ItfStep, ind
         "out": encode_value(dict(step.out), ints),
         "applied": step.applied,
     }
-    out["findings"] = {"#set": sorted(({"kind": f.kind, "rule": f.rule, "message": f.message} for f in step.findings),
+    out[named["findings"]] = {"#set": sorted(({"kind": f.kind, "rule": f.rule, "message": f.message} for f in step.findings),
                                       key=lambda d: (d["kind"], d["rule"], d["message"]))}
     return out
 
