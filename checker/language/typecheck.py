@@ -377,7 +377,11 @@ class _Checker(ExpressionTyper):
                 continue
             taken.add(a.name)
             self.no_shadowing(a.name, what, a.span)
-            out.append((a.name, self.resolve_type(a.type)))
+            t = self.resolve_type(a.type)
+            if t.kind == "range":  # (a trace line carries integers, names, versions: no range)
+                self.err("E0301", f"{what} cannot be a range: no trace can give one (take its base and size as "
+                                  "two arguments, and write range(base, size))", a.span)
+            out.append((a.name, t))
         return tuple(out)
 
     def check_codes(self, codes: S.Codes, scope: Scope) -> None:

@@ -229,12 +229,17 @@ def _check_int_string(s: str, what: str, key: str | None) -> None:
         return
     if HEX_INT(s):
         raise BadLine("T0706", f"{what}: {excerpt(s)} is below -2**63", key)
+    # (a version, in args or out, is the list of its numbers: a string "5.11" would read as an integer)
+    hint = "; a version is written there as the list of its numbers, e.g. [5, 11]" if _VERSIONISH(s) else ""
     raise BadLine(
         "T0706",
         f"{what}: {excerpt(s)} is not a valid integer; write a JSON number or a \"0x...\" hex string "
-        "(strings starting with a digit or '-' are read as integers)",
+        f"(strings starting with a digit or '-' are read as integers){hint}",
         key,
     )
+
+
+_VERSIONISH = re.compile(r"[0-9]+(\.[0-9]+)+").fullmatch
 
 
 def to_event(obj: object, lineno: int) -> TraceEvent:
