@@ -189,6 +189,10 @@ def test_versions_compare_as_numbers_and_normalise():
     ("var v: u64 = -1\n", "E0304"),
     ("flags F: u32 { A = 1 }\nconst E: F = 0x100000000\n", "E0304"),
     ("const D: u64 = 2**64 - 1\nconst N: i64 = -(2**63)\n", ""),
+    # Found by testing: records elsewhere than a table's rows passed the check, with misleading errors later.
+    ("record R { size: u64, other: R }\n", "E0301"),
+    ("record R { size: u64 }\ntable w: R -> R\n", "E0301"),
+    ("record R { size: u64 }\nvar v: R = 0\n", "E0301"),
     # Found by testing: a range argument passed the check, and no trace could give one.
     ("call f(r: range) {\n  fails D-X: 1 when r.size == 0\n    cite DOC \"x\"\n}\n", "E0301"),
 ])

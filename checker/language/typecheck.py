@@ -108,8 +108,10 @@ class _Checker(ExpressionTyper):
             return Type("enum", t.name)
         if cat == "flags":
             return Type("flags", t.name)
-        if cat == "record":
-            return Type("record", t.name)
+        if cat == "record":  # (a table names its row record itself: nothing else can hold a record)
+            self.err("E0301", f"record '{t.name}' is only a table's row type (a field, key, value or "
+                              "argument cannot hold a record)", t.span)
+            return ANY
         self.err("E0201", f"unknown type '{t.name}'", t.span, *self.suggest(t.name, self.type_names()))
         return ANY
 
