@@ -327,8 +327,12 @@ def test_bad_arguments_exit_2(tmp_path):
 @needs_cc
 def test_missing_program_X0814_and_unwritable_trace_X0813(tmp_path):
     code, _, err = run("record", "-o", str(tmp_path / "t.jsonl"), "--", str(tmp_path / "no-such-program"))
-    assert code == 2 and "error[X0814]" in err
+    assert code == 2 and "error[X0814]" in err and "no such program" in err
     assert not (tmp_path / "t.jsonl").exists()
+    source = tmp_path / "app.c"  # found by testing: a file that is not executable was "no such program"
+    source.write_text("int main(void) { return 0; }\n")
+    code, _, err = run("record", "-o", str(tmp_path / "t.jsonl"), "--", str(source))
+    assert code == 2 and "error[X0814]" in err and "not an executable program" in err
     code, _, err = run("record", "-o", str(tmp_path / "no-dir" / "t.jsonl"), "--", "/bin/true")
     assert code == 2 and "error[X0813]" in err
 

@@ -429,8 +429,10 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     interposer = build_interposer(environ)
     program = _which(argv[0], environ.get("PATH", os.defpath))
     if program is None:
-        raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: no such program"
-                                   + ("" if "/" in argv[0] else " on PATH"))])
+        why = ("not an executable program (no execute permission, or a directory)"
+               if "/" in argv[0] and os.path.exists(argv[0]) else
+               "no such program" + ("" if "/" in argv[0] else " on PATH"))
+        raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: {why}")])
     warnings = program_warnings(program)
     runtime = runtime_env(family, spec, env, argv, program, environ)
     if runtime.found:
