@@ -345,9 +345,10 @@ def test_project_spec_path_finds_a_spec_named_in_a_trace_header(tmp_path, monkey
     write_pyproject(tmp_path, 'spec_path = ["specs"]')
     (tmp_path / "t.jsonl").write_text(json.dumps({"regcheck": 1, "spec": "mine"}) + "\n"
                                       + json.dumps({"call": "malloc", "args": {"size": 64}, "out": {"ptr": 4096}}) + "\n")
+    shutil.copy(tmp_path / "t.jsonl", tmp_path / "u.jsonl")  # (one file named twice counts once)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(SPEC_PATH_VARIABLE, raising=False)
-    code, out, err = run_cli("replay", "t.jsonl", "t.jsonl", "-j", "2")
+    code, out, err = run_cli("replay", "t.jsonl", "u.jsonl", "-j", "2")
     assert code == 0, err
     assert "2 traces: 2 conform, 0 violate" in out
     assert SPEC_PATH_VARIABLE not in os.environ  # the run put the variable back as it found it

@@ -113,8 +113,10 @@ def test_cli_timeline_of_standard_input(tmp_path):
 
 def test_cli_timeline_takes_one_trace(tmp_path):
     trace = sample(tmp_path)
+    other = str(tmp_path / "other.jsonl")  # (one file named twice counts once)
+    shutil.copy(trace, other)
     err = io.StringIO()
-    code = main(["replay", "--timeline", str(tmp_path / "t.html"), trace, trace], stdout=io.StringIO(), stderr=err)
+    code = main(["replay", "--timeline", str(tmp_path / "t.html"), trace, other], stdout=io.StringIO(), stderr=err)
     assert code == 2 and "one trace" in err.getvalue() and not (tmp_path / "t.html").exists()
 
 
