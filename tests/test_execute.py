@@ -432,7 +432,8 @@ def test_many_live_allocations_run_under_a_low_soft_limit_of_open_files(real_pin
 
 
 @pytest.mark.parametrize("name", ["cuda/ok_mmap_partial_munmap", "cuda/ok_ucx_unregister_on_munmap",
-                                  "hip/ok_mmap_partial_munmap", "cuda/bad_checkpoint_engine_67_munmap_while_registered"])
+                                  "hip/ok_mmap_partial_munmap",
+                                  "cuda/bad_checkpoint_engine_67_munmap_while_registered"])
 def test_mmap_memory_relocates_whole_pages_and_what_a_partial_munmap_leaves(real_pinning, name):
     """Found by testing: mmap sizes its entry by the length rounded up to whole pages, which the
     executor did not take for an allocation, so every later event on that memory was refused."""

@@ -144,7 +144,8 @@ def encode_step(spec: CheckedSpec, config: Mapping[str, Any], step: ItfStep, ind
         "out": encode_value(dict(step.out), ints),
         "applied": step.applied,
     }
-    out[named["findings"]] = {"#set": sorted(({"kind": f.kind, "rule": f.rule, "message": f.message} for f in step.findings),
+    out[named["findings"]] = {"#set": sorted(({"kind": f.kind, "rule": f.rule, "message": f.message}
+                                               for f in step.findings),
                                       key=lambda d: (d["kind"], d["rule"], d["message"]))}
     return out
 

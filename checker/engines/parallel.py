@@ -146,9 +146,10 @@ def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int
                 done(outcome)
         except BrokenProcessPool:  # a worker died: every trace not done yet is lost with the pool
             missing = [p for p, r in zip(paths, results) if r is None]
-            raise RegcheckError([error("X0823", f"a worker process of -j {jobs} died (killed, or out of memory); "
-                                                f"{len(missing)} of {len(paths)} traces not replayed: "
-                                                f"{', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}")]) from None
+            named = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            message = (f"a worker process of -j {jobs} died (killed, or out of memory); {len(missing)} of "
+                       f"{len(paths)} traces not replayed: {named}")
+            raise RegcheckError([error("X0823", message)]) from None
     return results  # type: ignore[return-value]
 
 
