@@ -127,7 +127,7 @@ class CudaDriver(PinnedHostDriver):
         if not self.in_one_host_block(ptr, size):
             self.refuse(a, f"{show_range(ptr, size)} is not inside one block the driver allocated; nothing was "
                            "locked or mapped")
-            return Result(CUDA_ERROR_UNKNOWN)  # CUDA-REG-HOST-MEMORY is broken; InvalidValue is not allowed there
+            return Result(CUDA_ERROR_INVALID_VALUE)  # CUDA-REG-HOST-MEMORY broken (undefined); C1.19 observed
         # Default is mapped on a UVA system (C1.4); Mapped where the device can map host memory (C1.6).
         mapped = self.can_map_host and (flags == 0 or bool(flags & CUDA_HOST_REGISTER_MAPPED))
         if not self.register(a, ptr, size, flags, mapped):

@@ -109,8 +109,8 @@ class HipDriver(PinnedHostDriver):
         if not self.in_one_host_block(ptr, size):
             self.refuse(a, f"{show_range(ptr, size)} is not inside one block the driver allocated; nothing was locked "
                            "or mapped")
-            # clr: buffer creation fails, InvalidValue (H1.9); the header's one failure is OutOfMemory (H1.6).
-            return Result(HIP_ERROR_INVALID_VALUE if self.observed else HIP_ERROR_OUT_OF_MEMORY)
+            # HIP-REG-HOST-MEMORY broken (undefined): clr's buffer creation fails, InvalidValue (H1.9).
+            return Result(HIP_ERROR_INVALID_VALUE)
         if not self.register(a, ptr, size, flags, mapped=True):  # clr maps every registration (H1.12)
             return Result(HIP_ERROR_OUT_OF_MEMORY)
         return Result(HIP_SUCCESS)
