@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -357,3 +359,78 @@ def test_programs_preload_cannot_reach_are_warned_about_X0815(tmp_path):
     assert "warning[X0815]" in err and "statically linked" in err
     code, _, err = run("record", "-o", str(tmp_path / "d.jsonl"), "--", "/bin/true")
     assert "X0815" not in err
+
+
+SLEEPER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "fake_acl.h"
+int main(void) {
+    void *p = aligned_alloc(4096, 16384);
+    printf("registered %d\n", aclrtHostRegisterV2(p, 16384, ACL_HOST_REG_PINNED));
+    fflush(stdout);
+    sleep(60);
+    return 0;
+}
+"""
+
+
+@needs_cc
+@pytest.mark.parametrize("signame, status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_an_interrupted_recording_keeps_a_trace_that_replays(app, tmp_path, signame, status):
+    """README, exit codes: `record` keeps its trace when stopped, every line complete (a long-running
+    service is recorded by stopping it)."""
+    src, prog, trace = tmp_path / "sleeper.c", tmp_path / "sleeper", tmp_path / "t.jsonl"
+    src.write_text(SLEEPER)
+    subprocess.run([*COMPILER.argv, f"-I{FIXTURES}", "-o", str(prog), str(src), f"-L{app.parent}", "-lascendcl",
+                    f"-Wl,-rpath,{app.parent}"], check=True)
+    rec = subprocess.Popen([sys.executable, "-m", "checker", "record", "-o", str(trace), "--", str(prog)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert rec.stdout.readline().strip() == "registered 0"
+        rec.send_signal(getattr(signal, signame))
+        _, err = rec.communicate(timeout=60)
+    finally:
+        rec.kill()
+    assert rec.returncode == status, err
+    lines = trace.read_text().splitlines()
+    assert [json.loads(line).get("call") for line in lines[1:]] == ["malloc", "aclrtHostRegisterV2"]
+    code, report = replay_json(trace)
+    assert (code, report["verdict"]) == (0, "conforms")
+
+
+EXECER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "fake_acl.h"
+int main(int argc, char **argv) {
+    void *p = aligned_alloc(4096, 16384);
+    aclrtHostRegisterV2(p, 16384, ACL_HOST_REG_PINNED);
+    if (argc > 1) {
+        execl(argv[0], argv[0], (char *)0);
+        return 1;
+    }
+    aclrtHostUnregister(p);
+    free(p);
+    return 0;
+}
+"""
+
+
+@needs_cc
+def test_a_program_after_exec_is_not_recorded_and_says_why(app, tmp_path):
+    """The trace holds the address space before the exec; the process, still the trace's owner by
+    its id, says so, not that another process owns the trace."""
+    src, prog, trace = tmp_path / "execer.c", tmp_path / "execer", tmp_path / "t.jsonl"
+    src.write_text(EXECER)
+    subprocess.run([*COMPILER.argv, f"-I{FIXTURES}", "-o", str(prog), str(src), f"-L{app.parent}", "-lascendcl",
+                    f"-Wl,-rpath,{app.parent}"], check=True)
+    done = subprocess.run([sys.executable, "-m", "checker", "record", "-o", str(trace), "--", str(prog), "x"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "calls the registration API after an exec, which is not recorded" in done.stderr
+    assert "another one owns it" not in done.stderr
+    calls = [json.loads(line).get("call") for line in trace.read_text().splitlines()[1:]]
+    assert calls == ["malloc", "aclrtHostRegisterV2"]

@@ -115,7 +115,7 @@ enum { FAM_ACL, FAM_CUDA, FAM_HIP };
 static int family = FAM_ACL;
 enum { CLAIM_UNDECIDED, CLAIM_OWNER, CLAIM_DENIED };
 static int claim = CLAIM_UNDECIDED; /* under wlock */
-enum { OFF_NO_TRACE, OFF_DENIED, OFF_FORKED, OFF_WRITE_FAILED };
+enum { OFF_NO_TRACE, OFF_DENIED, OFF_FORKED, OFF_EXECED, OFF_WRITE_FAILED };
 static int off_reason = OFF_NO_TRACE;
 static int told_off;            /* the "not recorded" note was printed */
 static int trace_fd = -1;
@@ -450,9 +450,27 @@ static void tab_del(struct table *t, struct entry *e) {
 
 /* Says once why a process that calls the registration API is not in the trace. */
 static void tell_off(void) {
-    if ((off_reason == OFF_DENIED || off_reason == OFF_FORKED) && !__atomic_exchange_n(&told_off, 1, __ATOMIC_RELAXED))
+    int known = off_reason == OFF_DENIED || off_reason == OFF_FORKED || off_reason == OFF_EXECED;
+    if (!known || __atomic_exchange_n(&told_off, 1, __ATOMIC_RELAXED))
+        return;
+    if (off_reason == OFF_DENIED || off_reason == OFF_FORKED)
         say(off_reason == OFF_DENIED ? "process " : "forked process ", (uint64_t)getpid(),
             " calls the registration API but is not recorded: a trace holds one process, and another one owns it");
+    else if (off_reason == OFF_EXECED)
+        say("process ", (uint64_t)getpid(), " calls the registration API after an exec, which is not recorded: "
+            "the trace holds the address space before the exec (a new program is a new address space)");
+}
+
+/* Whether the trace's claim names this process id: then this process owned the trace before an
+ * exec replaced its program (a fork's child has another id). */
+static int claimed_by_this_pid(void) {
+    char buf[32] = {0};
+    int fd = open(claim_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n > 0 && strtoull(buf, NULL, 10) == (unsigned long long)getpid();
 }
 
 /* Decides, at the first event, whether this process owns the trace (caller holds wlock). */
@@ -469,7 +487,7 @@ static int may_write(void) {
                 close(fd);
             } else {
                 claim = CLAIM_DENIED;
-                off_reason = OFF_DENIED;
+                off_reason = claimed_by_this_pid() ? OFF_EXECED : OFF_DENIED;
                 __atomic_store_n(&recording, 0, __ATOMIC_RELAXED);
                 tell_off();
             }
