@@ -179,6 +179,26 @@ def test_thread_safety_on_the_fast_path(mode, monkeypatch):
     assert counter == {True: 8, False: 1}
 
 
+BIG = 2**63  # times from here to 2**64 - 1 are legal (docs/trace-format.md) and are not C int64s
+
+
+@pytest.mark.parametrize("mode", LOOPS)
+@pytest.mark.parametrize("first, second", [((0, BIG), (5, 6)), ((5, 6), (0, BIG)), ((BIG, 2**64 - 1), (BIG + 1, BIG + 2)),
+                                           ((100, 2**64 - 1), (2**64 - 2, 2**64 - 1))],
+                         ids=["earlier-ends-past-int64", "this-ends-past-int64", "both-past", "edge"])
+def test_thread_clashes_with_times_past_int64_are_found_on_the_fast_path(mode, first, second):
+    """The C steps' window held such times as Python ints and skipped them in the scan (a clash of
+    two threads went unreported), and a line with such times was never put in the window."""
+    malloc = lambda p: cupva_line("cudaMalloc", {"size": 4096}, 1, 1, 1, None).replace(
+        b'"args"', b'"out": {"devPtr": %d}, "args"' % p)
+    reg = lambda p, tid, t: cupva_line("cupva::mem::Register", {"ptr": p, "size": 4096, "externalAllocType": "CUDA"},
+                                       tid, *t)
+    text = (CUPVA + cupva_line("vm_state", {"state": "Init"}, 1, 0, 1, None) + malloc(1 << 20) + malloc(2 << 20)
+            + reg(1 << 20, 1, first) + reg(2 << 20, 2, second))
+    result = assert_same(text, mode=mode)
+    assert [(f["line"], f["rule"]) for f in result[1]["findings"]] == [(6, "PVA-REG-THREAD-SAFETY")]
+
+
 @st.composite
 def timed_registrations(draw):
     """A cuPVA trace of Register/Unregister calls from up to three threads with timestamps drawn

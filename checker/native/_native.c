@@ -3746,24 +3746,58 @@ static int step_with_status(Run *x, PyObject *o, Py_ssize_t lineno, PyObject *st
  * of another thread in the window overlaps this line's [t0, t1] (the general path reports it), 0
  * when none does, -1 on error. *seen: this line's window entry (a new reference), to be added once
  * the line is handled; NULL when the line has no tid or times (the line's own checks judge those). */
+/* Whether [w0, w1] and [t0, t1] share an instant, compared as Python ints: 1, 0, or -1 on error.
+ * For times that are not C ints (from 2**63 on: the format allows times up to 2**64 - 1). */
+static int spans_meet(PyObject *w0, PyObject *w1, PyObject *t0, PyObject *t1)
+{
+    int le = PyObject_RichCompareBool(w0, t1, Py_LE);
+    return le <= 0 ? le : PyObject_RichCompareBool(t0, w1, Py_LE);
+}
+
+/* Item j (1 or 2) of a ring's slot as an object (a new reference), wherever the ring holds it. */
+static PyObject *ring_time(Ring *rg, Py_ssize_t slot, int j)
+{
+    PyObject *o = rg->items[4 * slot + j];
+    return o != NULL ? Py_NewRef(o) : PyLong_FromLongLong(rg->vals[4 * slot + j]);
+}
+
+/* Whether the window's entry in `slot` overlaps [t0, t1] (a, b: the same as C ints, where `small`). */
+static int ring_entry_meets(Ring *rg, Py_ssize_t slot, int small, long long a, long long b, PyObject *t0,
+                            PyObject *t1)
+{
+    if (small && RING_TIMED(rg, slot)) {
+        const long long *w = rg->vals + 4 * slot + 1;
+        return w[0] <= b && a <= w[1];
+    }
+    PyObject *w0 = ring_time(rg, slot, 1), *w1 = ring_time(rg, slot, 2);
+    int meets = w0 != NULL && w1 != NULL ? spans_meet(w0, w1, t0, t1) : -1;
+    Py_XDECREF(w0);
+    Py_XDECREF(w1);
+    return meets;
+}
+
 static int thread_clash(Step *st, PyObject *o, Py_ssize_t lineno, PyObject **seen)
 {
     *seen = NULL;
     if (Py_TYPE(o) != st->event_type)
         return 0;
     PyObject *t0 = FIELD(o, st->off_t0), *t1 = FIELD(o, st->off_t1), *tid = FIELD(o, st->off_tid);
-    long long a, b, w0, w1;
-    if (t0 == NULL || t1 == NULL || tid == NULL || t0 == st->unset || tid == st->unset || !as_i64(t0, &a)
-        || !as_i64(t1, &b))
+    long long a = 0, b = 0;
+    if (t0 == NULL || t1 == NULL || tid == NULL || t0 == st->unset || t1 == st->unset || tid == st->unset
+        || !PyLong_CheckExact(t0) || !PyLong_CheckExact(t1))
         return 0;
+    /* Times past int64 (allowed up to 2**64 - 1) are compared as Python ints, never skipped. */
+    int small = as_i64(t0, &a) && as_i64(t1, &b);
     if (Py_IS_TYPE(st->window, &RingType)) { /* the usual window: its times are C ints */
         Ring *rg = (Ring *)st->window;
         /* every call in the window from this tid object (one thread's calls, the usual case): no clash */
         int one_thread = rg->n == 0 || (rg->run >= rg->n && rg->items[4 * ring_slot(rg, rg->n - 1)] == tid);
         for (Py_ssize_t i = 0; !one_thread && i < rg->n; i++) {
             Py_ssize_t slot = ring_slot(rg, i);
-            const long long *w = rg->vals + 4 * slot + 1;
-            if (!RING_TIMED(rg, slot) || w[0] > b || a > w[1])
+            int meets = ring_entry_meets(rg, slot, small, a, b, t0, t1);
+            if (meets < 0)
+                return -1;
+            if (!meets)
                 continue;
             PyObject *wt = rg->items[4 * slot];
             if (wt == tid)
@@ -3780,9 +3814,10 @@ static int thread_clash(Step *st, PyObject *o, Py_ssize_t lineno, PyObject **see
         return -1;
     int clash = 0;
     while (!clash && (item = PyIter_Next(it)) != NULL) {
-        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 4 && as_i64(PyTuple_GET_ITEM(item, 1), &w0)
-            && as_i64(PyTuple_GET_ITEM(item, 2), &w1) && w0 <= b && a <= w1) {
-            clash = PyObject_RichCompareBool(PyTuple_GET_ITEM(item, 0), tid, Py_NE);
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 4) {
+            clash = spans_meet(PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2), t0, t1);
+            if (clash > 0)
+                clash = PyObject_RichCompareBool(PyTuple_GET_ITEM(item, 0), tid, Py_NE);
         }
         Py_DECREF(item);
     }
