@@ -6,6 +6,7 @@ Error codes (stable):
   E0207 record fields missing or repeated in an insert               E0208 name not allowed here
   E0209 a call's argument or output, a quantified or pinned variable named like a declaration
   E0301 type mismatch               E0302 wrong number of arguments   E0303 not a constant expression
+  E0304 a value outside its declared type (a flag past 32 bits)     E0305 a failure's code is the success status
   E0401 duplicate rule ID           E0402 missing citation            E0403 unknown source
   E0404 bad order clause            E0405 empty citation text
   W0501 source never cited          W0502 call with no success effect W0504 flag value not a single bit
@@ -16,8 +17,8 @@ from __future__ import annotations
 from typing import Iterable, assert_never
 
 from . import syntax as S
-from .checked import (ANY, BOOL, BUILTIN_TYPES, INT_BOUNDS, RANGE, VERSION, Binding, CallInfo, CheckedSpec, RuleInfo,
-                      TableInfo, Type, value_bounds)
+from .checked import (ANY, BOOL, BUILTIN_TYPES, FLAGS_BOUNDS, INT_BOUNDS, RANGE, VERSION, Binding, CallInfo,
+                      CheckedSpec, RuleInfo, TableInfo, Type, value_bounds)
 from .diagnostics import Diagnostic, Note, RegcheckError, error, has_errors, warning
 from .exprtypes import NOT_FOLDED, ExpressionTyper, Scope
 from .source import Span
@@ -220,6 +221,10 @@ class _Checker(ExpressionTyper):
             if name in members or self.member_taken(name):
                 self.err("E0202", f"flag '{name}' is declared twice", lit.span)
                 continue
+            if not FLAGS_BOUNDS[0] <= lit.value <= FLAGS_BOUNDS[1]:
+                self.err("E0304", f"flag '{name}' = {lit.value:#x} is outside a flags value (0 to "
+                                  f"{FLAGS_BOUNDS[1]:#x}: flags are 32-bit bit sets, whatever their base type)", lit.span)
+                continue
             if lit.value == 0 or lit.value & (lit.value - 1):
                 self.diags.append(warning("W0504", f"flag '{name}' = {lit.value:#x} is not a single bit", lit.span))
             members[name] = lit.value
@@ -387,6 +392,7 @@ class _Checker(ExpressionTyper):
         return tuple(out)
 
     def check_codes(self, codes: S.Codes, scope: Scope) -> None:
+        named = not isinstance(codes, S.AnyFailure)  # codes a failure has, not ones `any except` leaves out
         if isinstance(codes, S.AnyFailure):
             if codes.excluded is None:
                 return
@@ -398,6 +404,9 @@ class _Checker(ExpressionTyper):
             value = self.constant(item)
             if value is NOT_FOLDED:
                 self.err("E0303", "a status code must be a constant", item.span)
+            elif named and self.success is not None and value == self.success:
+                # A failure with the success code would be judged a success and a failure at once.
+                self.err("E0305", f"a failure's code cannot be the success status {value!r}", item.span)
             self.code_values[id(item)] = value
         if isinstance(codes, S.SetLit):
             self.types[id(codes)] = Type("set", self.status_type.kind)
