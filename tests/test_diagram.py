@@ -118,6 +118,41 @@ def test_states_view_of_a_spec_without_finite_state():
     assert [n.kind for n in g.nodes] == ["note"] and "host_allocs, regs" in g.nodes[0].label and g.edges == ()
 
 
+COLLIDING_STATES = """spec collide "state ids that meet when joined with _"
+source DOC "none" "doc"
+enum E { P, Q }
+enum F { y_P, Z }
+status int success 0
+var x_y: E = P
+var x: F = Z
+call go() {
+  effect COL-GO: { x_y = Q }
+    cite DOC "go"
+}
+call stop() {
+  effect COL-STOP: { x = y_P }
+    cite DOC "stop"
+}
+"""
+
+
+def test_states_view_keeps_states_whose_ids_meet_apart(tmp_path):
+    # var x_y = P and var x = y_P both read s_x_y_P when joined with `_`: one node drew both.
+    path = tmp_path / "collide.spec"
+    path.write_text(COLLIDING_STATES)
+    g = states_graph(load_spec(str(path)))
+    ids = {n.label: n.id for n in g.nodes}
+    assert set(ids) == {"x_y = P", "x_y = Q", "x = y_P", "x = Z"}
+    assert len(set(ids.values())) == 4 and ids["x_y = P"] == "s_x_y_P"
+    assert set(g.initial) == {ids["x_y = P"], ids["x = Z"]}
+    assert {(e.src, e.dst) for e in g.edges if e.label == "stop"} == \
+        {(ids["x = y_P"], ids["x = y_P"]), (ids["x = Z"], ids["x = y_P"])}
+    declared, _ = mermaid_structure(to_mermaid(g))
+    assert set(ids.values()) <= declared
+    dot_nodes = re.findall(r"^\s+(s_\w+) \[label=", to_dot(g), re.M)
+    assert sorted(dot_nodes) == sorted(ids.values())
+
+
 @pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed (apt-get install graphviz)")
 @pytest.mark.parametrize("name", SPECS)
 @pytest.mark.parametrize("view", ["calls", "states"])

@@ -221,9 +221,10 @@ def states_graph(spec: CheckedSpec) -> Graph:
             if isinstance(clause, S.OnlyIn):
                 for g in clause.groups:
                     only_in.setdefault(g, []).append((name, clause.rule))
+    state_ids = _state_ids(spec, finite)
     for var, t, init in finite:
-        values = list(spec.enums[t.name]) if t.kind == "enum" else [False, True]
-        ids = {v: f"s_{identifier(var)}_{identifier(str(v).lower() if isinstance(v, bool) else v)}" for v in values}
+        values = _values(spec, t)
+        ids = {v: state_ids[var, v] for v in values}
         members = []
         for v in values:
             label = f"{var} = {str(v).lower() if isinstance(v, bool) else v}"
@@ -248,6 +249,32 @@ def states_graph(spec: CheckedSpec) -> Graph:
         nodes.append(Node("none", f"spec {spec.name} has no enum or bool state variables; its state is its "
                                   f"tables ({tables})", "note"))
     return Graph(f"spec {spec.name}: finite state", tuple(nodes), tuple(edges), tuple(clusters), tuple(initial))
+
+
+def _values(spec: CheckedSpec, t) -> list:
+    return list(spec.enums[t.name]) if t.kind == "enum" else [False, True]
+
+
+def _state_ids(spec: CheckedSpec, finite: list) -> dict[tuple[str, object], str]:
+    """The node id of every (state variable, value).
+
+    `s_{var}_{value}` reads well, but joining with `_` lets two pairs meet (var x_y value P, var x
+    value y_P): the second one to meet an id gets a numbered suffix that no other pair's id has.
+    """
+    base = {(var, v): f"s_{identifier(var)}_{identifier(_show(v))}" for var, t, _ in finite for v in _values(spec, t)}
+    taken = set(base.values())
+    ids: dict[tuple[str, object], str] = {}
+    given: set[str] = set()
+    for key, nid in base.items():
+        if nid in given:
+            n = 2
+            while f"{nid}_{n}" in taken:
+                n += 1
+            nid = f"{nid}_{n}"
+            taken.add(nid)
+        given.add(nid)
+        ids[key] = nid
+    return ids
 
 
 def _show(v) -> str:
