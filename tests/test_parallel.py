@@ -247,3 +247,34 @@ def test_a_trace_named_twice_is_replayed_once(corpus):
     from checker.cli.replay import expand_traces
     twice = expand_traces(["-", "traces/acl", "traces/acl/*.jsonl", "-", "./" + corpus[0]])
     assert twice.count("-") == 1 and len(twice) == 1 + len([p for p in corpus if p.startswith("traces/acl/")])
+
+
+BESIDE_SPEC = """spec beside "a spec file a trace header names"
+source DOC "none" "doc"
+status int success 0
+record Rec { size: u64 }
+table recs: addr -> Rec sized by size
+call poke(c: addr, s: u64) {
+  fails BESIDE-DUP: 2 when c in recs
+    cite DOC "dup"
+  effect BESIDE-EFFECT: { recs[c] = { size: s } }
+    cite DOC "eff"
+}
+"""
+
+
+def test_jobs_2_names_spec_files_as_jobs_1_does(tmp_path, monkeypatch):
+    """Found by testing: with -j 2 a spec file named by a trace header, or by --spec, showed in the
+    findings' notes and in SARIF as the absolute path the workers opened."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corp").mkdir()
+    (tmp_path / "corp" / "beside.spec").write_text(BESIDE_SPEC)
+    poke = json.dumps({"call": "poke", "args": {"c": "0x1000", "s": 16}, "ret": 0})
+    for name in ("a", "b"):
+        (tmp_path / "corp" / f"{name}.jsonl").write_text(f'{{"regcheck":1,"spec":"beside.spec"}}\n{poke}\n{poke}\n')
+    for args in (("corp",), ("--spec", "corp/beside.spec", "corp")):
+        for fmt in ("text", "json", "sarif"):
+            one = replay("--format", fmt, *args)
+            two = replay("--format", fmt, "-j", "2", *args)
+            assert one == two and str(tmp_path) not in two[1], (args, fmt)
+        assert "note: corp/beside.spec:7: fails BESIDE-DUP" in replay("-j", "2", *args)[1]

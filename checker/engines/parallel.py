@@ -54,37 +54,59 @@ class TraceOutcome:
 
 
 def replay_one(path: str, spec_name: str | None = None, max_findings: int | None = None,
-               display: str | None = None, on_events: Callable[[int], None] | None = None) -> TraceOutcome:
+               display: str | None = None, on_events: Callable[[int], None] | None = None,
+               spec_display: str | None = None) -> TraceOutcome:
     """Replay one trace file; input errors become the outcome's diagnostics instead of raising.
 
     `display` is the name used in the report and diagnostics (default: `path`): a remote worker
-    opens an absolute path but reports the path the user gave. `on_events`: see `replay_events`."""
+    opens an absolute path but reports the path the user gave. `spec_display` likewise for a
+    `spec_name` that names a file (default: `spec_name`); a spec file the header names is shown by
+    its path from `display`, as `-j 1` shows it. `on_events`: see `replay_events`."""
     shown = display or path
     try:
         header, events = read_trace(path)
     except RegcheckError as exc:
-        return TraceOutcome(shown, None, _relabel(exc.diagnostics, path, shown))
+        return TraceOutcome(shown, None, _relabel(exc.diagnostics, {path: shown}))
+    opened = spec_name or header_spec_ref(header, path)
+    spec_shown = _spec_shown(header, spec_display or spec_name, path, shown)
+    names = {path: shown, opened: spec_shown}
     try:
-        sem = semantics_for(header, spec_name, path)
+        sem = semantics_for(header, spec_name, path, spec_shown)
         report = replay_events(sem, events, shown, max_findings, on_events)
-        report = replace(report, notes=_relabel(spec_notes(header, spec_name, path), path, shown))
+        report = replace(report, notes=_relabel(spec_notes(header, spec_name, path, spec_shown), names))
     except RegcheckError as exc:
-        return TraceOutcome(shown, None, _relabel(exc.diagnostics, path, shown))
+        return TraceOutcome(shown, None, _relabel(exc.diagnostics, names))
     finally:
         close = getattr(events, "close", None)
         if close:
             close()
-    return TraceOutcome(shown, report, (), spec_name or header_spec_ref(header, path))
+    return TraceOutcome(shown, report, (), spec_shown)
 
 
-def _relabel(diags: Iterable[Diagnostic], path: str, shown: str) -> tuple[Diagnostic, ...]:
-    if path == shown:
+def _spec_shown(header, spec_name: str | None, path: str, shown: str) -> str:
+    """How `-j 1`, run where the user runs it, names the trace's spec: `spec_name` as given, else the
+    header's spec by `header_spec_ref` from the trace's shown path. A worker opens `path`, the
+    absolute one, and may run in another directory: where the spec is the file beside the trace,
+    its shown path is worked out from `shown` here rather than by looking for files."""
+    if spec_name is not None:
+        return spec_name
+    opened = header_spec_ref(header, path)
+    if path == shown or opened == header.spec:  # a bundled name, an absolute path, a file from here
+        return opened
+    folder = os.path.dirname(shown)
+    return os.path.normpath(os.path.join(folder, header.spec)) if folder else header.spec
+
+
+def _relabel(diags: Iterable[Diagnostic], names: dict[str, str]) -> tuple[Diagnostic, ...]:
+    """The diagnostics with the paths a worker opened (keys) replaced by the paths shown (values)."""
+    names = {opened: shown for opened, shown in names.items() if opened != shown}
+    if not names:
         return tuple(diags)
     out = []
     for d in diags:
-        notes = tuple(replace(n, span=replace(n.span, path=shown)) if n.span is not None and n.span.path == path else n
-                      for n in d.notes)
-        span = replace(d.span, path=shown) if d.span.path == path else d.span
+        notes = tuple(replace(n, span=replace(n.span, path=names[n.span.path]))
+                      if n.span is not None and n.span.path in names else n for n in d.notes)
+        span = replace(d.span, path=names[d.span.path]) if d.span.path in names else d.span
         out.append(replace(d, span=span, notes=notes))
     return tuple(out)
 
@@ -114,11 +136,7 @@ def replay_corpus(paths: Sequence[str], spec_name: str | None = None, max_findin
     else:
         elsewhere = _on_processes(away, spec_name, max_findings, jobs, done)
     remote = iter(elsewhere)
-    outcomes = [local[p] if p == STDIN else next(remote) for p in paths]
-    if spec_name is None:
-        return outcomes
-    # Workers get a spec file as an absolute path: report it as the user named it.
-    return [replace(o, spec_ref=spec_name) if o.report is not None else o for o in outcomes]
+    return [local[p] if p == STDIN else next(remote) for p in paths]
 
 
 def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int | None, jobs: int,
@@ -135,10 +153,10 @@ def _on_processes(paths: Sequence[str], spec_name: str | None, max_findings: int
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     spec_arg = _absolute_spec(spec_name)
     if context is not None:
-        _preload(paths, spec_arg)
+        _preload(paths, spec_arg, spec_name)
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
         try:  # (a worker that dies while traces are still being handed out breaks `submit` too)
-            futures = {pool.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p): i
+            futures = {pool.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p, None, spec_name): i
                        for i, p in enumerate(paths)}
             for fut in as_completed(futures):
                 outcome = fut.result()  # a worker's bug re-raises here, with its traceback
@@ -168,7 +186,8 @@ def _on_dask(paths: Sequence[str], spec_name: str | None, max_findings: int | No
     except (OSError, TimeoutError) as exc:
         raise RegcheckError([error("X0821", f"cannot reach the Dask scheduler at {address}: {exc}")]) from None
     try:
-        futures = [client.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p, pure=False) for p in paths]
+        futures = [client.submit(replay_one, os.path.abspath(p), spec_arg, max_findings, p, None, spec_name, pure=False)
+                   for p in paths]
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[TraceOutcome | None] = [None] * len(paths)
         completed = dask_completed(futures, loop=client.loop)
@@ -215,21 +234,24 @@ def _stalled(paths: Sequence[str], results: Sequence[TraceOutcome | None], why: 
 PRELOAD_MAX_CONFIGS = 16  # distinct (spec, configuration) pairs compiled before forking, at most
 
 
-def _preload(paths: Sequence[str], spec_name: str | None) -> None:
+def _preload(paths: Sequence[str], spec_name: str | None, spec_display: str | None = None) -> None:
     """Compile the semantics and fast path of each (spec, configuration) the traces' headers name
     (up to PRELOAD_MAX_CONFIGS) before forking, so that every worker inherits them instead of each
-    compiling them again (both are cached per process). Reading a header is one short read; errors
-    are left to the replay itself."""
+    compiling them again (both are cached per process). The specs are read as the workers read
+    them (`replay_one`'s arguments), or the workers would not find them in their cache. Reading a
+    header is one short read; errors are left to the replay itself."""
     seen: set = set()
-    for path in paths:
+    for shown in paths:
+        path = os.path.abspath(shown)
         try:
             header, events = read_trace(path)
             getattr(events, "close", lambda: None)()
-            key = (spec_name or header_spec_ref(header, path), repr(sorted(header.env.items())))
+            spec_shown = _spec_shown(header, spec_display or spec_name, path, shown)
+            key = (spec_name or header_spec_ref(header, path), spec_shown, repr(sorted(header.env.items())))
             if key in seen:
                 continue
             seen.add(key)
-            precompile(semantics_for(header, spec_name, path))
+            precompile(semantics_for(header, spec_name, path, spec_shown))
         except RegcheckError:
             continue
         if len(seen) >= PRELOAD_MAX_CONFIGS:
@@ -238,7 +260,7 @@ def _preload(paths: Sequence[str], spec_name: str | None) -> None:
 
 def _absolute_spec(spec_name: str | None) -> str | None:
     """A --spec that names a file, made absolute for workers with another working directory (a
-    bundled name stays a name). Diagnostics of such a spec then show the absolute path."""
+    bundled name stays a name). The workers show it as the user named it (`replay_one`)."""
     if spec_name and ("/" in spec_name or spec_name.endswith(".spec")) and os.path.isfile(spec_name):
         return os.path.abspath(spec_name)
     return spec_name

@@ -31,7 +31,7 @@ from ..fast.fastpath import DECODE_ERRORS, CountingWindow, FastPath, fast_path, 
 from ..language import syntax as S
 from ..language.checked import UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..language.diagnostics import Diagnostic, Note, RegcheckError, error, excerpt, warning
-from ..language.load import bundled_spec_name, document_where, load_spec
+from ..language.load import bundled_spec_name, document_where, load_spec, load_spec_as
 from ..language.source import Span
 from ..model.outcomes import ClauseEvalError
 from ..model.semantics import Semantics
@@ -655,11 +655,12 @@ def show_value(v) -> str:
 # ---------------------------------------------------------------- whole traces
 
 
-def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Semantics:
+def semantics_for(header: TraceHeader, spec_name: str | None, path: str, shown_as: str | None = None) -> Semantics:
     """The spec named on the command line (if any: it replaces the header's, see `spec_notes`) or in
     the header (a relative path from the trace's directory: `header_spec_ref`), configured by the
-    header's env."""
-    spec = load_spec(spec_name or header_spec_ref(header, path))
+    header's env. `shown_as`: how findings and diagnostics name the spec (default: as opened)."""
+    ref = spec_name or header_spec_ref(header, path)
+    spec = load_spec(ref) if shown_as is None else load_spec_as(ref, shown_as)
     try:
         config = resolve_config(spec, header.env)
     except RegcheckError as exc:
@@ -669,16 +670,17 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str) -> Sema
     return compiled_semantics(spec, config)
 
 
-def spec_notes(header: TraceHeader, spec_name: str | None, path: str) -> tuple[Diagnostic, ...]:
+def spec_notes(header: TraceHeader, spec_name: str | None, path: str,
+               shown_as: str | None = None) -> tuple[Diagnostic, ...]:
     """T0737 when a spec given on the command line replaces another one the header names (the
-    same spec by name or by file is no replacement)."""
+    same spec by name or by file is no replacement). `shown_as`: how the note names that spec."""
     if spec_name is None or header.spec == spec_name or _same_file(header_spec_ref(header, path), spec_name):
         return ()
     given = load_spec(spec_name).name
     if header.spec == given:
         return ()
-    return (warning("T0737", f"the trace header names spec '{header.spec}'; --spec replaced it with '{spec_name}'",
-                    Span(path, header.line, 1)),)
+    return (warning("T0737", f"the trace header names spec '{header.spec}'; --spec replaced it with "
+                             f"'{shown_as or spec_name}'", Span(path, header.line, 1)),)
 
 
 def _same_file(a: str, b: str) -> bool:

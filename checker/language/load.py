@@ -254,9 +254,24 @@ def _load_found(name_or_path: str) -> CheckedSpec:
     return check_source(read_spec_source(name_or_path), cached=True)
 
 
+def load_spec_as(path: str, shown: str) -> CheckedSpec:
+    """The spec `path` names, its spans (and so its diagnostics and notes) naming it `shown`: a
+    worker process opens the absolute path of a spec file the user named from the working directory,
+    and reports it as the user named it. Cached like `load_spec`."""
+    if shown == path:
+        return load_spec(path)
+    return _load_shown(find_on_spec_path(path), shown)
+
+
+@lru_cache(maxsize=16)
+def _load_shown(path: str, shown: str) -> CheckedSpec:
+    return check_source(SourceFile.of(shown, read_spec_source(path).text), cached=True)
+
+
 def clear_spec_cache() -> None:
     """Forget every spec read so far (after its file changed, or under other limits)."""
     _load_found.cache_clear()
+    _load_shown.cache_clear()
 
 
 # How a spec's documents are named to a user (SARIF help, replay's notes). A bundled spec's
