@@ -278,3 +278,16 @@ def test_jobs_2_names_spec_files_as_jobs_1_does(tmp_path, monkeypatch):
             two = replay("--format", fmt, "-j", "2", *args)
             assert one == two and str(tmp_path) not in two[1], (args, fmt)
         assert "note: corp/beside.spec:7: fails BESIDE-DUP" in replay("-j", "2", *args)[1]
+
+
+def test_jobs_2_names_a_missing_spec_file_as_jobs_1_does(tmp_path, monkeypatch):
+    """Found by testing: the error for a header's spec file that cannot be read named the absolute
+    path a worker opened, in its message."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corp").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "corp" / f"{name}.jsonl").write_text('{"regcheck":1,"spec":"missing.spec"}\n')
+    one, two = replay("--format", "json", "corp"), replay("--format", "json", "-j", "2", "corp")
+    assert one == two and str(tmp_path) not in two[1]
+    (diag,) = json.loads(one[1])["errors"][0]["diagnostics"]
+    assert (diag["path"], diag["line"]) == ("corp/a.jsonl", 1) and "'corp/missing.spec'" in diag["message"]

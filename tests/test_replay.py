@@ -110,6 +110,9 @@ INPUT_ERRORS = {
     "bad env value": ({**ACL, "env": {"product": "Atlas9000"}}, [malloc()], "T0721", 1),
     "bad env version": ({**ACL, "env": {"os_kernel": "six"}}, [malloc()], "T0721", 1),
     "bad env type": ({**CUPVA, "env": {"qnx_safety": "yes"}}, [cuda_malloc()], "T0721", 1),
+    # Found by testing: the header's unknown spec had no place at all (JSON path null, line 0).
+    "unknown spec": ({**ACL, "spec": "nosuch"}, [malloc()], "E0601", 1),
+    "missing spec file": ({**ACL, "spec": "missing.spec"}, [malloc()], "E0601", 1),
 }
 
 
@@ -124,7 +127,7 @@ def test_input_error_text(trace, case):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("case", ["missing argument", "unknown env parameter"])
+@pytest.mark.parametrize("case", ["missing argument", "unknown env parameter", "unknown spec"])
 def test_input_error_json_document(trace, case):
     header, events, code, line = INPUT_ERRORS[case]
     path = trace(header, *events)
@@ -147,6 +150,18 @@ def test_spec_option_replaces_another_header_spec(trace):
     path = trace({**ACL, "spec": "cupva", "env": {}}, malloc(), free())
     rc, out, err = run("--spec", "acl", path)
     assert rc == 0 and f"{path}:1: warning[T0737]: " in out and "'cupva'" in out, out + err
+
+
+@pytest.mark.parametrize("command", ["itf", "shrink"])
+def test_an_unknown_header_spec_is_located_at_the_header_by_itf_and_shrink(trace, tmp_path, command):
+    path = trace({**ACL, "spec": "nosuch"}, malloc())
+    rc, _, err = run_cli(command, path, "-o", str(tmp_path / "out"))
+    assert rc == 2 and err.startswith(f"{path}:1:1: error[E0601]: unknown spec 'nosuch'"), err
+
+
+def test_a_spec_option_that_cannot_be_read_is_not_the_headers_error(trace):
+    rc, _, err = run("--spec", "nosuch", trace(ACL, malloc()))
+    assert rc == 2 and err.startswith("regcheck: error[E0601]: unknown spec 'nosuch'"), err
 
 
 def test_spec_option_naming_the_same_spec_is_fine(trace):

@@ -107,7 +107,10 @@ def _relabel(diags: Iterable[Diagnostic], names: dict[str, str]) -> tuple[Diagno
         notes = tuple(replace(n, span=replace(n.span, path=names[n.span.path]))
                       if n.span is not None and n.span.path in names else n for n in d.notes)
         span = replace(d.span, path=names[d.span.path]) if d.span.path in names else d.span
-        out.append(replace(d, span=span, notes=notes))
+        message = d.message
+        for opened, shown in names.items():  # (a spec file that cannot be read is named in the message)
+            message = message.replace(f"'{opened}'", f"'{shown}'")
+        out.append(replace(d, span=span, notes=notes, message=message))
     return tuple(out)
 
 

@@ -660,7 +660,12 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str, shown_a
     the header (a relative path from the trace's directory: `header_spec_ref`), configured by the
     header's env. `shown_as`: how findings and diagnostics name the spec (default: as opened)."""
     ref = spec_name or header_spec_ref(header, path)
-    spec = load_spec(ref) if shown_as is None else load_spec_as(ref, shown_as)
+    try:
+        spec = load_spec(ref) if shown_as is None else load_spec_as(ref, shown_as)
+    except RegcheckError as exc:
+        if spec_name is not None:  # the command line's spec: no fault of the trace's
+            raise
+        raise _at_header(exc, Span(path, header.line, 1)) from None
     try:
         config = resolve_config(spec, header.env)
     except RegcheckError as exc:
@@ -668,6 +673,13 @@ def semantics_for(header: TraceHeader, spec_name: str | None, path: str, shown_a
     # One compiled semantics (and fast path) per (spec, configuration), shared by every trace of a
     # corpus this process replays: compiling costs tens of milliseconds, a short trace less.
     return compiled_semantics(spec, config)
+
+
+def _at_header(exc: RegcheckError, header: Span) -> RegcheckError:
+    """A spec the trace header names that cannot be found or read is the header's error: its
+    diagnostics without a line (no place at all, or the missing file as a whole) point at the
+    header; an error inside the spec file keeps its line there."""
+    return RegcheckError([replace(d, span=header) if d.span.line <= 0 else d for d in exc.diagnostics])
 
 
 def spec_notes(header: TraceHeader, spec_name: str | None, path: str,
