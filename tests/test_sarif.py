@@ -271,6 +271,45 @@ def fake_driver_trace(tmp_path):
     ])
 
 
+SAME_NAME_SPEC = """spec mine "one name, two files"
+source DOC "none" "doc"
+status int success 0
+record Rec { size: u64 }
+table recs: addr -> Rec sized by size
+call poke(c: addr, s: u64) {
+  fails MINE-DUP: 2 when c in recs
+    cite DOC "dup"
+  effect MINE-EFFECT: { recs[c] = { size: s } }
+    cite DOC "eff"
+}
+"""
+
+
+def test_two_spec_files_of_one_name_are_two_runs_with_their_own_ids(tmp_path, monkeypatch):
+    """Found by testing: corpora whose spec files both declare `spec mine` gave two runs with the id
+    regcheck/replay/mine/, which a dashboard then merges."""
+    monkeypatch.chdir(tmp_path)
+    poke = json.dumps({"call": "poke", "args": {"c": "0x1000", "s": 16}, "ret": 0})
+    for corpus in ("a", "b"):
+        (tmp_path / corpus).mkdir()
+        (tmp_path / corpus / "mine.spec").write_text(SAME_NAME_SPEC)
+        (tmp_path / corpus / "t.jsonl").write_text(f'{{"regcheck":1,"spec":"mine.spec"}}\n{poke}\n{poke}\n')
+    (tmp_path / "b" / "acl.jsonl").write_text('{"regcheck":1,"spec":"acl"}\n')
+    code, out, _ = run_cli("replay", "--format", "sarif", "a", "b")
+    doc = json.loads(out)
+    assert code == 1 and schema_errors(doc) == []
+    ids = [(r["properties"]["spec"], r["automationDetails"]["id"]) for r in doc["runs"]]
+    assert ids == [("mine", "regcheck/replay/mine/a/mine.spec/"), ("acl", "regcheck/replay/acl/"),
+                   ("mine", "regcheck/replay/mine/b/mine.spec/")]
+    assert json.loads(run_cli("replay", "--format", "sarif", "a", "b")[1]) == doc  # the same ids every time
+
+
+def test_run_category_of_a_spec_file_names_its_path():
+    from checker.emit.sarif import run_category
+    assert run_category("execute", "acl", "acl") == "regcheck/execute/acl/"
+    assert run_category("execute", "mine", "./specs//mine.spec") == "regcheck/execute/mine/specs/mine.spec/"
+
+
 def execute(*argv: str) -> tuple[int, str, str]:
     return run_cli("execute", *argv)
 

@@ -12,8 +12,8 @@ from ..drivers import execute as execute_module
 from ..drivers.execute import (EXEC_ADDRESS_UNOWNED, EXEC_DIVERGENCE, EXEC_DRIVER_ERROR, EXEC_LOCK_EXTRA,
                                ExecutionReport, execute_trace)
 from ..drivers.executor import load_factory
-from ..emit.sarif import (Citation, Document, ToolRule, notifications_of, replay_results, sarif_log_of_runs,
-                          sarif_run)
+from ..emit.sarif import (Citation, Document, ToolRule, notifications_of, replay_results, run_category,
+                          sarif_log_of_runs, sarif_run)
 from ..language.diagnostics import RegcheckError
 from ..language.load import load_spec
 from ..trace.reader import header_spec_ref, read_trace
@@ -147,7 +147,8 @@ def sarif_report(reports: list[ExecutionReport], errors: list, spec: str | None,
         checked = load_spec(ref)
         results = [res for r in group for res in replay_results(r, checked)]
         runs.append(sarif_run([*checked.rules.values(), *tool_rules], results,
-                              category=f"regcheck/execute/{checked.name}/", notifications=notes if not runs else (),
+                              category=run_category("execute", checked.name, ref),
+                              notifications=notes if not runs else (),
                               properties={"spec": checked.name, "traces": len(group), "driver": driver}))
     if not runs:
         runs.append(sarif_run(tool_rules, (), category="regcheck/execute/", notifications=notes,

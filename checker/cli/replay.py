@@ -229,7 +229,8 @@ def by_rule_text(corpus: CorpusReport) -> list[str]:
 def sarif_report(corpus: CorpusReport) -> dict:
     """One SARIF run per spec (a rule ID may mean different things in two specs); traces that could
     not be read become tool notifications of the first run."""
-    from ..emit.sarif import notifications_of, replay_results, sarif_log_of_runs, sarif_run  # only SARIF needs it
+    from ..emit.sarif import (notifications_of, replay_results, run_category,  # only SARIF needs them
+                              sarif_log_of_runs, sarif_run)
 
     by_spec: dict[str, list[TraceOutcome]] = {}
     for o in corpus.outcomes:
@@ -240,7 +241,7 @@ def sarif_report(corpus: CorpusReport) -> dict:
     for ref, outcomes in by_spec.items():
         spec = load_spec(ref)
         results = [res for o in outcomes for res in replay_results(o.report, spec)]
-        runs.append(sarif_run(spec.rules.values(), results, category=f"regcheck/replay/{spec.name}/",
+        runs.append(sarif_run(spec.rules.values(), results, category=run_category("replay", spec.name, ref),
                               notifications=notes if not runs else (),
                               properties={"spec": spec.name, "traces": len(outcomes)}))
     if not runs:

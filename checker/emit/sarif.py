@@ -49,6 +49,7 @@ from .. import __version__
 from ..language.load import SOURCES_DOC, bundled_spec_name, document_text, source_anchor
 from ..language.load import is_url as _is_url
 from ..language.source import NO_SPAN
+from ..trace.reader import names_spec_file
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -459,6 +460,16 @@ def sarif_run(tool_rules: Iterable[Any], results: Iterable[tuple], *, category: 
     if properties:
         run["properties"] = dict(properties)
     return run
+
+
+def run_category(command: str, spec_name: str, spec_ref: str) -> str:
+    """The `category` (automationDetails.id) of a run of `command` over one spec of a log of several:
+    `regcheck/COMMAND/NAME/` for a spec named by its name (a bundled one), and for a spec file its
+    path from the working directory too (`regcheck/replay/odd/specs/odd.spec/`), so that two files
+    declaring the same spec name are two runs a dashboard keeps apart, under the same ids each time."""
+    if not names_spec_file(spec_ref):
+        return f"regcheck/{command}/{spec_name}/"
+    return f"regcheck/{command}/{spec_name}/{PurePosixPath(*os.path.relpath(spec_ref).split(os.sep))}/"
 
 
 def sarif_log_of_runs(runs: Iterable[dict]) -> dict:
