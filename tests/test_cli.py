@@ -307,6 +307,67 @@ def test_bash_completion_completes_commands_and_choices(tmp_path):
     assert r.stdout.splitlines() == ["replay", "invariant"]
 
 
+def bash_line_after_tab(script: Path, folder: Path, words: str) -> str:
+    """Types WORDS and a TAB into an interactive bash (no rc files) on a pseudo-terminal in FOLDER,
+    with the completion script loaded, and returns what the line then reads."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes the shell
+        os.chdir(folder)
+        os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], {**os.environ, "INPUTRC": "/dev/null"})
+
+    def read_for(seconds: float) -> bytes:
+        got, end = b"", time.monotonic() + seconds
+        while time.monotonic() < end:
+            if select.select([fd], [], [], 0.05)[0]:
+                try:
+                    got += os.read(fd, 4096)
+                except OSError:
+                    break
+        return got
+
+    try:
+        os.write(fd, f"PS1='>'; source {script}; echo re''ady\n".encode())  # (the echo of the line is no "ready")
+        seen = b""
+        for _ in range(100):
+            seen += read_for(0.1)
+            if b"ready\r\n" in seen:
+                break
+        seen += read_for(0.2)  # the prompt
+        os.write(fd, words.encode() + b"\t")
+        line = read_for(1.5).decode(errors="replace")
+        os.write(fd, b"\x15exit\n")
+        read_for(0.3)
+    finally:
+        os.close(fd)
+        os.waitpid(pid, 0)
+    return line
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_completes_file_names_with_spaces_and_directories(tmp_path):
+    """Found by testing: COMPREPLY=($(compgen -f ...)) split `my trace.jsonl` into two words and ended a
+    directory with a space, not /."""
+    script = tmp_path / "c.sh"
+    script.write_text(run_cli("completion", "bash")[1])
+    folder = tmp_path / "work"
+    (folder / "sub dir").mkdir(parents=True)
+    (folder / "my trace.jsonl").write_text("")
+    (folder / "a*b.jsonl").write_text("")
+    probe = (f"source {script}; compopt() {{ echo \"compopt $*\"; }}; "
+             'COMP_WORDS=(regcheck replay my); COMP_CWORD=2; _regcheck; printf "<%s>\\n" "${COMPREPLY[@]}"; '
+             'COMP_WORDS=(regcheck replay a); COMP_CWORD=2; _regcheck; printf "<%s>\\n" "${COMPREPLY[@]}"')
+    r = subprocess.run(["bash", "-c", probe], cwd=folder, capture_output=True, text=True, timeout=30)
+    assert r.stdout.splitlines() == ["compopt -o filenames", "<my trace.jsonl>",
+                                     "compopt -o filenames", "<a*b.jsonl>"]
+    # What a user sees: readline quotes the name and ends a directory with /.
+    assert bash_line_after_tab(script, folder, "regcheck replay my").endswith("regcheck replay my\\ trace.jsonl ")
+    assert bash_line_after_tab(script, folder, "regcheck replay su").endswith("regcheck replay sub\\ dir/")
+
+
 # ---------------------------------------------------------------- [tool.regcheck]
 
 

@@ -4,7 +4,8 @@
     eval "$(regcheck completion zsh)"       # in ~/.zshrc (after compinit, or it loads compinit)
 
 The script completes subcommand names, each subcommand's options, the values of options with a
-fixed set of choices (--format, --kind, ...), and file names everywhere else. The zsh script is
+fixed set of choices (--format, --kind, ...), and file names everywhere else (in bash, as the shell
+completes them: a name with spaces is one name, a directory ends in /). The zsh script is
 zsh's own `_arguments` completion, so options and commands are listed with their help text.
 """
 
@@ -85,7 +86,11 @@ def bash_script(root) -> str:
         '    elif [[ "$cur" == -* ]]; then',
         '        COMPREPLY=($(compgen -W "$opts" -- "$cur"))',
         "    else",
-        '        COMPREPLY=($(compgen -f -- "$cur"))',
+        # File names, one per element whatever they contain (a space, a *); -o filenames has readline
+        # quote them and end a directory with / (compopt is bash 4's; mapfile too, hence the loop).
+        "        type compopt &>/dev/null && compopt -o filenames",
+        "        COMPREPLY=()",
+        '        while IFS= read -r i; do COMPREPLY+=("$i"); done < <(compgen -f -- "$cur")',
         "    fi",
         "}",
         "complete -o default -F _regcheck regcheck",
