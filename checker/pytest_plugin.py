@@ -118,13 +118,22 @@ def suite_name(option: str, spec: str) -> str:
 
 
 def load_suite(config):
-    from .language.diagnostics import RegcheckError
+    """The suite of --regcheck-suite, which must be for --regcheck-spec (T0736, as `regcheck conform`
+    checks), or one generated now; bad input is a usage error."""
+    from .language.diagnostics import RegcheckError, error
+    from .language.load import is_spec, load_spec
     from .testgen.generate import generate_suite
     from .testgen.suite import read_suite
 
     directory = config.getoption("--regcheck-suite")
+    named = config.getoption("--regcheck-spec")
     try:
-        return read_suite(directory) if directory else generate_suite(config.getoption("--regcheck-spec"))
+        if not directory:
+            return generate_suite(named)
+        suite = read_suite(directory)
+        if not is_spec(suite.spec, load_spec(named), named):
+            raise RegcheckError([error("T0736", f"the suite in {directory} is for spec '{suite.spec}', not '{named}'")])
+        return suite
     except RegcheckError as exc:
         raise pytest.UsageError(f"regcheck: {exc}") from None
 

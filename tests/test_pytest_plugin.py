@@ -1,5 +1,6 @@
 """The pytest plugin (`pytest --regcheck-spec SPEC --regcheck-driver MODULE:FACTORY`)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -110,3 +111,25 @@ def test_an_unimportable_driver_is_one_usage_error(tmp_path):
     assert "failed" not in out and "passed" not in out
     code, out = run_pytest(tmp_path, "--regcheck-spec", "no-such-spec")
     assert code == 4 and "unknown spec 'no-such-spec'" in out, out
+
+
+HEADER = {"regcheck": 1, "spec": "cupva", "env": {"driver_version": 2006, "qnx_safety": False},
+          "meta": {"test": "PVA-REG-EFFECT-1", "rule": "PVA-REG-EFFECT"}}
+EVENTS = [{"call": "cudaMalloc", "args": {"size": 16384}, "out": {"devPtr": 1048576}},
+          {"call": "cupva::mem::Register", "args": {"ptr": 1048576, "size": 4096, "externalAllocType": "CUDA"},
+           "ret": "ok", "expect": {"rule": "PVA-REG-EFFECT", "outcome": "success"}}]
+
+
+def test_a_suite_for_another_spec_is_one_usage_error(tmp_path):
+    """Found by testing: --regcheck-spec acl with a cupva suite collected the cupva tests, where
+    `regcheck conform acl --suite DIR` refuses the suite (T0736)."""
+    suite = tmp_path / "suite-cupva"
+    suite.mkdir()
+    (suite / "PVA-REG-EFFECT-1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in [HEADER, *EVENTS]))
+    index = {"regcheck_suite": 1, "spec": "cupva", "tests": [{"file": "PVA-REG-EFFECT-1.jsonl"}]}
+    (suite / "suite.json").write_text(json.dumps(index))
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "cupva", "--regcheck-suite", str(suite), "--collect-only")
+    assert code == 0 and collected(out) == ["regcheck.cupva::PVA-REG-EFFECT::PVA-REG-EFFECT-1"], out
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "acl", "--regcheck-suite", str(suite), "--collect-only")
+    assert code == 4 and "T0736: the suite in " in out and "is for spec 'cupva', not 'acl'" in out, out
+    assert not collected(out)

@@ -268,6 +268,13 @@ def _load_shown(path: str, shown: str) -> CheckedSpec:
     return check_source(SourceFile.of(shown, read_spec_source(path).text), cached=True)
 
 
+def is_spec(ref: str, spec: CheckedSpec, named: str) -> bool:
+    """Whether `ref` (a bundled name or a path, as load_spec takes it) is `spec`, which the user
+    named `named`: the same name, or a file that declares it. Raises RegcheckError when `ref` must
+    be read and cannot be."""
+    return ref in (named, spec.name) or load_spec(ref).name == spec.name
+
+
 def clear_spec_cache() -> None:
     """Forget every spec read so far (after its file changed, or under other limits)."""
     _load_found.cache_clear()
