@@ -49,9 +49,22 @@ def pytest_addoption(parser) -> None:
 def pytest_load_initial_conftests(early_config, parser, args) -> None:
     # pytest would look for a file named like a suite node ID and stop; take those arguments out
     # (before pytest reads them) and select by them once the suite is collected.
-    selected = [a for a in args if is_suite_node_id(a)]
-    args[:] = [a for a in args if a not in selected]
-    early_config.stash[_selected_key] = selected
+    named = {a: suite_node_id(a, str(early_config.invocation_params.dir), str(early_config.rootpath)) for a in args}
+    args[:] = [a for a in args if named[a] is None]
+    early_config.stash[_selected_key] = [n for n in named.values() if n is not None]
+
+
+def suite_node_id(arg: str, here: str, rootdir: str) -> str | None:
+    """The suite node ID an argument names, None for a file or an option's value: the ID itself, or
+    the ID as pytest shows it run from a folder other than its rootdir (`../regcheck.acl::RULE`, where
+    a spec given as `../my.spec` put the rootdir above this folder)."""
+    if is_suite_node_id(arg):
+        return arg
+    where, sep, rest = arg.partition("::")
+    if not sep or os.path.exists(where):
+        return None
+    nodeid = os.path.relpath(os.path.join(here, where), rootdir) + sep + rest
+    return nodeid if is_suite_node_id(nodeid) else None
 
 
 def is_suite_node_id(arg: str) -> bool:
@@ -79,8 +92,9 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         if selected:
             raise pytest.UsageError(f"regcheck: {selected[0]} names a conformance test; give --regcheck-spec too")
         return
-    suite = load_suite(config)
-    name = PREFIX + suite_name(spec, suite.spec)
+    checked = load_checked_spec(config)
+    suite = load_suite(config, checked)
+    name = PREFIX + checked.name  # the spec's declared name, as `regcheck conform` names it: never a path
     # An explicit node ID: under the session, pytest would start it with "::".
     collector = RegcheckSuite.from_parent(session, name=name, nodeid=name, suite=suite)
     ours = []
@@ -111,17 +125,22 @@ def matches(nodeid: str, selected: str) -> bool:
     return nodeid == selected or nodeid.startswith(selected + "::")
 
 
-def suite_name(option: str, spec: str) -> str:
-    """The spec's name in node IDs: the suite's spec, else the option without folders and `.spec`."""
-    name = spec or os.path.basename(option)
-    return name[:-5] if name.endswith(".spec") else name
+def load_checked_spec(config):
+    """The spec of --regcheck-spec; one that cannot be read is a usage error."""
+    from .language.diagnostics import RegcheckError
+    from .language.load import load_spec
+
+    try:
+        return load_spec(config.getoption("--regcheck-spec"))
+    except RegcheckError as exc:
+        raise pytest.UsageError(f"regcheck: {exc}") from None
 
 
-def load_suite(config):
-    """The suite of --regcheck-suite, which must be for --regcheck-spec (T0736, as `regcheck conform`
-    checks), or one generated now; bad input is a usage error."""
+def load_suite(config, spec):
+    """The suite of --regcheck-suite, which must be for `spec` (T0736, as `regcheck conform` checks),
+    or one generated now; bad input is a usage error."""
     from .language.diagnostics import RegcheckError, error
-    from .language.load import is_spec, load_spec
+    from .language.load import is_spec
     from .testgen.generate import generate_suite
     from .testgen.suite import read_suite
 
@@ -131,7 +150,7 @@ def load_suite(config):
         if not directory:
             return generate_suite(named)
         suite = read_suite(directory)
-        if not is_spec(suite.spec, load_spec(named), named):
+        if not is_spec(suite.spec, spec, named):
             raise RegcheckError([error("T0736", f"the suite in {directory} is for spec '{suite.spec}', not '{named}'")])
         return suite
     except RegcheckError as exc:

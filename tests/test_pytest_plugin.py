@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,25 @@ def test_a_suite_for_another_spec_is_one_usage_error(tmp_path):
     code, out = run_pytest(tmp_path, "--regcheck-spec", "acl", "--regcheck-suite", str(suite), "--collect-only")
     assert code == 4 and "T0736: the suite in " in out and "is for spec 'cupva', not 'acl'" in out, out
     assert not collected(out)
+
+
+@pytest.mark.slow
+def test_a_spec_given_by_path_is_named_by_its_declared_name(tmp_path):
+    """Found by testing: `--regcheck-spec ../specs/my.spec` gave node IDs `../regcheck.../specs/my::...`
+    and JUnit classnames `regcheck....specs.my.RULE` where `regcheck conform` writes `regcheck.cupva.RULE`,
+    and the IDs pytest printed could not be passed back to it."""
+    import xml.etree.ElementTree as ET
+    (tmp_path / "specs").mkdir()
+    shutil.copy(ROOT / "spec" / "cupva.spec", tmp_path / "specs" / "my.spec")  # declares `spec cupva`
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    args = ("--regcheck-spec", "../specs/my.spec", "--regcheck-driver", BUGGY)
+    code, out = run_pytest(proj, *args, "-rf", "--junitxml", "out.xml")
+    failed = [line.split()[1] for line in out.splitlines() if line.startswith("FAILED ")]
+    assert code == 1 and failed, out
+    # pytest shows a node ID from the folder it runs in: the spec's folder moved the rootdir up one.
+    assert all(f.startswith(("regcheck.cupva::", "../regcheck.cupva::")) for f in failed), failed
+    classnames = {c.get("classname") for c in ET.parse(proj / "out.xml").getroot().iter("testcase")}
+    assert classnames and all(c.startswith("regcheck.cupva.") for c in classnames), classnames
+    code, out = run_pytest(proj, *args, failed[0])  # an ID as printed runs again
+    assert code == 1 and "1 failed" in out and "deselected" in out, out
