@@ -127,7 +127,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("engines", "runs, proofs, bounded model checking, random walks, replay, scale-out, recording",
      ("runs", "bmc", "proof", "consistency", "prover", "simulate", "replay", "shrink", "parallel", "record")),
     ("drivers", "pinned memory, drivers, execution", ("ordered", "lockcounts", "pinning", "protocol", "memory", "acl", "cupva",
-                                                      "pinned", "cuda", "hip", "executor", "lockcheck", "execute")),
+                                                      "pinned", "cuda", "hip", "executor", "lockcheck", "observed", "execute")),
     ("testgen", "conformance suites and fuzzing", ("model", "configs", "coverage", "pool", "generate", "suite", "conform",
                                                   "specdriver", "fuzz")),
     ("emit", "output formats", ("sarif", "junit", "itf", "diagram", "timeline", "pytest_module")),

@@ -19,6 +19,7 @@ from checker.language.diagnostics import RegcheckError
 from checker.model.semantics import Semantics
 from checker.model.state import NATIVE
 from checker.trace.reader import read_trace_text
+from tests.drivers import thirdparty
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -451,3 +452,14 @@ def test_a_mapping_registered_twice_is_caught_on_mmap_memory_too(real_pinning, t
     path = write(tmp_path, events, header={"regcheck": 1, "spec": "cuda"})
     report = execute_trace(path, driver_factory=CudaNoOverlapCheck)
     assert ("executor", "CUDA-REG-OVERLAP") in {(f.kind, f.rule) for f in report.findings}
+
+
+@pytest.mark.parametrize("driver, rule", [("NeverPins", "ACL-PIN-REGISTERED"), ("KeepsLocks", "EXEC-LOCK-EXTRA")])
+def test_a_third_party_drivers_page_locks_are_checked(real_pinning, tmp_path, driver, rule):
+    """docs/drivers.md: a driver without the reference driver's lock reports gets the whole
+    comparison after every event (its locks read from smaps, inside the memory it handed out)."""
+    path = write(tmp_path, pinned_roundtrip())
+    assert execute_trace(path, thirdparty.Plain).findings == ()
+    report = execute_trace(path, getattr(thirdparty, driver))
+    line = 3 if rule == "ACL-PIN-REGISTERED" else 5  # the registration; the unregistration
+    assert (line, "pinning", rule) in [(f.line, f.kind, f.rule) for f in report.findings]

@@ -12,7 +12,9 @@ for each event, and compares:
                (or the driver refused it itself); informational
   pinning      after the event, the pages the kernel reports locked differ from the pages the
                spec's `pinned` declarations predict (not checked for a spec that has none: it
-               predicts nothing); checker.drivers.lockcheck keeps both sides event by event
+               predicts nothing); checker.drivers.lockcheck keeps both sides event by event. A
+               driver that reports no locks of its own is read through its ObservedDriver
+               (checker.drivers.observed), as the conformance runner reads every driver
 
 Two model states are kept: one follows the recorded results (for the replay findings), the other the
 driver's results (to judge the driver and to predict its page locks), so one divergence does not
@@ -53,7 +55,8 @@ from .executor import ReferenceDriver
 from .lockcheck import LockCheck
 from .ordered import IntMap
 from .pinning import PAGE_SIZE, forget_locked_reading
-from .protocol import CODE_DRIVER_FAILED, Driver, Result
+from .observed import ObservedDriver
+from .protocol import CODE_DRIVER_FAILED, Driver, DriverRaised, Result
 
 # Findings that do not make a trace violate: silences of the documents, divergences both allowed,
 # and refusals (the executor protecting memory it does not own; the cause, a caller error or an
@@ -68,16 +71,6 @@ EXEC_DRIVER_ERROR = "EXEC-DRIVER-ERROR"
 # otherwise the replayer's fast steps take the events they find nothing in (`CheckedLines`,
 # `ModelSteps`). The findings are the same either way.
 FAST_STEPS = True
-
-
-class DriverRaised(Exception):
-    """The driver under test raised an exception from `call` (`exc`), or returned something other
-    than a Result (`exc`: a TypeError saying what)."""
-
-    def __init__(self, call: str, exc: BaseException):
-        super().__init__(f"{call}: {type(exc).__name__}: {exc}")
-        self.call = call
-        self.exc = exc
 
 
 # ---------------------------------------------------------------- relocation
@@ -515,7 +508,7 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
         spec_ref = spec_name or header_spec_ref(header, path)
         try:
             _guarded(path, "the driver's start()", driver.start, spec_ref, header.env)
-            run = Execution(sem, driver, path)
+            run = Execution(sem, observed(driver, sem), path)
             findings: list[Finding] = []
             truncated = False
             checked = CheckedLines(run) if FAST_STEPS and isinstance(events, EventStream) else None
@@ -554,6 +547,15 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
         close = getattr(events, "close", None)
         if close:
             close()
+
+
+def observed(driver: Driver, sem: Semantics) -> Driver:
+    """The driver, or where it reports no page locks of its own (a third-party driver) its
+    ObservedDriver: the pages of this process's locked mappings inside the memory it handed out, so
+    that its locks are compared with the spec's predictions after every event too."""
+    if callable(getattr(driver, "kernel_locked_pages", None)):
+        return driver
+    return ObservedDriver(driver, memory_shape(sem.spec).allocators)  # type: ignore[return-value]
 
 
 def _guarded(path: str, what: str, fn: Callable, *args) -> Any:

@@ -28,6 +28,16 @@ class Result:
     out: Mapping[str, Any] = field(default_factory=dict)
 
 
+class DriverRaised(Exception):
+    """The driver under test raised an exception from `call` (`exc`), or returned something other
+    than a Result (`exc`: a TypeError saying what)."""
+
+    def __init__(self, call: str, exc: BaseException):
+        super().__init__(f"{call}: {type(exc).__name__}: {exc}")
+        self.call = call
+        self.exc = exc
+
+
 @runtime_checkable
 class Driver(Protocol):
     """An implementation of one spec that the executor can drive, event by event.

@@ -29,12 +29,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from ..drivers.execute import DriverRaised, Execution
-from ..drivers.executor import ReferenceDriver, load_factory
-from ..drivers.pinning import PAGE_SIZE, kernel_locked_vmas
-from ..drivers.protocol import Driver, Result
+from ..drivers.executor import load_factory
+from ..drivers.observed import ObservedDriver
+from ..drivers.protocol import Driver
 from ..engines.replay import closest_name
 from ..engines.runs import semantics_for
 from ..language.analysis import memory_shape
@@ -126,86 +126,6 @@ class ConformReport:
 
 def factory_name(factory: Callable) -> str:
     return f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', repr(factory))}"
-
-
-class ObservedDriver:
-    """The driver as the executor sees it: remembers each result (`last`), turns an exception of the
-    driver into `DriverRaised`, and gives the executor a page-lock view.
-
-    The view is the pages of this process's locked mappings (/proc/self/smaps) inside the memory
-    the driver's allocation calls returned, for every driver that runs in this process (whether or
-    not it has a `kernel_locked_pages()` of its own). The reading is checker.drivers.pinning's
-    `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; a test's
-    last event gets a fresh one (`Execution.step(..., last=True)`).
-
-    The one exception, with `event_by_event` (the runner's tests and the fuzzer's runs): a
-    driver whose lock reporting is the reference driver's own, unchanged (a ReferenceDriver
-    subclass that overrides none of its four reporting methods, as the mutants and sloppy drivers
-    of the tests). Every change to the kernel's locks on its memory is a call its arena makes, so
-    its locks are read as `regcheck execute` reads them: event by event, on the spans its arena
-    changed, and whole (smaps) at the test's last event. Reading smaps after every event cost about
-    70% of a conformance run of the reference driver. The fuzzer's runs read such a driver so too,
-    with the whole reading after a run's last call (checker.testgen.fuzz).
-    """
-
-    # Not forwarded to the driver (but see `_reads_locks_as_the_reference`): this view's pages are not
-    # the driver's arena's, so the executor compares them whole after every event (checker.drivers.lockcheck).
-    take_changed_spans = kernel_locked_in = tracks = None
-
-    def __init__(self, driver: Driver, allocators: Mapping[str, Any], check_locks: bool = True,
-                 event_by_event: bool = False):
-        self._driver = driver
-        self._allocators = allocators
-        self.last: Result | None = None
-        self._blocks: list[tuple[int, int]] = []  # what the driver's allocation calls returned
-        self._cached: tuple[Any, int, frozenset[int]] | None = None  # (reading, blocks then, pages)
-        if not check_locks:
-            self.kernel_locked_pages = None
-        elif event_by_event and _reads_locks_as_the_reference(driver):
-            for name in _LOCK_REPORTS:
-                setattr(self, name, getattr(driver, name))
-
-    def kernel_locked_pages(self) -> frozenset[int]:
-        if not self._blocks:
-            return frozenset()  # nothing of the driver's is mapped: nothing of it can be locked
-        vmas = kernel_locked_vmas()
-        if self._cached is None or self._cached[0] is not vmas or self._cached[1] != len(self._blocks):
-            self._cached = (vmas, len(self._blocks), self._driver_pages(vmas))
-        return self._cached[2]
-
-    def call(self, name: str, args: Mapping[str, Any]) -> Result:
-        try:
-            result = self._driver.call(name, args)
-        except Exception as exc:  # a crash of the driver under test is a test failure, not ours
-            raise DriverRaised(name, exc) from exc
-        self.last = result
-        alloc = self._allocators.get(name)
-        if alloc is not None and isinstance(result, Result):
-            base = result.out.get(alloc.output)
-            if isinstance(base, int):
-                self._blocks.append((base, max(int(args.get(alloc.size_param, 0)), 1)))
-        return result
-
-    def __getattr__(self, name: str):
-        return getattr(self._driver, name)
-
-    def _driver_pages(self, vmas: list[tuple[int, int]]) -> frozenset[int]:
-        pages = set()
-        for lo, hi in vmas:
-            for base, size in self._blocks:
-                a, b = max(lo, base), min(hi, base + size)
-                if a < b:
-                    pages.update(range(a - a % PAGE_SIZE, b, PAGE_SIZE))
-        return frozenset(pages)
-
-
-_LOCK_REPORTS = ("kernel_locked_pages", "take_changed_spans", "kernel_locked_in", "tracks")
-
-
-def _reads_locks_as_the_reference(driver: Driver) -> bool:
-    """Whether the driver reports its locks with ReferenceDriver's own methods, none overridden."""
-    return isinstance(driver, ReferenceDriver) and all(
-        getattr(type(driver), name) is getattr(ReferenceDriver, name) for name in _LOCK_REPORTS)
 
 
 # ---------------------------------------------------------------- one test
