@@ -27,9 +27,11 @@ class ObservedDriver:
 
     The view is the pages of this process's locked mappings (/proc/self/smaps) inside the memory
     the driver's allocation calls returned, for every driver that runs in this process (whether or
-    not it has a `kernel_locked_pages()` of its own). The reading is checker.drivers.pinning's
-    `kernel_locked_vmas`, reused while no arena changed memory and VmLck has not moved; a test's
-    last event gets a fresh one (`Execution.step(..., last=True)`).
+    not it has a `kernel_locked_pages()` of its own). A driver that is not the reference driver maps
+    and locks memory no arena of this process sees, so its reading is taken afresh after each of its
+    calls (`kernel_locked_vmas(reuse=False)`): a reading reused because VmLck and the arenas'
+    changes looked the same (an earlier test's locks at other addresses, as many as now) would
+    report its pages wrongly. Several readings between two calls share one.
 
     The one exception, with `event_by_event` (the conformance runner's tests and the fuzzer's
     runs): a driver whose lock reporting is the reference driver's own, unchanged (a ReferenceDriver
@@ -50,7 +52,10 @@ class ObservedDriver:
         self._allocators = allocators
         self.last: Result | None = None
         self._blocks: list[tuple[int, int]] = []  # what the driver's allocation calls returned
-        self._cached: tuple[Any, int, frozenset[int]] | None = None  # (reading, blocks then, pages)
+        self._calls = 0  # calls made so far: a reading is reused only between two calls
+        self._cached: tuple[int, frozenset[int]] | None = None  # (calls then, pages)
+        # Only the reference driver's memory changes are all seen by an arena (pinning's reuse rule).
+        self._reuse = type(driver) is ReferenceDriver
         if not check_locks:
             self.kernel_locked_pages = None
         elif event_by_event and reads_locks_as_the_reference(driver):
@@ -60,12 +65,12 @@ class ObservedDriver:
     def kernel_locked_pages(self) -> frozenset[int]:
         if not self._blocks:
             return frozenset()  # nothing of the driver's is mapped: nothing of it can be locked
-        vmas = kernel_locked_vmas()
-        if self._cached is None or self._cached[0] is not vmas or self._cached[1] != len(self._blocks):
-            self._cached = (vmas, len(self._blocks), self._driver_pages(vmas))
-        return self._cached[2]
+        if self._cached is None or self._cached[0] != self._calls:
+            self._cached = (self._calls, self._driver_pages(kernel_locked_vmas(reuse=self._reuse)))
+        return self._cached[1]
 
     def call(self, name: str, args: Mapping[str, Any]) -> Result:
+        self._calls += 1
         try:
             result = self._driver.call(name, args)
         except RegcheckError:

@@ -873,19 +873,20 @@ def forget_locked_reading() -> None:
     _locked_reading = None
 
 
-def kernel_locked_vmas() -> list[tuple[int, int]]:
+def kernel_locked_vmas(reuse: bool = True) -> list[tuple[int, int]]:
     """The process's locked mappings. Reading smaps costs milliseconds (the kernel walks every
-    mapping's page tables), so a reading is reused (the same list object) while no arena of this
-    process has mapped, unmapped, locked or unlocked memory since and VmLck, the process's
-    locked-byte count (a cheap read), has not moved either (for a driver that locks memory itself).
-    Only such a driver unlocking some pages and locking as many others elsewhere in one step goes
-    unseen until the next fresh reading (`forget_locked_reading`: execute forces one at a trace's
-    last event, conform at each test's)."""
+    mapping's page tables), so with `reuse` a reading is reused (the same list object) while no
+    arena of this process has mapped, unmapped, locked or unlocked memory since and VmLck, the
+    process's locked-byte count (a cheap read), has not moved either. That is sound for memory
+    that arenas alone change (the reference driver's): the arenas' count never goes back. It is not
+    for memory mapped and locked outside them (a third-party driver's): its locks can move to
+    other pages, as many, or come back to VmLck's earlier figure at other addresses (a later test),
+    so its readers pass `reuse=False` and always read afresh (and store the reading for others)."""
     # VmFlags rather than the `Locked:` field: `Locked:` is a proportional (PSS) figure, so pages
     # mapped by both a buffer and its alias would count half in each mapping.
     global _locked_reading
     key = (vmlck_bytes(), _arena_changes)
-    if _locked_reading is not None and _locked_reading[0] == key:
+    if reuse and _locked_reading is not None and _locked_reading[0] == key:
         return _locked_reading[1]
     vmas = [(start, end) for start, end, flags in _smaps_vmas() if "lo" in flags]
     _locked_reading = (key, vmas)

@@ -109,3 +109,18 @@ class KeepsLocks(Plain):
 
     def unlock(self, ptr, size):
         pass
+
+
+_KEPT: list = []  # the mappings KeepsItsMappings never gives back, for the process's life
+
+
+class KeepsItsMappings(Plain):
+    """Right, but keeps every mapping it made for the process's life (as a vendor library's caches
+    do), so each driver's blocks land at new addresses: a later driver's locks are on other pages."""
+
+    def release(self, base):
+        m, _ = self.blocks.pop(base)
+        for p in _pages(base, len(m)):
+            if self.counts.pop(p, 0):
+                _libc.munlock(p, PAGE)
+        _KEPT.append(m)
