@@ -394,3 +394,31 @@ def test_a_start_beyond_64_bits_moves_the_index_to_a_sorted_list():
     assert index.starts.native is False
     assert index.within(0, 2**65) == ["a", "b"]
     assert index.within(6, 2**64) == []
+
+
+def test_a_huge_prediction_is_counted_not_walked(tmp_path):
+    """A driver's success for 2**63 bytes of aclrtMallocHost predicts 2**51 locked pages: the check
+    counts them against the kernel's few locked pages instead of walking them (it hung), and
+    reports the pages the driver did not lock."""
+    import signal
+
+    from tests.drivers.thirdparty import TruncatesSizes
+    huge = 1 << 63
+    path = tmp_path / "huge.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [
+        ACL, {"call": "aclrtMallocHost", "args": {"size": huge}, "ret": 0, "out": {"hostPtr": 0x200000}},
+        {"call": "malloc", "args": {"size": PAGE}, "out": {"ptr": 0x100000}}]) + "\n")
+
+    def hung(*_):
+        raise TimeoutError("the lock check walks the predicted pages one by one")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, 20)
+    try:
+        report = execute_trace(str(path), TruncatesSizes)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    pinned = [f for f in report.findings if f.kind == "pinning"]
+    assert [(f.line, f.rule) for f in pinned] == [(2, "ACL-PIN-MALLOC-HOST"), (3, "ACL-PIN-MALLOC-HOST")]
+    assert f"{huge // PAGE - 1} page(s)" in pinned[0].message  # all but the one page it locked

@@ -19,6 +19,10 @@ gets the whole comparison after every event, as does every driver at a trace's l
 the kernel's locks are read afresh from smaps: that last reading also sees locks taken outside the
 driver's reports. Either way the findings are the same: the difference of two page sets, reported
 at every event while it lasts.
+
+An entry predicting more pages than `WALKED_PAGES` (a driver that says it allocated 2**63 bytes: 2**51
+pages) is kept as its range, never walked page by page: its pages are counted against the kernel's
+locked pages (which are real, so few) when the difference is asked for. Its findings are the same.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from .ordered import IntKeys
 from .pinning import PAGE_SIZE
+
+# Past this many pages (1 GiB, four times the reference driver's default cap on locked bytes) an
+# entry's prediction is kept as a range rather than page by page: no process locks that much memory
+# page by page here, and a driver's claim of a huge allocation must not make the check walk it.
+WALKED_PAGES = 1 << 18
 
 
 class StartIndex:
@@ -120,6 +129,9 @@ class LockCheck:
         self.kernel: set[int] = set()  # pages the kernel holds locked, as last read
         self.missing: set[int] = set()
         self.extra: set[int] = set()  # locked, predicted by nothing (before the maps_onto filter)
+        # (decl, key) -> its pages [first, stop) for an entry predicting more than WALKED_PAGES: in
+        # neither `cover` nor `missing`; `extra` may hold kernel pages inside it (mismatch drops them).
+        self.oversized: dict[tuple[int, Any], tuple[int, int]] = {}
 
     # ---- after an event
 
@@ -136,7 +148,7 @@ class LockCheck:
                     self._evaluate(st, decl, key, dirty)
                 self._read_kernel(spans, dirty)
                 self._compare(dirty)
-        return self.mismatch() if self.missing or self.extra else None
+        return self.mismatch() if self.missing or self.extra or self.oversized else None
 
     def rebuild(self, st: State) -> None:
         """Both sides afresh: every pinned entry, and the kernel's locks read whole."""
@@ -152,14 +164,42 @@ class LockCheck:
         self.extra = {p for p in self.kernel if p not in self.cover}
 
     def mismatch(self) -> Mismatch | None:
-        if not self.missing and not self.extra:
+        if not self.missing and not self.extra and not self.oversized:
             return None
-        extra = tuple(sorted(p for p in self.extra if self.maps_onto(p)))
-        if not self.missing and not extra:
+        ranges = self._oversized_ranges()
+        extra = tuple(sorted(p for p in self.extra if self.maps_onto(p) and not _inside(ranges, p)))
+        missing = len(self.missing)
+        first = min(self.missing) if self.missing else None
+        for lo, hi in ranges:
+            count, gap = self._unlocked_in(lo, hi)
+            missing += count
+            if gap is not None and (first is None or gap < first):
+                first = gap
+        if not missing and not extra:
             return None
-        first = min(self.missing) if self.missing else 0
-        rule = self._rule_of(first) if self.missing else ""
-        return Mismatch(len(self.missing), first, rule, extra)
+        if first is None:
+            return Mismatch(0, 0, "", extra)
+        return Mismatch(missing, first, self._rule_of(first), extra)
+
+    def _oversized_ranges(self) -> list[tuple[int, int]]:
+        """The oversized entries' page ranges, merged and in order."""
+        merged: list[tuple[int, int]] = []
+        for lo, hi in sorted(self.oversized.values()):
+            if merged and lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+            else:
+                merged.append((lo, hi))
+        return merged
+
+    def _unlocked_in(self, lo: int, hi: int) -> tuple[int, int | None]:
+        """(the pages of [lo, hi) the kernel has not locked, less those already in `missing`; the
+        first of them, or None), found from the kernel's few locked pages, never walking [lo, hi)."""
+        locked = sum(1 for p in self.kernel if lo <= p < hi)
+        counted = sum(1 for p in self.missing if lo <= p < hi)
+        gap = lo
+        while gap < hi and gap in self.kernel:
+            gap += PAGE_SIZE
+        return (hi - lo) // PAGE_SIZE - locked - counted, gap if gap < hi else None
 
     # ---- the model side
 
@@ -227,6 +267,12 @@ class LockCheck:
             self.by_place.discard(place[0], entry)
             self.untracked.discard((decl, key))
         n, cover, pages = len(self.decls), self.cover, pages_of(*place)
+        if len(pages) > WALKED_PAGES:
+            if delta > 0:
+                self.oversized[entry] = (pages.start, pages.stop)
+            else:
+                del self.oversized[entry]
+            return  # (its kernel pages are judged in `mismatch`, against its range)
         for page in pages:
             counts = cover.get(page)
             if counts is None:
@@ -239,8 +285,9 @@ class LockCheck:
 
     def _rule_of(self, page: int) -> str:
         """The rule predicting a page: that of the first declaration with an entry on it."""
-        counts = self.cover[page]
-        return self.rules[next(d for d, c in enumerate(counts) if c)]
+        decls = [d for d, c in enumerate(self.cover.get(page, ())) if c]
+        decls += [d for (d, _), (lo, hi) in self.oversized.items() if lo <= page < hi]
+        return self.rules[min(decls)]
 
     # ---- the kernel side
 
@@ -276,3 +323,7 @@ class LockCheck:
                 self.extra.add(p)
             else:
                 self.extra.discard(p)
+
+
+def _inside(ranges: list[tuple[int, int]], page: int) -> bool:
+    return any(lo <= page < hi for lo, hi in ranges)
