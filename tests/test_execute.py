@@ -319,14 +319,15 @@ def test_an_input_error_after_fast_lines_is_the_same_error(real_pinning, tmp_pat
 
 
 class OddResults(ReferenceDriver):
-    """Results the fast steps must not be handed as they are (statuses and outputs of the wrong type or
-    beyond what the decoder takes), a wrong status (an executor finding), and a success the driver
-    says it refused (so the model that follows the driver must not apply it)."""
+    """Results the fast steps must not be handed as they are (statuses of the wrong type or beyond what
+    the decoder takes, an output within its type but beyond the decoder's int64), a wrong status (an
+    executor finding), and a success the driver says it refused (so the model that follows the
+    driver must not apply it). (An output outside its type stops the run: the test below.)"""
 
     def call(self, name, args):
         result = super().call(name, args)
         if name == "aclrtHostGetDevicePointer" and result.ret == 0:
-            return Result(0, {"pDevice": 1 << 200})
+            return Result(0, {"pDevice": (1 << 64) - 4096})
         if name == "aclrtHostUnregister":
             return Result(True if result.ret == 0 else result.ret)
         if name == "aclrtHostRegisterV2" and result.ret == 507910:
@@ -463,3 +464,16 @@ def test_a_third_party_drivers_page_locks_are_checked(real_pinning, tmp_path, dr
     report = execute_trace(path, getattr(thirdparty, driver))
     line = 3 if rule == "ACL-PIN-REGISTERED" else 5  # the registration; the unregistration
     assert (line, "pinning", rule) in [(f.line, f.kind, f.rule) for f in report.findings]
+
+
+@pytest.mark.parametrize("call, output, value, line", [
+    ("aclrtHostGetDevicePointer", "pDevice", -1, 4), ("aclrtHostGetDevicePointer", "pDevice", 1 << 70, 4),
+    ("aclrtHostGetDevicePointer", "pDevice", None, 4), ("aclrtHostGetDevicePointer", "pDevice", thirdparty.MISSING, 4),
+    ("malloc", "ptr", "0x7f0000000000", 2), ("malloc", "ptr", thirdparty.MISSING, 2), ("malloc", "ptr", True, 2)])
+def test_a_drivers_output_missing_or_outside_its_type_is_the_drivers_error(real_pinning, tmp_path, call, output,
+                                                                          value, line):
+    """Not a traceback, not an input error blaming the recording, not a pass: EXEC-DRIVER-ERROR."""
+    driver = type("Odd", (thirdparty.OddOutput,), {"CALL": call, "OUTPUT": output, "VALUE": value})
+    report = execute_trace(write(tmp_path, pinned_roundtrip()), driver)
+    assert [(f.line, f.kind, f.rule) for f in report.findings] == [(line, "executor", "EXEC-DRIVER-ERROR")]
+    assert output in report.findings[0].message

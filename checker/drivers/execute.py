@@ -30,9 +30,11 @@ Rule IDs of the executor's own checks (not spec rules):
   EXEC-ADDRESS-UNOWNED  an address that relocates to nothing the trace allocated
   EXEC-DIVERGENCE       driver and recording disagree (both allowed)
   EXEC-LOCK-EXTRA       the kernel reports a page locked that the spec does not predict
-  EXEC-DRIVER-ERROR     the driver raised an exception from a call, or returned something other
-                        than a Result; the run stops at that event (what the driver did to its
-                        state is unknown, so later events could only report its consequences)
+  EXEC-DRIVER-ERROR     the driver raised an exception from a call, returned something other
+                        than a Result, or a success whose outputs are missing or not values of
+                        their declared types (None, a string, an address past 2**64); the run stops
+                        at that event (what the driver did to its state is unknown, so later events
+                        could only report its consequences)
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, sho
 from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
 from ..fast.stepcode import INT64_MAX, INT64_MIN
 from ..language.analysis import memory_shape
+from ..language.checked import value_bounds
 from ..language.diagnostics import RegcheckError, error
 from ..language.source import Span
 from ..model.outcomes import CONFORMS, Judgement, describe_outcomes
@@ -230,7 +233,8 @@ class Execution:
 
     def _call_driver(self, name: str, args: dict) -> Result:
         """The driver's result; DriverRaised where it raised (a RegcheckError is its refusal of the
-        input, an input error, passed on as it is) or returned no Result."""
+        input, an input error, passed on as it is), returned no Result, or a success whose outputs
+        are missing or not of their declared types (`output_problem`)."""
         try:
             result = self.driver.call(name, args)
         except (RegcheckError, DriverRaised):
@@ -238,9 +242,12 @@ class Execution:
         except Exception as exc:  # noqa: BLE001 - any crash of the driver under test is its finding
             raise DriverRaised(name, exc) from exc
         if not isinstance(result, Result):
-            shown = repr(result)
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            raise DriverRaised(name, TypeError(f"call() returned {shown}, not a checker.drivers.protocol.Result"))
+            raise DriverRaised(name, TypeError(f"call() returned {_shown(result)}, "
+                                               "not a checker.drivers.protocol.Result"))
+        if result.ret == self.sem.success:
+            problem = output_problem(self.sem, name, result.out)
+            if problem is not None:
+                raise DriverRaised(name, ValueError(problem))
         return result
 
     def lock_check_at_the_end(self, ev) -> list[Finding]:
@@ -476,6 +483,41 @@ class CheckedLines:
                 return self.run.step_checked(Located(lineno, values.call), values, last)
             item = stream.event(raw, UNDECODED, lineno)
         return self.run.step(item, last)
+
+
+def output_problem(sem: Semantics, call: str, out: Any) -> str | None:
+    """What is wrong with a successful call's outputs (a declared output missing, or not a value of
+    its declared type: None, a "0x..." string, an address below 0 or past 2**64), or None. Such an
+    output is the driver's bug, not the recording's, and nothing could be relocated or judged by it."""
+    if not isinstance(out, Mapping):
+        return f"call() returned out={_shown(out)}, not a mapping of outputs by name"
+    for name, t in sem.calls[call].info.outputs:
+        if name not in out:
+            return f"call() succeeded without its output {name!r} (out={_shown(out)})"
+        problem = _value_problem(sem, t, out[name])
+        if problem is not None:
+            return f"call() returned {name}={_shown(out[name])}: {problem}"
+    return None
+
+
+def _value_problem(sem: Semantics, t, value: Any) -> str | None:
+    """Why `value` is not a value of type `t` as the driver protocol gives it, or None."""
+    if t.kind in ("int", "flags"):
+        if type(value) is not int:
+            return f"not an int (an output of type {t} is a Python int)"
+        bounds = value_bounds(t)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            return f"out of the range of {t} ({bounds[0]}..{bounds[1]})"
+    elif t.kind == "enum" and not (isinstance(value, str) and value in sem.spec.enums[t.name]):
+        return f"not a member of {t}"
+    elif t.kind == "bool" and type(value) is not bool:
+        return "not a bool"
+    return None
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _status_only(sem: Semantics, allowed, status) -> Judgement:
