@@ -147,7 +147,7 @@ def _fuzz_json(result, trace_file: str | None = None) -> dict:
     return {"max_examples": result.options.max_examples, "seed": result.options.seed, "calls": result.calls,
             "seconds": round(result.seconds, 3),
             "failure": None if f is None else {"rule": f.rule, "message": f.message, "env": dict(f.env),
-                                               "calls": len(f.events), "trace": f.trace_text(),
+                                               "calls": len(f.events), "repeats": f.repeats, "trace": f.trace_text(),
                                                "trace_file": trace_file}}
 
 

@@ -63,15 +63,14 @@ def run(args, out) -> int:
                   "calls": result.calls, "seconds": round(result.seconds, 3),
                   "failure": None if failure is None else {
                       "rule": failure.rule, "message": failure.message, "env": dict(failure.env),
-                      "calls": len(failure.events), "trace": path,
+                      "calls": len(failure.events), "repeats": failure.repeats, "trace": path,
                       "pytest": failure.pytest_function(driver_text)}})
         return EXIT_OK if failure is None else EXIT_FINDINGS
     if failure is None:
         out.out(f"{out.paint('no failure', 'ok')} in {args.max_examples} sequences of up to {args.steps} calls "
                 f"({result.calls} driver calls, {result.seconds:.1f} s, seed {args.seed})")
         return EXIT_OK
-    how = {"calls": f"shrunk from {failure.found_calls} calls by delta debugging",
-           "hypothesis": "shrunk by Hypothesis", "none": "not shrunk"}[options.shrink]
+    how = _how_shrunk(failure, options.shrink)
     out.out(f"{out.paint('FAILURE', 'FAILURE')} [{out.paint(failure.rule, 'rule')}] after {len(failure.events)} calls "
             f"({how}; {result.calls} driver calls, {result.seconds:.1f} s)")
     out.out(f"  {failure.message}")
@@ -82,3 +81,11 @@ def run(args, out) -> int:
     out.out("# paste this test into a pytest module:")
     out.out(failure.pytest_function(driver_text))
     return EXIT_FINDINGS
+
+
+def _how_shrunk(failure, shrink: str) -> str:
+    if not failure.repeats:
+        return "as it ran: not shrunk, the calls did not fail again"
+    return {"calls": f"shrunk from {failure.found_calls} calls by delta debugging",
+            "hypothesis": "shrunk by Hypothesis", "none": "not shrunk"}[shrink]
+

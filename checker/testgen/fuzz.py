@@ -75,6 +75,7 @@ class FuzzFailure:
     events: tuple[TraceEvent, ...]  # the driver's own results, allocations at their recorded addresses
     test: ConformanceTest  # the run with the spec's expectation at each step
     found_calls: int = 0  # calls in the sequence as Hypothesis found it, before shrinking
+    repeats: bool = True  # False: the same calls on a fresh driver did not fail again (see NOT_REPEATED)
 
     def header(self) -> TraceHeader:
         return TraceHeader(spec=self.spec, env=dict(self.env),
@@ -119,15 +120,23 @@ class Drawn:
     alloc_at: int | None = None
 
 
-class FuzzFailed(AssertionError):
-    """A step whose result the spec does not allow (raised inside a Hypothesis example)."""
+NOT_REPEATED = "did not fail again when the same calls were re-run: the driver is not deterministic"
 
-    def __init__(self, env: Mapping, drawn: Sequence[Drawn], findings: Sequence[Finding]):
+
+class FuzzFailed(AssertionError):
+    """A step whose result the spec does not allow (raised inside a Hypothesis example). `events`
+    and `expectations`: the run up to that step as it happened, kept because a driver that is not
+    deterministic may not fail again when the calls are re-run."""
+
+    def __init__(self, env: Mapping, drawn: Sequence[Drawn], findings: Sequence[Finding],
+                 events: Sequence[TraceEvent] = (), expectations: Sequence[Expectation | None] = ()):
         first = findings[0]
         super().__init__(f"{first.rule}: {first.message}")
         self.env = dict(env)
         self.drawn = tuple(drawn)
         self.findings = tuple(findings)
+        self.events = tuple(events)
+        self.expectations = tuple(expectations)
 
 
 # ---------------------------------------------------------------- one run against a driver
@@ -160,6 +169,10 @@ class _Runner:
         self.allocs: list[tuple[int, int]] = []
         self.tainted = False  # after an `undefined` obligation was broken: nothing more is judged
         self.failed = False  # a call's findings failed the run
+
+    def failed_with(self, findings: Sequence[Finding]) -> FuzzFailed:
+        """The failure of this run at its last call (or at its end), with the run as it happened."""
+        return FuzzFailed(self.env, self.drawn, findings, self.events, self.expectations)
 
     def close(self) -> None:
         if self.driver is not None:
@@ -245,12 +258,13 @@ class _Runner:
 
 
 def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapping[str, Any] | None = None,
-              break_rate: float = 0.1, counter: list | None = None):
+              break_rate: float = 0.1, counter: list | None = None, failures: list | None = None):
     """A RuleBasedStateMachine class for `spec_name` (a bundled name or a path) against a driver.
 
     One rule per call and environment event of the spec, plus an `initialize` rule that draws the
     configuration (or takes `env`) and starts the driver; `teardown` closes it. `counter`, when
-    given, has its first element incremented per driver call.
+    given, has its first element incremented per driver call; `failures`, when given, has every
+    `FuzzFailed` the examples raise appended to it.
     """
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
@@ -267,7 +281,12 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
 
         @initialize(config=st.sampled_from(configs))
         def start(self, config):
-            self.runner = _Runner(spec_name, spec, pool, config, driver_factory, counter)
+            try:
+                self.runner = _Runner(spec_name, spec, pool, config, driver_factory, counter)
+            except FuzzFailed as failed:  # (its start failed)
+                if failures is not None:
+                    failures.append(failed)
+                raise
             self.env_key = tuple(sorted(config.items()))
 
         def teardown(self):
@@ -279,7 +298,15 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
             finally:
                 runner.close()
             if bad:
-                raise FuzzFailed(runner.env, runner.drawn, bad)
+                self._fail(runner, bad)
+
+        def _fail(self, runner: _Runner, bad: list[Finding]) -> None:
+            # Kept outside Hypothesis too: when the example does not fail again on Hypothesis'
+            # replay, Hypothesis raises its own Flaky error and this is all that is left of it.
+            failed = runner.failed_with(bad)
+            if failures is not None:
+                failures.append(failed)
+            raise failed
 
         def step(self, call: str, data) -> None:
             runner = self.runner
@@ -299,7 +326,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
             bad = runner.call(Drawn(call, args))
             if bad:
                 runner.failed = True  # (teardown then adds no check of its own to this failure)
-                raise FuzzFailed(runner.env, runner.drawn, bad)
+                self._fail(runner, bad)
 
         def _kinds(self, node: Node, call: str, full: bool) -> dict[str, list]:
             """The candidate arguments by what the spec says they do in this state: "success",
@@ -359,8 +386,12 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
 
 def fuzz(spec_name: str, driver: Callable[[], Driver] | str | None = None,
          options: FuzzOptions = FuzzOptions()) -> FuzzResult:
-    """Run the stateful differential test; a failure comes back shrunk, as data (nothing printed)."""
+    """Run the stateful differential test; a failure comes back shrunk, as data (nothing printed).
+
+    A failure that does not happen again when its calls are re-run (a driver that is not
+    deterministic) comes back as the run that failed, not shrunk, with `repeats` False."""
     from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
+    from hypothesis.errors import Flaky
     from hypothesis.stateful import get_state_machine_test
 
     # Hypothesis also draws constants found in the source of the loaded modules of this project:
@@ -371,7 +402,9 @@ def fuzz(spec_name: str, driver: Callable[[], Driver] | str | None = None,
         raise ValueError(f"shrink must be one of {SHRINK_MODES}")
     factory = driver if callable(driver) else load_factory(driver)
     counter = [0]
-    machine = from_spec(spec_name, factory, env=options.env, break_rate=options.break_rate, counter=counter)
+    failures: list[FuzzFailed] = []
+    machine = from_spec(spec_name, factory, env=options.env, break_rate=options.break_rate, counter=counter,
+                        failures=failures)
     phases = tuple(Phase) if options.shrink == "hypothesis" else tuple(p for p in Phase if p is not Phase.shrink)
     config = settings(max_examples=options.max_examples, stateful_step_count=options.steps, deadline=None,
                       database=None, verbosity=Verbosity.quiet, report_multiple_bugs=False,
@@ -383,23 +416,35 @@ def fuzz(spec_name: str, driver: Callable[[], Driver] | str | None = None,
     try:
         test()
     except FuzzFailed as exc:
-        if not exc.drawn:  # the driver failed before any call (its start raised)
-            failure = _as_found(spec_name, exc, "")
-        else:
-            drawn = list(exc.drawn)
-            if options.shrink == "calls":
-                drawn = _shrink(spec_name, factory, exc.env, drawn, exc.findings[0].rule, counter)
-            failure = _failure(spec_name, factory, exc.env, drawn, len(exc.drawn), counter) or _as_found(
-                spec_name, exc, " (did not fail again when re-run on a fresh driver: a flaky driver?)")
+        failure = _shrunk(spec_name, factory, exc, options, counter)
+    except Flaky:
+        # Hypothesis re-ran a failing example and it did not fail again (FlakyFailure), or the
+        # driver's other results led the calls elsewhere (FlakyStrategyDefinition).
+        if not failures:
+            raise  # (no example failed: Hypothesis' own inconsistency, a bug to see)
+        failure = _as_it_happened(spec_name, failures[0], repeats=False)
     return FuzzResult(spec_name, factory_name(factory), options, failure, time.perf_counter() - t0, counter[0])
 
 
-def _as_found(spec_name: str, exc: FuzzFailed, note: str) -> FuzzFailure:
-    """A failure reported as Hypothesis saw it, without a replayable trace."""
+def _shrunk(spec_name: str, factory, exc: FuzzFailed, options: FuzzOptions, counter) -> FuzzFailure:
+    """The failure re-run on a fresh driver, shrunk as `options.shrink` says; as it happened where
+    the driver failed before any call, or where the calls do not fail again."""
+    if not exc.drawn:  # the driver failed before any call (its start raised)
+        return _as_it_happened(spec_name, exc)
+    drawn = list(exc.drawn)
+    if options.shrink == "calls":
+        drawn = _shrink(spec_name, factory, exc.env, drawn, exc.findings[0].rule, counter)
+    return (_failure(spec_name, factory, exc.env, drawn, len(exc.drawn), counter)
+            or _as_it_happened(spec_name, exc, repeats=False))
+
+
+def _as_it_happened(spec_name: str, exc: FuzzFailed, repeats: bool = True) -> FuzzFailure:
+    """The failing run as the example ran it, not re-run nor shrunk."""
     first = exc.findings[0]
-    message = first.message + note
-    test = ConformanceTest(f"fuzz-{first.rule}", first.rule, spec_name, exc.env, (), (), (), "fuzz", message)
-    return FuzzFailure(spec_name, exc.env, first.rule, message, (), test, len(exc.drawn))
+    message = first.message if repeats else f"{first.message} ({NOT_REPEATED})"
+    test = ConformanceTest(f"fuzz-{first.rule}", first.rule, spec_name, exc.env, exc.events, exc.expectations, (),
+                           "fuzz", f"found by regcheck fuzz: {message}")
+    return FuzzFailure(spec_name, exc.env, first.rule, message, exc.events, test, len(exc.drawn), repeats)
 
 
 def _replay(spec_name: str, factory, env: Mapping, drawn: Sequence[Drawn], counter) -> tuple[_Runner, list[Finding]]:
