@@ -93,6 +93,7 @@ def test_cli_fuzz(tmp_path):
     assert code == 1 and "FAILURE [ACL-REG-SIZE-ZERO]" in out and "def test_fuzz_acl_ACL_REG_SIZE_ZERO():" in out
     report = replay_trace(str(path))
     assert report.verdict == "violates" and report.findings[-1].rule == "ACL-REG-SIZE-ZERO"
+    assert f"`regcheck replay {path}` shows the finding" in out  # (a result the spec does not allow)
     code, out, _ = run_cli("fuzz", "cupva", "--max-examples", "10", "--seed", "3", "--env", "driver_version=2005",
                            "--format", "json")
     doc = json.loads(out)
@@ -207,3 +208,19 @@ def test_cli_fuzz_reports_a_driver_that_is_not_deterministic(monkeypatch, tmp_pa
                            "-o", str(tmp_path / "g.jsonl"), "--format", "json")
     doc = json.loads(out)["failure"]
     assert code == 1 and doc["repeats"] is False and "the driver is not deterministic" in doc["message"]
+
+
+def test_cli_fuzz_names_the_command_that_shows_a_page_lock_finding(tmp_path):
+    """Found by testing: for a page lock the driver left, fuzz said "`regcheck replay F` shows the
+    finding"; replay runs no driver and finds the trace conforming. Only execute shows it."""
+    driver, path = "tests.mutants.acl:UnregisterKeepsLock", str(tmp_path / "f.jsonl")
+    code, out, _ = run_cli("fuzz", "acl", "--driver", driver, "--max-examples", "100", "--seed", "0", "-o", path)
+    assert code == 1 and "FAILURE [EXEC-LOCK-EXTRA]" in out
+    assert f"`regcheck execute --driver {driver} {path}` shows the finding" in out
+    assert f"`regcheck replay {path}` shows" not in out
+    assert replay_trace(path).verdict == "conforms"
+    code, out, _ = run_cli("execute", "--driver", driver, path)
+    assert code == 1 and "pinning[EXEC-LOCK-EXTRA]" in out
+    code, out, _ = run_cli("fuzz", "acl", "--driver", driver, "--max-examples", "100", "--seed", "0", "-o", path,
+                           "--format", "json")
+    assert code == 1 and json.loads(out)["failure"]["replay_shows"] is False

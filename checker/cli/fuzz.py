@@ -64,6 +64,7 @@ def run(args, out) -> int:
                   "failure": None if failure is None else {
                       "rule": failure.rule, "message": failure.message, "env": dict(failure.env),
                       "calls": len(failure.events), "repeats": failure.repeats, "trace": path,
+                      "replay_shows": failure.replay_shows(),
                       "pytest": failure.pytest_function(driver_text)}})
         return EXIT_OK if failure is None else EXIT_FINDINGS
     if failure is None:
@@ -75,8 +76,7 @@ def run(args, out) -> int:
             f"({how}; {result.calls} driver calls, {result.seconds:.1f} s)")
     out.out(f"  {failure.message}")
     out.out(f"  configuration: {', '.join(f'{k}={v}' for k, v in failure.env.items())}")
-    out.out(f"trace written to {path}: `regcheck replay {path}` shows the finding, "
-            f"`regcheck execute --driver {driver_text} {path}` reruns it")
+    out.out(f"trace written to {path}: {_how_to_see(failure, path, driver_text)}")
     out.out("")
     out.out("# paste this test into a pytest module:")
     out.out(failure.pytest_function(driver_text))
@@ -89,3 +89,13 @@ def _how_shrunk(failure, shrink: str) -> str:
     return {"calls": f"shrunk from {failure.found_calls} calls by delta debugging",
             "hypothesis": "shrunk by Hypothesis", "none": "not shrunk"}[shrink]
 
+
+def _how_to_see(failure, path: str, driver: str) -> str:
+    """The command that shows the finding: replay where the recorded results show it, else only a
+    run of the driver does (page locks and exceptions are not in a trace)."""
+    execute = f"`regcheck execute --driver {driver} {path}`"
+    if failure.replay_shows():
+        return f"`regcheck replay {path}` shows the finding, {execute} reruns it"
+    if not failure.repeats:
+        return f"{execute} reruns it, and may pass (`regcheck replay` does not show it: it needs the driver)"
+    return f"{execute} shows the finding (`regcheck replay` does not: it needs the driver)"

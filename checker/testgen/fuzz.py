@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..drivers.execute import EXEC_DRIVER_ERROR, DriverRaised, Execution
 from ..drivers.executor import load_factory
 from ..drivers.protocol import Driver
-from ..engines.replay import Finding
+from ..engines.replay import Finding, replay_events
 from ..engines.runs import semantics_for
 from ..engines.shrink import ddmin
 from ..language.analysis import identifier, memory_shape
@@ -86,6 +86,12 @@ class FuzzFailure:
         relative path relative to the trace's directory (as `Run.write` does)."""
         header = self.header() if path is None else header_written_to(self.header(), path)
         return format_trace(header, self.events).decode("utf-8")
+
+    def replay_shows(self) -> bool:
+        """Whether `regcheck replay` of the trace shows this failure: it does for a result the spec
+        does not allow, not for what only running the driver shows (page locks, an exception)."""
+        report = replay_events(semantics_for(load_spec(self.spec), dict(self.env)), self.events)
+        return any(f.rule == self.rule and f.kind != "unspecified" for f in report.findings)
 
     def pytest_function(self, driver: str) -> str:
         """A test function to paste into a pytest module: it fails while the driver has the bug."""
