@@ -129,3 +129,41 @@ def test_an_itf_output_that_cannot_be_written_leaves_no_trace_either(tmp_path):
     code, _, err = run_cli("bmc", str(SEEDED / "acl_free_forgets_registrations.spec"), "--depth", "4",
                            "--out", str(out_path), "--itf", str(itf))
     assert code == 2 and "error[E0603]" in err and "it is a directory" in err and not out_path.exists()
+
+
+ABSENT_READS = """\
+spec absent "read of an absent entry in an effect"
+source DOC "doc.txt" "a document"
+status int success 0
+record R { size: u64 }
+table T: u64 -> R
+var n: int = 0
+call put(k: u64) {
+  effect A-PUT: { T[k] = { size: 5 } }
+    cite DOC "put"
+}
+call rd(k: u64) {
+  effect A-RD: { n = T[k].size }
+    cite DOC "rd"
+}
+call upd(k: u64, j: u64) {
+  effect A-UPD: { T[k].size = T[j].size + 1 }
+    cite DOC "upd"
+}
+invariant A-N: n == 0 or n == 5
+  cite DOC "n"
+invariant A-S: forall r in T: r.size == 5 or r.size == 6 or r.size == 7
+  cite DOC "s"
+"""
+
+
+def test_an_effect_that_reads_an_absent_entry_is_undone_as_in_replay(tmp_path):
+    """Found by testing: the encoding read an absent `T[j]` as 0 where the semantics undoes the
+    effect, so the solver's run did not replay and bmc said UNKNOWN (encoding bug) where simulate
+    found put, upd, rd."""
+    path = tmp_path / "absent.spec"
+    path.write_text(ABSENT_READS)
+    spec = load_spec(str(path))
+    result = search_violation(spec, str(path), 3)
+    assert result.witness is Witness.FOUND and result.violation.invariants == ("A-N",)
+    assert [s.call for s in result.violation.run.steps] == ["put", "upd", "rd"]

@@ -428,3 +428,40 @@ def test_what_the_solver_cannot_encode_is_an_error_at_its_place(tmp_path, comman
                     'call f(x: int) {\n  fails D-X: 1 when {1,2} == {1,2}\n    cite DOC "x"\n}\n')
     code, _, err = run_cli(command[0], str(path), *command[1:])
     assert code == 2 and f"{path}:5:21: error[P0901]: cannot encode for the solver: comparing sets" in err
+
+
+READ_OF_ABSENT = """\
+spec absentmin "read of an absent entry in an effect"
+source DOC "doc.txt" "a document"
+status int success 0
+record R { size: u64 }
+table T: u64 -> R
+var n: int = 0
+call put(k: u64, s: u64) {
+  requires AM-S: s < 10
+    cite DOC "s small"
+  effect AM-PUT: { T[k] = { size: s } }
+    cite DOC "put"
+}
+call rd(k: u64, d: int) {
+  effect AM-RD: { n = T[k].size + 10 % d - 10 % d }
+    cite DOC "rd"
+}
+invariant AM-N: n < 10
+  cite DOC "n"
+invariant AM-T: forall r in T: r.size < 10
+  cite DOC "t"
+"""
+
+
+def test_an_effect_that_reads_an_absent_entry_or_divides_by_zero_is_undone(tmp_path):
+    """Found by testing: the concrete semantics undoes an effect whose `T[k]` finds no entry (or whose
+    `%` is by zero), but the encoding let the read denote any value, so `prove` refuted AM-N."""
+    path = tmp_path / "a.spec"
+    path.write_text(READ_OF_ABSENT)
+    report = prove(load_spec(str(path)), str(path), ProveOptions(consistency=False, guards=False))
+    assert [(o.property, o.call) for o in report.obligations if o.verdict is not Verdict.PROVED] == []
+    sem = semantics_for(load_spec(str(path)), {})
+    assert replay_prefix(sem, [Step("rd", {"k": 1, "d": 3}, {}, 0)]) == sem.initial_state()
+    assert replay_prefix(sem, [Step("put", {"k": 1, "s": 3}, {}, 0), Step("rd", {"k": 1, "d": 0}, {}, 0)]
+                         ).vars == {"n": 0}

@@ -23,7 +23,7 @@ operand C they are linear (bit i of x is `(x div 2**i) mod 2`, exact for every i
 divisor is positive; x & ~D = x - (x & D); x | y = x + y - (x & y)); with two symbolic operands both
 must have a non-negative bounded type and are decomposed bit by bit. `%` is Python's floor modulo
 (SMT `mod` is Euclidean: equal for a positive divisor, adjusted for a negative one; a zero divisor,
-an error in the concrete semantics, is left to the solver).
+an error in the concrete semantics, is left to the solver; `defined` says when it is one).
 
 Tables have two representations behind one interface:
   `ArrayTable`  Z3 arrays key -> present and key -> field; `forall/exists v in T` become Z3
@@ -32,9 +32,11 @@ Tables have two representations behind one interface:
                 quantifiers unroll over the slots. Quantifier- and array-free: bounded model
                 checking, counterexample search and concrete states (tests) use it.
 
-Not encoded (documented in docs/prover.md): definedness. `T[k]` with k absent and `x % 0` raise in
-the concrete semantics; here they denote an unspecified value. A field update of an absent key is
-encoded exactly (the concrete semantics leaves the whole effect undone, so does the encoding).
+Definedness (docs/prover.md). `T[k]` with k absent, `x % 0`, `aligned(x, 0)` and a negative or too
+wide `**` raise in the concrete semantics. In a clause or an invariant they denote an unspecified value
+here (the replay stops there with E0310). In an effect the concrete semantics undoes the whole effect,
+and so does the encoding: the effect applies only when `defined` holds for every expression it
+evaluates, under the path conditions of its `if`s, as for a field update of an absent key.
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ from typing import Any, Iterable, Mapping, assert_never
 import z3
 
 from ..language import syntax as S
+from ..language.analysis import may_fail
 from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
 from ..language.diagnostics import RegcheckError
+from ..model.codegen import MAX_POWER_BITS
 from .tables import ArrayTable, SlotTable, SymState
 from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, unsupported
 
@@ -346,6 +350,64 @@ class Encoder:
         m = a % b
         return z3.If(b >= 0, m, z3.If(m == 0, m, m + b))
 
+    def defined(self, e: S.Expr, st: SymState, env: Mapping):
+        """When evaluating e does not raise EvalError in the concrete semantics (checker/model/codegen.py):
+        every lookup finds its entry, no remainder is by zero, no power is negative or too wide. As
+        there, `and` / `or` / `implies` evaluate their right side only when the left does not decide.
+        A quantifier asks it of every entry: the semantics may stop at an entry that decides, in an
+        order the language does not fix, so for a body that may raise this is the strict reading."""
+        if not may_fail(self.spec, e):
+            return TRUE
+        match e:
+            case S.Name():
+                return self.defined(self.spec.defs[self.spec.binding(e).name], st, env)  # only a def may fail
+            case S.Field(obj=o):
+                return self.defined(o, st, env)
+            case S.Index(table=t, key=k):
+                return _all(self.defined(k, st, env), st.tables[t].has(self.expr(k, st, env)))
+            case S.Unary(operand=o):
+                return self.defined(o, st, env)
+            case S.Binary(op=op, left=l, right=r):
+                return self._binary_defined(e, op, l, r, st, env)
+            case S.Builtin(func=fn, args=args):
+                out = _all(*(self.defined(x, st, env) for x in args))
+                if fn == "aligned":
+                    out = _all(out, self.expr(args[1], st, env) != 0)
+                return out
+            case S.Quant(var=var, table=table, body=body):
+                def bind(entry: Entry):
+                    return self.defined(body, st, {**env, var: entry})
+                return st.tables[table].entries_forall(self.fresh_name(var), bind)
+            case S.SetLit(items=items):
+                return _all(*(self.defined(x, st, env) for x in items))
+        return TRUE  # literals
+
+    def _binary_defined(self, e: S.Binary, op: str, l: S.Expr, r: S.Expr, st: SymState, env: Mapping):
+        dl, dr = self.defined(l, st, env), self.defined(r, st, env)
+        if op in ("and", "or", "implies") and not z3.is_true(dr):
+            a = self.expr(l, st, env)
+            decided = {"and": z3.Not(a), "or": a, "implies": z3.Not(a)}[op]
+            return _all(dl, z3.Or(decided, dr))
+        out = _all(dl, dr)
+        if op == "%":
+            return _all(out, self.expr(r, st, env) != 0)
+        if op == "**":
+            return _all(out, self._power_defined(self.expr(l, st, env), self.expr(r, st, env)))
+        return out
+
+    @staticmethod
+    def _power_defined(a, b):
+        """As `_pow`: a negative exponent raises, and so does a result wider than MAX_POWER_BITS."""
+        if not is_const(b):
+            return b >= 0  # (`power` takes only a constant exponent)
+        n = int_value(b)
+        if n < 0:
+            return z3.BoolVal(False)
+        if n <= 1:
+            return TRUE
+        bound = 2 ** (MAX_POWER_BITS // n + 1)  # (bit_length(|a|) - 1) * n <= MAX_POWER_BITS
+        return z3.And(a > -bound, a < bound)
+
     def power(self, a, b, e):
         if is_const(a) and is_const(b) and 0 <= int_value(b) <= 4096:
             return z3.IntVal(int_value(a) ** int_value(b))
@@ -441,10 +503,10 @@ class Encoder:
         effects = self.spec.calls[call].clauses(S.Effect)
         if not effects:
             return st
-        post, ok = self.stmts(effects[0].body, st, env, z3.BoolVal(True))
+        post, ok = self.stmts(effects[0].body, st, env, TRUE)
         if z3.is_true(ok):
             return post
-        return post.ite(ok, st)  # a field update of an absent key leaves the whole effect undone
+        return post.ite(ok, st)  # an evaluation that raises leaves the whole effect undone
 
     def stmts(self, body: Iterable[S.Stmt], st: SymState, env: Mapping, ok) -> tuple[SymState, Any]:
         for s in body:
@@ -452,23 +514,27 @@ class Encoder:
         return st, ok
 
     def stmt(self, s: S.Stmt, st: SymState, env: Mapping, ok) -> tuple[SymState, Any]:
+        """The state after one statement, and `ok`: whether the effect so far evaluates without raising."""
         match s:
             case S.Assign(var=v, value=x):
-                return SymState({**st.vars, v: self.expr(x, st, env)}, st.tables), ok
+                return SymState({**st.vars, v: self.expr(x, st, env)}, st.tables), _all(ok, self.defined(x, st, env))
             case S.Insert(table=t, key=k, fields=fs):
                 key = self.expr(k, st, env)
                 rec = {n: self.expr(x, st, env) for n, x in fs}
+                ok = _all(ok, self.defined(k, st, env), *(self.defined(x, st, env) for _, x in fs))
                 return SymState(st.vars, {**st.tables, t: st.tables[t].insert(key, rec)}), ok
             case S.Update(table=t, key=k, field=n, value=x):
                 key = self.expr(k, st, env)
                 value = self.expr(x, st, env)
                 tbl = st.tables[t]
-                return SymState(st.vars, {**st.tables, t: tbl.update(key, n, value)}), z3.And(ok, tbl.has(key))
+                ok = z3.And(_all(ok, self.defined(k, st, env), self.defined(x, st, env)), tbl.has(key))
+                return SymState(st.vars, {**st.tables, t: tbl.update(key, n, value)}), ok
             case S.Delete(table=t, key=k):
                 key = self.expr(k, st, env)
-                return SymState(st.vars, {**st.tables, t: st.tables[t].delete(key)}), ok
+                return SymState(st.vars, {**st.tables, t: st.tables[t].delete(key)}), _all(ok, self.defined(k, st, env))
             case S.If(cond=c, then=th, orelse=el):
                 cond = self.expr(c, st, env)
+                ok = _all(ok, self.defined(c, st, env))
                 a, ok_a = self.stmts(th, st, env, ok)
                 b, ok_b = self.stmts(el, st, env, ok)
                 return a.ite(cond, b), (ok_a if ok_a is ok_b else z3.If(cond, ok_a, ok_b))
@@ -494,6 +560,15 @@ class Encoder:
 
     def group_active(self, group: str, st: SymState):
         return self.expr(self.spec.groups[group], st, {})
+
+
+TRUE = z3.BoolVal(True)
+
+
+def _all(*conds):
+    """The conjunction, without the conjuncts that are literally true (most expressions cannot raise)."""
+    kept = [c for c in conds if not z3.is_true(c)]
+    return kept[0] if len(kept) == 1 else z3.And(kept) if kept else TRUE
 
 
 def _version_cmp(op: str, a: Ver, b: Ver):
