@@ -167,3 +167,35 @@ def test_an_effect_that_reads_an_absent_entry_is_undone_as_in_replay(tmp_path):
     result = search_violation(spec, str(path), 3)
     assert result.witness is Witness.FOUND and result.violation.invariants == ("A-N",)
     assert [s.call for s in result.violation.run.steps] == ["put", "upd", "rd"]
+
+
+COUNTER_AT_MAX = """\
+spec ovf "u32 counter at max"
+source DOC "doc.txt" "a document"
+status int success 0
+var c: u32 = 4294967295
+call inc() {
+  effect O-EFF: { c = c + 1 }
+    cite DOC "adds"
+}
+"""
+
+
+def test_a_value_outside_its_type_is_a_types_violation(tmp_path):
+    """Found by testing: bmc searched for broken invariants only, so it found nothing where simulate
+    and prove found the u32 overflow (TYPES), though docs/prover.md says bmc checks TYPES."""
+    path = tmp_path / "ovf.spec"
+    path.write_text(COUNTER_AT_MAX)
+    spec = load_spec(str(path))
+    result = search_violation(spec, str(path), 2)
+    assert result.witness is Witness.FOUND and result.violation.invariants == ("TYPES",)
+    assert [s.call for s in result.violation.run.steps] == ["inc"]
+    assert result.violation.states[-1].vars == {"c": 2**32}
+    assert search_violation(spec, str(path), 2, invariants=["TYPES"]).witness is Witness.FOUND
+    assert search_violation(spec, str(path), 2, invariants=[]).witness is Witness.NONE
+    out_path = tmp_path / "v.jsonl"
+    code, out, err = run_cli("bmc", str(path), "--depth", "2", "--out", str(out_path), "--invariant", "TYPES")
+    assert code == 1 and "breaks TYPES" in out, err
+    report = replay_trace(str(out_path))
+    assert report.verdict == "conforms" and report.events == 1
+

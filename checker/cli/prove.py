@@ -21,7 +21,7 @@ from ..emit.sarif import prove_log
 from ..engines.bmc import BmcResult, search_violation
 from ..engines.proof import Check, CounterExample, Obligation, ProofReport, ProveOptions
 from ..engines.prover import prove
-from ..engines.runs import Run, format_env, format_state, format_step
+from ..engines.runs import TYPES, Run, format_env, format_state, format_step
 from ..language.checked import CheckedSpec
 from ..language.diagnostics import RegcheckError, error
 from ..language.files import make_directory, require_writable, write_output
@@ -64,7 +64,8 @@ def register(sub) -> None:
                     "Exit 0: none up to K; 1: a violation (or the solver gave up); 2: bad input.")
     b.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     b.add_argument("--depth", type=nonneg_int, required=True, metavar="K", help="the longest call sequence")
-    b.add_argument("--invariant", action="append", metavar="RULE-ID", help="only these invariants (repeatable)")
+    b.add_argument("--invariant", action="append", metavar="RULE-ID",
+                   help="only these invariants (repeatable; TYPES: values within their declared types)")
     add_env(b, "fix a spec parameter (default: the solver picks the configuration)")
     add_output(b, "--out", help="where to write the violating trace (default: <spec>.bmc.jsonl)")
     b.add_argument("--itf", metavar="OUT.itf.json",
@@ -406,7 +407,7 @@ def run_bmc(args, out) -> int:
     spec = load_spec(args.spec)
     env = parse_env(args.env, spec) if args.env else None
     if args.invariant:
-        unknown = [r for r in args.invariant if r not in {inv.rule for inv in spec.invariants}]
+        unknown = [r for r in args.invariant if r not in {inv.rule for inv in spec.invariants} | {TYPES}]
         if unknown:
             raise RegcheckError([error("E0201", f"spec {spec.name} has no invariant {unknown[0]}")])
     result = search_violation(spec, args.spec, args.depth, SolverOptions(args.timeout, args.seed, args.retries), env, args.invariant)

@@ -25,7 +25,7 @@ from ..symbolic.encode import Encoder, concrete_config, read_config, symbolic_co
 from ..symbolic.solver import Session, SolverOptions, Witness
 from ..symbolic.tables import SymState
 from ..symbolic.terms import conj, disj, fresh_int, holds_in, implies, int_in, neg
-from .runs import Run, Step, Violation, replay_prefix, semantics_for, shrink
+from .runs import TYPES, Run, Step, Violation, replay_prefix, semantics_for, shrink, well_typed
 
 
 # ---------------------------------------------------------------- the unrolling
@@ -144,19 +144,24 @@ class BmcResult:
 
 def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: SolverOptions = SolverOptions(),
                      env: Mapping[str, Any] | None = None, invariants: Iterable[str] | None = None) -> BmcResult:
-    """Look for the shortest run of at most `depth` steps that breaks an invariant.
+    """Look for the shortest run of at most `depth` steps that breaks an invariant or TYPES (a state
+    value outside its declared type, as the prover's TYPES obligation and simulate check).
 
-    Iterative deepening over one unrolling: at depth k the steps after k stutter.
+    Iterative deepening over one unrolling: at depth k the steps after k stutter. `invariants`
+    (rule IDs, TYPES among them) restricts the search to those properties.
     """
     t0 = time.perf_counter()
     wanted = set(invariants) if invariants is not None else None
     invs = [inv for inv in spec.invariants if wanted is None or inv.rule in wanted]
+    types = wanted is None or TYPES in wanted
+    rules = [inv.rule for inv in invs] + ([TYPES] if types else [])
     unrolling = Unrolling(spec, depth, options, env)
     enc = unrolling.encoder
     queries = []
     unknown = ""
     for k in range(depth + 1):
-        bad = disj([neg(enc.invariant(inv, unrolling.states[k])) for inv in invs]) if invs else disj([])
+        st = unrolling.states[k]
+        bad = disj([neg(enc.invariant(inv, st)) for inv in invs] + ([neg(conj(enc.well_typed(st)))] if types else []))
         ans = unrolling.session.find(bad, *unrolling.stutter_after(k))
         queries.append((k, ans.seconds))
         if ans.witness is Witness.UNKNOWN:
@@ -169,7 +174,7 @@ def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: Sol
         if small.witness is Witness.FOUND:  # the same length with readable values, when there is one
             ans = small
         run = unrolling.run_of(ans.model, spec_name, upto=k)
-        violation = _confirm_violation(spec, run, [inv.rule for inv in invs])
+        violation = _confirm_violation(spec, run, rules)
         if violation is None:
             return BmcResult(spec_name, depth, Witness.UNKNOWN, None,
                              "internal: the solver's run does not replay concretely (encoding bug)",
@@ -182,8 +187,12 @@ def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: Sol
 def _confirm_violation(spec: CheckedSpec, run: Run, rules: list[str]) -> Violation | None:
     sem = semantics_for(spec, run.env)
 
+    def failing(st: State) -> list[str]:
+        out = [r for r in sem.holds(st) if r in rules]
+        return out + [TYPES] if TYPES in rules and not well_typed(spec, st) else out
+
     def broken(st: State) -> bool:
-        return any(r in rules for r in sem.holds(st))
+        return bool(failing(st))
 
     final = replay_prefix(sem, run.steps)
     if final is None or not broken(final):
@@ -194,8 +203,7 @@ def _confirm_violation(spec: CheckedSpec, run: Run, rules: list[str]) -> Violati
     for s in steps:
         sem.apply(st, s.call, s.inputs, s.outputs)
         states.append(st.copy())
-    failing = tuple(r for r in sem.holds(st) if r in rules)
-    return Violation(Run(run.spec, run.env, steps), failing, tuple(states))
+    return Violation(Run(run.spec, run.env, steps), tuple(failing(st)), tuple(states))
 
 
 # ---------------------------------------------------------------- covering targets (witness traces)

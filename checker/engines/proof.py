@@ -18,10 +18,9 @@ from ..symbolic.solver import SolverOptions, Verdict, Witness
 from ..symbolic.tables import SymState
 from ..symbolic.terms import conj, disj
 from .bmc import BmcResult
-from .runs import Run, well_typed
+from .runs import TYPES, Run, well_typed
 
 
-TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
 GROUP_FRAME = "API-GROUPS"  # prefix of the implicit "changes only in its API groups" properties
 
 

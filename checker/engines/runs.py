@@ -213,6 +213,9 @@ class Violation:
     states: tuple[State, ...]  # the state after each step (the initial state first)
 
 
+TYPES = "TYPES"  # the implicit property: every state value lies in its declared type's range
+
+
 def well_typed(spec: CheckedSpec, st: State) -> bool:
     """Every state value lies in its declared type's range (the prover's TYPES property)."""
     def ok(t, v) -> bool:
@@ -239,7 +242,7 @@ def failing_invariants(sem: Semantics, st: State) -> list[str]:
     except EvalError:
         return [inv.rule for inv in sem.spec.invariants]
     if not well_typed(sem.spec, st):
-        bad.append("TYPES")
+        bad.append(TYPES)
     return bad
 
 
