@@ -199,3 +199,33 @@ def test_a_value_outside_its_type_is_a_types_violation(tmp_path):
     report = replay_trace(str(out_path))
     assert report.verdict == "conforms" and report.events == 1
 
+
+VERSION_ARGUMENT = """\
+spec vgap "a version argument"
+source DOC "doc.txt" "a document"
+status int success 0
+var hit: bool = false
+call g(w: version) {
+  requires G-W: w > 1.2 and w < 1.3
+    cite DOC "w between"
+  effect G-EFF: { hit = true }
+    cite DOC "hit"
+}
+invariant G-HIT: not hit
+  cite DOC "never hit"
+"""
+
+
+def test_a_version_argument_is_written_as_the_list_of_its_numbers(tmp_path):
+    """Found by testing: bmc wrote a version argument as "1.2.1", which the trace reader rejects as a
+    bad integer (docs/trace-format.md: a version in `args` is the array of its numbers), so no trace
+    was written."""
+    path = tmp_path / "vgap.spec"
+    path.write_text(VERSION_ARGUMENT)
+    out_path = tmp_path / "v.jsonl"
+    code, out, err = run_cli("bmc", str(path), "--depth", "2", "--out", str(out_path))
+    assert code == 1 and "breaks G-HIT" in out and out_path.exists(), out + err
+    w = orjson.loads(out_path.read_bytes().splitlines()[1])["args"]["w"]
+    assert isinstance(w, list) and (1, 2) < tuple(w) < (1, 3)
+    report = replay_trace(str(out_path))
+    assert report.verdict == "conforms" and report.events == 1

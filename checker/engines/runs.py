@@ -48,8 +48,8 @@ class Run:
         out = []
         for s in self.steps:
             info = checked.calls[s.call]
-            args = {n: json_value(t, s.inputs[n]) for n, t in info.params}
-            outs = {n: json_value(t, s.outputs[n]) for n, t in info.outputs if n in s.outputs}
+            args = {n: event_value(t, s.inputs[n]) for n, t in info.params}
+            outs = {n: event_value(t, s.outputs[n]) for n, t in info.outputs if n in s.outputs}
             out.append(TraceEvent(line=0, call=s.call, args=args, ret=s.status, out=outs))
         return out
 
@@ -67,9 +67,18 @@ class Run:
 
 
 def json_value(t: Type, v):
-    """A semantics value as a trace JSON value."""
+    """A semantics value as a trace JSON value in the header's `env` (a version as "5.10.1")."""
     if t.kind == "version":
         return ".".join(str(p) for p in v)
+    return v
+
+
+def event_value(t: Type, v):
+    """A semantics value as a trace JSON value in an event's `args` or `out`: there a version is the
+    list of its numbers ([5, 10, 1]), since a string starting with a digit reads as an integer
+    (docs/trace-format.md)."""
+    if t.kind == "version":
+        return list(v)
     return v
 
 
