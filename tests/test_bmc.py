@@ -229,3 +229,33 @@ def test_a_version_argument_is_written_as_the_list_of_its_numbers(tmp_path):
     assert isinstance(w, list) and (1, 2) < tuple(w) < (1, 3)
     report = replay_trace(str(out_path))
     assert report.verdict == "conforms" and report.events == 1
+
+
+VERSION_PARAMETER = """\
+spec vgap "a version parameter longer than the literals"
+source DOC "doc.txt" "a document"
+status int success 0
+param kv: version = 1.2
+var hit: bool = false
+call g(w: version) {
+  requires G-W: w > 1.2 and w < kv
+    cite DOC "w between"
+  effect G-EFF: { hit = true }
+    cite DOC "hit"
+}
+invariant G-HIT: not hit
+  cite DOC "never hit"
+"""
+
+
+@pytest.mark.parametrize("kv", ["1.2.3.4", "1.2.3.4.5.6.7.8"])
+def test_a_configured_version_longer_than_the_literals_is_encoded_exactly(tmp_path, kv):
+    """Found by testing: versions had room for the spec's literals only, so kv=1.2.3.4 was encoded
+    as 1.2.1, no version lay between 1.2 and it, and bmc missed the violation (and printed kv=1.2.1)."""
+    path = tmp_path / "vgap.spec"
+    path.write_text(VERSION_PARAMETER)
+    result = search_violation(load_spec(str(path)), str(path), 2, env={"kv": kv})
+    assert result.witness is Witness.FOUND and result.violation.invariants == ("G-HIT",)
+    want = tuple(int(p) for p in kv.split("."))
+    assert result.violation.run.env["kv"] == want
+    assert (1, 2) < result.violation.run.steps[0].inputs["w"] < want

@@ -12,10 +12,11 @@ Values (the Python-level shape of an encoded value; each leaf is a Z3 term):
   enum                  Int term: the member's index in its declaration
   version               `Ver`: K Int components of the canonical version (no trailing zero: 5.10.0 is
                         5.10, as in the concrete semantics), padded with -1 (K = longest version
-                        literal of the spec + 1). -1 is below every real component, so lexicographic
-                        order on the padded tuples is the semantics' order (5.10 < 5.10.1 < 5.11);
-                        a longer value is represented by one that compares the same with every
-                        literal of the spec
+                        literal of the spec, or of a concrete configuration's version, + 1). -1 is
+                        below every real component, so lexicographic order on the padded tuples is
+                        the semantics' order (5.10 < 5.10.1 < 5.11); a longer value (only from a
+                        concrete state or input) is represented by one that compares the same with
+                        every literal of the spec
   range                 `Rng(base, end)`, half-open; an empty range overlaps nothing
   table entry           `Entry(table, key, slot)`
 Bitwise operators work on exact integers with Python's infinite two's complement: with a constant
@@ -49,7 +50,7 @@ import z3
 
 from ..language import syntax as S
 from ..language.analysis import may_fail
-from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type
+from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type, normalise_version
 from ..language.diagnostics import RegcheckError
 from ..model.codegen import MAX_POWER_BITS
 from .tables import ArrayTable, SlotTable, SymState
@@ -115,7 +116,7 @@ class Encoder:
 
     def __init__(self, spec: CheckedSpec, config: Mapping[str, Any]):
         self.spec = spec
-        self.types = Types(spec)
+        self.types = Types(spec, _longest_config_version(config))
         self.config = dict(config)
         self._fresh = itertools.count()
         self._consts = {n: self.types.const(t, v) for n, (t, v) in spec.consts.items()}
@@ -596,11 +597,20 @@ def symbolic_config(spec: CheckedSpec, prefix: str = "cfg.") -> tuple[dict, list
 
 
 def concrete_config(spec: CheckedSpec, values: Mapping[str, Any]) -> dict:
-    """Resolved parameter values (`Semantics.config`) as Z3 constants."""
-    types = Types(spec)
+    """Resolved parameter values (`Semantics.config`) as Z3 constants; versions exactly, however long
+    (every version of an `Encoder` built on this configuration gets their width)."""
+    longest = max((len(normalise_version(values[n])) for n, (t, _) in spec.params.items() if t.kind == "version"),
+                  default=0)
+    types = Types(spec, longest)
     return {n: types.const(t, values[n]) for n, (t, _) in spec.params.items()}
 
 
 def read_config(spec: CheckedSpec, model: z3.ModelRef, config: Mapping) -> dict:
-    types = Types(spec)
+    types = Types(spec, _longest_config_version(config))
     return {n: types.read(t, model, config[n]) for n, (t, _) in spec.params.items()}
+
+
+def _longest_config_version(config: Mapping) -> int:
+    """The most components a version of an encoded configuration can have (its width less the -1
+    that ends every version): the width every other version of that encoding needs."""
+    return max((len(v) - 1 for v in config.values() if isinstance(v, Ver)), default=0)

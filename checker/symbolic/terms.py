@@ -45,12 +45,15 @@ def unsupported(msg: str, span: Span = NO_SPAN) -> RegcheckError:
 class Types:
     """Per-spec knowledge of how each type is represented."""
 
-    def __init__(self, spec: CheckedSpec):
+    def __init__(self, spec: CheckedSpec, longest: int = 0):
+        """`longest`: the most components of a version given from outside the spec (a concrete
+        configuration's); versions get room for it too, so that such a version is encoded exactly
+        (a shortened one compares like it only with the spec's literals, not with the inputs)."""
         self.spec = spec
         hit = _VERSION_WIDTH.get(id(spec))
         if hit is None or hit[0] is not spec:  # the AST walk is costly: once per spec
             hit = _VERSION_WIDTH[id(spec)] = (spec, _longest_version(spec) + 1)
-        self.version_width = hit[1]
+        self.version_width = max(hit[1], longest + 1)
 
     def width(self, t: Type) -> int:
         """Number of Z3 leaves a value of type t has."""
