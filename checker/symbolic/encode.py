@@ -358,7 +358,7 @@ class Encoder:
         A quantifier asks it of every entry: the semantics may stop at an entry that decides, in an
         order the language does not fix, so for a body that may raise this is the strict reading."""
         if not may_fail(self.spec, e):
-            return TRUE
+            return _true()
         match e:
             case S.Name():
                 return self.defined(self.spec.defs[self.spec.binding(e).name], st, env)  # only a def may fail
@@ -381,7 +381,7 @@ class Encoder:
                 return st.tables[table].entries_forall(self.fresh_name(var), bind)
             case S.SetLit(items=items):
                 return _all(*(self.defined(x, st, env) for x in items))
-        return TRUE  # literals
+        return _true()  # literals
 
     def _binary_defined(self, e: S.Binary, op: str, l: S.Expr, r: S.Expr, st: SymState, env: Mapping):
         dl, dr = self.defined(l, st, env), self.defined(r, st, env)
@@ -405,7 +405,7 @@ class Encoder:
         if n < 0:
             return z3.BoolVal(False)
         if n <= 1:
-            return TRUE
+            return _true()
         bound = 2 ** (MAX_POWER_BITS // n + 1)  # (bit_length(|a|) - 1) * n <= MAX_POWER_BITS
         return z3.And(a > -bound, a < bound)
 
@@ -504,7 +504,7 @@ class Encoder:
         effects = self.spec.calls[call].clauses(S.Effect)
         if not effects:
             return st
-        post, ok = self.stmts(effects[0].body, st, env, TRUE)
+        post, ok = self.stmts(effects[0].body, st, env, _true())
         if z3.is_true(ok):
             return post
         return post.ite(ok, st)  # an evaluation that raises leaves the whole effect undone
@@ -563,13 +563,16 @@ class Encoder:
         return self.expr(self.spec.groups[group], st, {})
 
 
-TRUE = z3.BoolVal(True)
+def _true():
+    """`True` in z3's current main context: a module-level constant would stay in the context of its
+    import, which the generator replaces for each run (checker.symbolic.solver)."""
+    return z3.BoolVal(True)
 
 
 def _all(*conds):
     """The conjunction, without the conjuncts that are literally true (most expressions cannot raise)."""
     kept = [c for c in conds if not z3.is_true(c)]
-    return kept[0] if len(kept) == 1 else z3.And(kept) if kept else TRUE
+    return kept[0] if len(kept) == 1 else z3.And(kept) if kept else _true()
 
 
 def _version_cmp(op: str, a: Ver, b: Ver):
