@@ -15,8 +15,9 @@ test names, the same on every run), and JUnit XML (`--junitxml`) has classname
 writes them. A test passes, fails with regcheck's explanation (expected outcomes, actual result,
 rule ID), or is skipped when it is inconclusive (the driver failed with an environmental failure
 the spec allows, so the branch under test was not exercised). The driver factory defaults to
-regcheck's reference driver; one that cannot be loaded, like an unknown spec or an unreadable
-suite, is one usage error before any test runs.
+regcheck's reference driver; one that cannot be loaded, like an unknown spec, an unreadable suite
+or a suite for another spec, is one usage error before any test runs; a driver that does not
+implement the spec (X0807) is one usage error at the first test that starts it.
 
 Registered through the `pytest11` entry point in pyproject.toml.
 """
@@ -191,9 +192,16 @@ class RegcheckItem(pytest.Item):
         self.extra_keyword_matches.update({test.rule, test.pytest_name})
 
     def runtest(self) -> None:
+        from .language.diagnostics import RegcheckError
         from .testgen.conform import run_test
 
-        result = run_test(self.test, self.config.stash.get(_driver_key, None))
+        try:
+            result = run_test(self.test, self.config.stash.get(_driver_key, None))
+        except RegcheckError as exc:
+            # Bad input, not a failing test: the driver does not implement the spec or the test's
+            # configuration (X0807), or the test does not fit the spec. `regcheck conform` stops at
+            # it with exit 2; here it ends the session as a usage error, without a traceback.
+            pytest.exit(f"regcheck: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
         if result.status == "inconclusive":
             pytest.skip(result.explain())
         if not result.passed:

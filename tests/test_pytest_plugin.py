@@ -156,3 +156,27 @@ def test_a_spec_given_by_path_is_named_by_its_declared_name(tmp_path):
     assert classnames and all(c.startswith("regcheck.cupva.") for c in classnames), classnames
     code, out = run_pytest(proj, *args, failed[0])  # an ID as printed runs again
     assert code == 1 and "1 failed" in out and "deselected" in out, out
+
+
+UNDRIVEN_SPEC = """spec undriven "a spec no driver here implements"
+source DOC "none" "doc"
+status int success 0
+record Rec { size: u64 }
+table recs: addr -> Rec sized by size
+call poke(c: addr, s: u64) {
+  fails UNDRIVEN-DUP: 2 when c in recs
+    cite DOC "dup"
+  effect UNDRIVEN-EFFECT: { recs[c] = { size: s } }
+    cite DOC "eff"
+}
+"""
+
+
+def test_a_driver_that_does_not_implement_the_spec_is_one_usage_error(tmp_path):
+    """Found by testing: each test failed with an ~840-line traceback of the RegcheckError (X0807)
+    that `regcheck conform` reports as one error (exit 2)."""
+    (tmp_path / "undriven.spec").write_text(UNDRIVEN_SPEC)
+    code, out = run_pytest(tmp_path, "--regcheck-spec", "undriven.spec")
+    assert code == 4, out  # pytest's usage error
+    assert "regcheck: X0807: the reference driver implements the specs" in out and "not 'undriven'" in out, out
+    assert "Traceback" not in out and "RegcheckError" not in out and len(out.splitlines()) < 10, out
