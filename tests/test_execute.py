@@ -477,3 +477,15 @@ def test_a_drivers_output_missing_or_outside_its_type_is_the_drivers_error(real_
     report = execute_trace(write(tmp_path, pinned_roundtrip()), driver)
     assert [(f.line, f.kind, f.rule) for f in report.findings] == [(line, "executor", "EXEC-DRIVER-ERROR")]
     assert output in report.findings[0].message
+
+
+@pytest.mark.parametrize("driver", ["HandsOutMallocMemory", "Misaligned"])
+def test_an_allocations_promises_are_judged_on_the_drivers_own_address(real_pinning, tmp_path, driver):
+    """The recorded address stands for the driver's in the model, so ACL-MALLOCHOST-FRESH (fresh
+    among the live blocks, 64-byte aligned) is judged on the driver's own among its own blocks."""
+    host = {"call": "aclrtMallocHost", "args": {"size": 4096}, "ret": 0, "out": {"hostPtr": BASE * 2}}
+    path = write(tmp_path, [{"call": "malloc", "args": {"size": 4 * 4096}, "out": {"ptr": BASE}}, host,
+                            {"call": "aclrtFreeHost", "args": {"hostPtr": BASE * 2}, "ret": 0}, host])
+    assert [f for f in execute_trace(path, thirdparty.Plain).findings if f.kind != "divergence"] == []
+    report = execute_trace(path, getattr(thirdparty, driver))
+    assert (3, "executor", "ACL-MALLOCHOST-FRESH") in [(f.line, f.kind, f.rule) for f in report.findings]

@@ -6,7 +6,8 @@ for each event, and compares:
 
   usage / conformance / unspecified   the recorded trace against the spec, exactly as `regcheck replay`
   executor     the driver's own result is not an outcome the spec allows (in the state that follows
-               the driver's results)
+               the driver's results; an allocation's promises about its address among the blocks
+               the driver handed out, `Execution.handed_out`)
   divergence   the driver's result differs from the recorded one, both allowed (informational)
   refused      an address argument relocates to no memory the trace allocated: the call is not made
                (or the driver refused it itself); informational
@@ -191,6 +192,10 @@ class Execution:
         self.locks = LockCheck(sem, driver, self.relocator.relocate_range, self.relocator.take_changed,
                                self.relocator.maps_onto) if check_locks else None
         self.applied: list | None = None  # the driver-following model's changes in this event
+        # The driver's own allocations at its own addresses (the allocator tables alone): what an
+        # allocation promises of its address (fresh among the live blocks, aligned) is judged there,
+        # since the model that follows the driver holds the recording's addresses in their place.
+        self.handed_out: State = sem.initial_state()
 
     def step(self, ev, last: bool = False) -> list[Finding]:
         """The findings of one event; `last`: the trace's last event, after which the kernel's
@@ -223,6 +228,8 @@ class Execution:
         incident = getattr(self.driver, "last_incident", None)
         refused = incident is not None and incident.kind.value == "refused"
         self._judge_driver(ev, name, args, status, outs, result, refused, inputs, findings)
+        if result.ret == self.sem.success and not refused:
+            self._follow_own_memory(ev, name, driver_args, result.out, findings)
         if incident is not None:
             kind = "refused" if incident.kind.value == "refused" else "divergence"
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
@@ -305,7 +312,8 @@ class Execution:
         if not took and (model_outs is not None or driver_status != sem.success):
             allowed = sem.allowed(st, name, args)
             # A substituted output is the recording's address, so promises about it (fresh, aligned)
-            # speak of the recording, not of the driver: judge the status alone then.
+            # speak of the recording, not of the driver: judge the status alone then (the driver's
+            # own address is judged among its own blocks, `_follow_own_memory`).
             judgement = sem.judge(allowed, st, args, driver_status, model_outs or {}) if not substituted else \
                 _status_only(sem, allowed, driver_status)
             if not judgement.conforms:
@@ -325,6 +333,21 @@ class Execution:
             if released:
                 for p in released:
                     self.relocator.forget(args[p], self._left_of(args[p]))
+
+    def _follow_own_memory(self, ev, name: str, driver_args: Mapping[str, Any], out: Mapping[str, Any],
+                           found: list[Finding]) -> None:
+        """A successful allocation's promises about its address, judged on the driver's own address
+        among the driver's own live blocks (findings into `found`), then recorded there; a release
+        forgets its block there."""
+        sem, alloc = self.sem, self.plans[name][1]
+        if alloc is not None:
+            for rule in sem.ensures_broken(self.handed_out, name, driver_args, out):
+                found.append(self.replayer.finding(
+                    ev, "executor", rule, f"the driver returned {alloc.output} = {out[alloc.output]:#x} for "
+                    f"{driver_args[alloc.size_param]} bytes, which breaks it among the blocks it handed out"))
+            sem.apply(self.handed_out, name, driver_args, out)
+        elif name in self.shape.releases:
+            sem.apply(self.handed_out, name, driver_args, {})
 
     def _left_of(self, recorded_base: int) -> list[tuple[int, int]]:
         """(base, size) of the entries the recording's model still holds inside the allocation at

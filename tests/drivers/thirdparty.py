@@ -150,3 +150,25 @@ class OddOutput(Plain):
             return result
         out = {k: v for k, v in result.out.items() if k != self.OUTPUT}
         return Result(0, out if self.VALUE is MISSING else {**out, self.OUTPUT: self.VALUE})
+
+
+class HandsOutMallocMemory(Plain):
+    """aclrtMallocHost returns the base of a live malloc block (handed out twice), locked."""
+
+    def call(self, name, a):
+        malloced = [base for base in self.blocks if base not in self.regs]
+        if name == "aclrtMallocHost" and a["size"] and malloced:
+            self.lock(malloced[0], a["size"])
+            return Result(0, {"hostPtr": malloced[0]})
+        return super().call(name, a)
+
+
+class Misaligned(Plain):
+    """aclrtMallocHost returns a pointer 32 bytes into its block: not 64-byte aligned."""
+
+    def call(self, name, a):
+        if name == "aclrtMallocHost" and a["size"]:
+            result = super().call(name, {"size": a["size"] + 32})
+            self.blocks[result.out["hostPtr"] + 32] = self.blocks.pop(result.out["hostPtr"])
+            return Result(0, {"hostPtr": result.out["hostPtr"] + 32})
+        return super().call(name, a)
