@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..language import syntax as S
-from ..language.analysis import nodes, reads_and_writes
+from ..language.analysis import conjuncts, negated, nodes, reads_and_writes
 from ..language.checked import CheckedSpec, Type
 from .model import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, TRANSITION, ConformanceTest,
                     RuleCoverage, TransitionCoverage)
@@ -278,14 +278,48 @@ def coverage_report(spec: CheckedSpec, facts: Mapping[str, CallFacts], tests: Se
         for call in {ev.call for ev in t.events}:
             using[call] = using.get(call, 0) + 1
     out = []
+    silent = silent_when_broken(spec)
     for rule, info in spec.rules.items():
         branches = tuple((b, tuple(ts)) for b, ts in sorted(by_rule.get(rule, {}).items()))
         call_facts = facts.get(info.call) if info.call else None
+        if rule in silent and not branches:
+            out.append(RuleCoverage(rule, info.kind, info.call, NOT_TESTABLE,
+                                    f"breaking it makes {silent[rule]} (unspecified) hold too: any outcome is then "
+                                    "allowed, so no test can fail", (), boundaries.get(rule, 0)))
+            continue
         status, note = _status_of(info, call_facts, branches, missing, open_seen)
         if status == ENVIRONMENT:
             note += f" ({using.get(info.call, 0)} tests use {info.call})"
         out.append(RuleCoverage(rule, info.kind, info.call, status, note, branches, boundaries.get(rule, 0)))
     return tuple(out)
+
+
+def silent_when_broken(spec: CheckedSpec) -> dict[str, str]:
+    """`requires` rules whose breaking makes an `unspecified` clause of the same call hold, in every
+    state and configuration (each conjunct of that clause's condition is one of the broken
+    condition's): rule -> the unspecified rule. Their broken branch is never determinate."""
+    out: dict[str, str] = {}
+    for info in spec.calls.values():
+        silences = [(c.rule, _conjunct_set(c.cond)) for c in info.clauses(S.Unspecified)]
+        for req in info.clauses(S.Requires):
+            broken = _conjunct_set(negated(req.cond))
+            hit = next((rule for rule, conds in silences if conds <= broken), None)
+            if hit is not None and not req.undefined:
+                out[req.rule] = hit
+    return out
+
+
+def _conjunct_set(e: S.Expr) -> frozenset:
+    """The conjuncts of e, `not (a == b)` written `a != b` (and the other way round), so that the
+    same condition spelt either way compares equal (nodes compare without their spans)."""
+    return frozenset(_plain(c) for c in conjuncts(e))
+
+
+def _plain(e: S.Expr) -> S.Expr:
+    if isinstance(e, S.Unary) and e.op == "not" and isinstance(e.operand, S.Binary) and e.operand.op in ("==", "!="):
+        b = e.operand
+        return S.Binary("!=" if b.op == "==" else "==", b.left, b.right, b.span)
+    return e
 
 
 def _status_of(info, facts: CallFacts | None, branches, missing, open_seen) -> tuple[str, str]:
