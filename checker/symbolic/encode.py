@@ -563,10 +563,18 @@ class Encoder:
         return self.expr(self.spec.groups[group], st, {})
 
 
+_TRUE: list = [None, None]  # (context, True in it): the last context asked for
+
+
 def _true():
     """`True` in z3's current main context: a module-level constant would stay in the context of its
-    import, which the generator replaces for each run (checker.symbolic.solver)."""
-    return z3.BoolVal(True)
+    import, which the generator replaces for each run (checker.symbolic.solver). One object per
+    context, not a new one per use: with a new one per use an acl obligation went from 30 ms to a 5 s
+    solver timeout (measured, not explained: z3's search depends on such details of the terms)."""
+    ctx = z3.main_ctx()
+    if _TRUE[0] is not ctx:
+        _TRUE[:] = [ctx, z3.BoolVal(True, ctx)]
+    return _TRUE[1]
 
 
 def _all(*conds):
