@@ -531,3 +531,45 @@ def test_sigterm_stops_like_sigint_leaving_no_partial_output_or_workers(tmp_path
             os.killpg(child.pid, signal.SIGKILL)
     assert child.returncode == 128 + signal.SIGTERM and b"regcheck: terminated" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"] and left == []
+
+
+NONLINEAR = """\
+spec nl "nonlinear"
+source DOC "doc.txt" "a document"
+status int success 0
+var x: int = 0
+call f(p: u32, q: u32, r: u32) {
+  requires N-FERMAT: p > 0 and q > 0 and r > 0 and p * p * p + q * q * q == r * r * r
+    cite DOC "fermat"
+  effect N-EFF: { x = 1 }
+    cite DOC "set"
+}
+invariant N-X: x == 0
+  cite DOC "never"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signame, code, message", [("SIGINT", 130, b"regcheck: interrupted"),
+                                                    ("SIGTERM", 143, b"regcheck: terminated")])
+def test_a_signal_stops_a_solver_query_at_once(tmp_path, signame, code, message):
+    """Found by testing: Z3's check runs in C, so Ctrl-C and SIGTERM waited for the query to end (with
+    --timeout 60000 and retries, minutes), and Z3 took SIGINT itself as a timeout to retry."""
+    import signal
+    import time
+    from helpers import default_sigint
+    spec = tmp_path / "nl.spec"
+    spec.write_text(NONLINEAR)
+    child = subprocess.Popen([sys.executable, "-m", "checker", "prove", str(spec), "--timeout", "60000",
+                              "--no-consistency", "--no-guards"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=Path(__file__).parent.parent, preexec_fn=default_sigint)
+    try:
+        time.sleep(4)  # started, and in the query that takes the whole timeout
+        sent = time.monotonic()
+        child.send_signal(getattr(signal, signame))
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == code and message in err and b"Exception ignored" not in err, err
+    assert time.monotonic() - sent < 10 and b"PROVED" not in out

@@ -198,14 +198,58 @@ class Terminated(KeyboardInterrupt):
 
 
 def _raise_terminated(signum, frame) -> None:
+    if _in_unsafe_code(frame):
+        _send_again(signum)
+        return
     raise Terminated()
+
+
+def _raise_interrupted(signum, frame) -> None:
+    """Python's own SIGINT handler (KeyboardInterrupt), put off as `_raise_terminated` is."""
+    if _in_unsafe_code(frame):
+        _send_again(signum)
+        return
+    raise KeyboardInterrupt()
+
+
+_Z3_DIR = f"{os.sep}z3{os.sep}"
+_AGAIN_S = 0.005
+
+
+def _send_again(signum: int) -> None:
+    """The signal again in a moment, from another thread: sent from here, Python would run this
+    handler again at once (recursively), still in the code it has to leave first."""
+    import threading
+
+    timer = threading.Timer(_AGAIN_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
+def _in_unsafe_code(frame) -> bool:
+    """Whether a signal arrived in code that an exception must not leave halfway: a finalizer
+    (`__del__`: the exception is printed as "Exception ignored" and the signal is lost) or z3's
+    Python layer (its reference counts can be left wrong, a crash later, or the exception turns
+    into a ctypes ArgumentError). The handler then has the signal sent again, so that it is raised
+    once that code has returned; z3's long calls (a check) run in a worker thread meanwhile
+    (`checker.symbolic.solver.interruptible_check`), so the wait is short."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or _Z3_DIR in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def entry() -> None:
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # (an ignored SIGTERM stays ignored)
         signal.signal(signal.SIGTERM, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupted)
     try:
         code = main()
+    except KeyboardInterrupt as exc:  # before `main` could take it (while starting up): the same codes
+        code = 128 + signal.SIGTERM if isinstance(exc, Terminated) else 130
     except Exception:  # a bug, not bad input: keep the traceback, use the documented code
         import traceback
 

@@ -144,8 +144,9 @@ class BmcResult:
 
 def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: SolverOptions = SolverOptions(),
                      env: Mapping[str, Any] | None = None, invariants: Iterable[str] | None = None) -> BmcResult:
-    """Look for the shortest run of at most `depth` steps that breaks an invariant or TYPES (a state
-    value outside its declared type, as the prover's TYPES obligation and simulate check).
+    """Look for the shortest run of at most `depth` steps that breaks an invariant, else the shortest
+    that breaks TYPES (a state value outside its declared type, as prove's TYPES obligation and
+    simulate check).
 
     Iterative deepening over one unrolling: at depth k the steps after k stutter. `invariants`
     (rule IDs, TYPES among them) restricts the search to those properties.
@@ -159,27 +160,30 @@ def search_violation(spec: CheckedSpec, spec_name: str, depth: int, options: Sol
     enc = unrolling.encoder
     queries = []
     unknown = ""
-    for k in range(depth + 1):
-        st = unrolling.states[k]
-        bad = disj([neg(enc.invariant(inv, st)) for inv in invs] + ([neg(conj(enc.well_typed(st)))] if types else []))
-        ans = unrolling.session.find(bad, *unrolling.stutter_after(k))
-        queries.append((k, ans.seconds))
-        if ans.witness is Witness.UNKNOWN:
-            unknown = ans.reason
-            continue
-        if ans.witness is Witness.NONE:
-            continue
-        small = unrolling.session.find(bad, *unrolling.stutter_after(k), conj(unrolling.small))
-        queries.append((k, small.seconds))
-        if small.witness is Witness.FOUND:  # the same length with readable values, when there is one
-            ans = small
-        run = unrolling.run_of(ans.model, spec_name, upto=k)
-        violation = _confirm_violation(spec, run, rules)
-        if violation is None:
-            return BmcResult(spec_name, depth, Witness.UNKNOWN, None,
-                             "internal: the solver's run does not replay concretely (encoding bug)",
-                             time.perf_counter() - t0, tuple(queries))
-        return BmcResult(spec_name, depth, Witness.FOUND, violation, "", time.perf_counter() - t0, tuple(queries))
+    # Invariants first, over every depth, then TYPES: the invariant search then builds the same
+    # terms in the same order as before TYPES was searched for, so Z3 finds the same (documented) runs.
+    for kind in ([invs] if invs else []) + ([TYPES] if types else []):
+        for k in range(depth + 1):
+            st = unrolling.states[k]
+            bad = neg(conj(enc.well_typed(st))) if kind == TYPES else disj([neg(enc.invariant(i, st)) for i in kind])
+            ans = unrolling.session.find(bad, *unrolling.stutter_after(k))
+            queries.append((k, ans.seconds))
+            if ans.witness is Witness.UNKNOWN:
+                unknown = ans.reason
+                continue
+            if ans.witness is Witness.NONE:
+                continue
+            small = unrolling.session.find(bad, *unrolling.stutter_after(k), conj(unrolling.small))
+            queries.append((k, small.seconds))
+            if small.witness is Witness.FOUND:  # the same length with readable values, when there is one
+                ans = small
+            run = unrolling.run_of(ans.model, spec_name, upto=k)
+            violation = _confirm_violation(spec, run, rules)
+            if violation is None:
+                return BmcResult(spec_name, depth, Witness.UNKNOWN, None,
+                                 "internal: the solver's run does not replay concretely (encoding bug)",
+                                 time.perf_counter() - t0, tuple(queries))
+            return BmcResult(spec_name, depth, Witness.FOUND, violation, "", time.perf_counter() - t0, tuple(queries))
     verdict = Witness.UNKNOWN if unknown else Witness.NONE
     return BmcResult(spec_name, depth, verdict, None, unknown, time.perf_counter() - t0, tuple(queries))
 

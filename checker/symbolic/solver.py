@@ -9,6 +9,7 @@ FOUND / NONE / UNKNOWN by the same mapping.
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ class Session:
     def __init__(self, options: SolverOptions = SolverOptions(), hypotheses: Iterable = ()):
         self.options = options
         self._s = z3.Solver()
+        self._s.set("ctrl_c", False)  # Z3 would take SIGINT during a check; `interruptible_check` handles it
         self._seed(options.seed)
         self._s.set("timeout", max(1, int(options.timeout_ms)))
         if options.rlimit > 0:
@@ -128,7 +130,7 @@ class Session:
             for f in facts:
                 self._s.add(f)
             try:
-                result = self._s.check()
+                result = interruptible_check(self._s)
             except z3.Z3Exception as exc:  # e.g. interrupted: never a proof
                 return Answer(Verdict.UNKNOWN, f"solver error: {exc}", None, time.perf_counter() - t0)
             verdict = _verdict(result)
@@ -144,6 +146,67 @@ class Session:
     def find(self, *conditions) -> Answer:
         """Is there a model of the hypotheses and conditions? `.witness` FOUND (with model) / NONE / UNKNOWN."""
         return self._check(conditions)
+
+
+_POLL_S = 0.05  # how often the waiting thread wakes while Z3 solves (a signal also wakes it at once)
+_START_S = 1.0  # how long a started worker may take to run (a thread not running by then never started)
+
+
+def interruptible_check(solver: z3.Solver) -> z3.CheckSatResult:
+    """`solver.check()`, run in a worker thread while this thread waits, so that Ctrl-C and SIGTERM
+    stop a query at once.
+
+    Why: Z3's check runs in C, and Python runs signal handlers only in the main thread between
+    bytecodes, so a handler waited until the query ended (minutes with a long timeout). Here the
+    handler's exception (KeyboardInterrupt, or the CLI's Terminated) is raised in the wait; Z3 is
+    interrupted (its check returns unknown, which nobody reads), the worker is waited for, so that
+    no solver work outlives the query, and the exception goes on: an interrupted query is never
+    a verdict, let alone PROVED."""
+    box: dict = {}
+    # (Events, not Thread.join/is_alive: an interrupted join can mark a running thread stopped)
+    alive, done = threading.Event(), threading.Event()
+
+    def work() -> None:
+        try:
+            alive.set()
+            if not box.get("cancelled"):
+                box["result"] = solver.check()
+        except BaseException as exc:  # (handed to the waiting thread)
+            box["error"] = exc
+        finally:
+            done.set()
+
+    try:
+        threading.Thread(target=work, name="regcheck-z3-check", daemon=True).start()
+        while not done.wait(_POLL_S):
+            pass
+    except BaseException:
+        _stop(box, alive, done, solver)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _stop(box: dict, alive: threading.Event, done: threading.Event, solver: z3.Solver) -> None:
+    """Make sure no check runs on once this returns: returning while one runs would leave two
+    threads in one Z3 context (a crash). The exception that stopped the wait may have come before
+    the worker started, or inside `start` after it did: a worker that starts from now on skips its
+    check; one that has started is interrupted until done. A second Ctrl-C meanwhile is dropped:
+    the first exception is already on its way up."""
+    box["cancelled"] = True
+    deadline = time.monotonic() + _START_S
+    while not alive.is_set() and time.monotonic() < deadline:
+        try:
+            alive.wait(_POLL_S)
+        except BaseException:
+            continue
+    while alive.is_set() and not done.is_set():
+        try:
+            solver.ctx.interrupt()
+            done.wait(_POLL_S)
+        except BaseException:
+            continue
 
 
 @contextmanager
