@@ -24,7 +24,7 @@ import pytest
 
 from checker.engines.record import build_interposer, find_compiler
 from checker.trace.reader import read_trace
-from tests.helpers import run_cli
+from tests.helpers import default_sigint, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "record"
 COMPILER, WHY_NONE = find_compiler(os.environ)
@@ -386,7 +386,8 @@ def test_an_interrupted_recording_keeps_a_trace_that_replays(app, tmp_path, sign
     subprocess.run([*COMPILER.argv, f"-I{FIXTURES}", "-o", str(prog), str(src), f"-L{app.parent}", "-lascendcl",
                     f"-Wl,-rpath,{app.parent}"], check=True)
     rec = subprocess.Popen([sys.executable, "-m", "checker", "record", "-o", str(trace), "--", str(prog)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=default_sigint)
     try:
         assert rec.stdout.readline().strip() == "registered 0"
         rec.send_signal(getattr(signal, signame))
