@@ -770,3 +770,31 @@ def test_a_suite_that_cannot_be_written_leaves_nothing_written(tmp_path):
     code, _, err = run_cli("generate", "cupva", "-o", str(out))
     assert code == 2 and f"error[E0603]: cannot write {in_the_way}: not a regular file" in err
     assert [p.name for p in out.iterdir()] == [in_the_way.name]
+
+
+VERSION_ARG_SPEC = """spec vg "a version argument"
+source DOC "doc.txt" "a document"
+status int success 0
+var hit: bool = false
+call f(w: version) {
+  fails V-OLD: 1 when w < 1.2
+    cite DOC "old versions are refused"
+  effect V-EFF: { hit = true }
+    cite DOC "records the call"
+}
+"""
+
+
+def test_a_version_argument_is_drawn_as_a_version_and_written_as_its_numbers(tmp_path):
+    """The argument pool drew the int 0 for a version argument (a TypeError, exit 3), and the traces
+    wrote versions as "1.2", which the trace reader does not take for an argument."""
+    spec = tmp_path / "vg.spec"
+    spec.write_text(VERSION_ARG_SPEC)
+    code, out, err = run_cli("generate", str(spec), "-o", str(tmp_path / "suite"))
+    assert code == 0, err
+    lines = [json.loads(p.read_text().splitlines()[1]) for p in sorted((tmp_path / "suite").glob("*.jsonl"))]
+    drawn = {tuple(line["args"]["w"]) for line in lines}
+    assert any(w < (1, 2) for w in drawn) and (1, 2) in drawn  # both sides of `w < 1.2`
+    assert {line["expect"]["rule"] for line in lines} == {"V-OLD", "V-EFF"}
+    code, out, _ = run_cli("replay", str(tmp_path / "suite"))
+    assert code == 0, out

@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Iterator, Mapping, Sequence
 
-from ..engines.runs import Step, json_value
+from ..engines.runs import Step, event_value, json_value
 from ..language import syntax as S
-from ..language.analysis import memory_shape
+from ..language.analysis import memory_shape, nodes
 from ..language.checked import INT_BOUNDS, UNBOUNDED, CheckedSpec, Type, value_bounds
 from ..model.semantics import Semantics
 from ..model.state import State
@@ -66,6 +66,8 @@ class ArgumentPool:
                 values = list(self.spec.enums[t.name])
             elif t.kind == "bool":
                 values = [False, True]
+            elif t.kind == "version":
+                values = version_values(self.spec)[:1]
             else:
                 values = [0]
             per_param.append((name, values))
@@ -110,6 +112,8 @@ class ArgumentPool:
             return list(self.spec.enums[t.name])
         if t.kind == "bool":
             return [False, True]
+        if t.kind == "version":
+            return version_values(self.spec)
         if t.kind == "int":
             vals = [0, 1, PAGE]
             lo, hi = INT_BOUNDS.get(t.name) or (None, None)
@@ -344,6 +348,14 @@ def entry_class(spec: CheckedSpec, info, rec: Mapping) -> str:
     return ", ".join(parts) or info.name
 
 
+def version_values(spec: CheckedSpec) -> list[tuple[int, ...]]:
+    """Version arguments to try: every version the spec writes and the one just past it (a version is
+    compared with literals, so these decide every comparison), and 0.0; the spec's largest first."""
+    written = {n.parts for n in nodes(spec.ast) if isinstance(n, S.VersionLit)}
+    values = written | {p[:-1] + (p[-1] + 1,) for p in written} | {(0, 0)}
+    return sorted(values, reverse=True)
+
+
 def json_arg(spec: CheckedSpec, t: Type, v):
     """A semantics value as a trace argument: flags as their member names where they cover it exactly."""
     if t.kind == "flags" and v:
@@ -354,7 +366,7 @@ def json_arg(spec: CheckedSpec, t: Type, v):
             covered |= members[n]
         if covered == v:
             return names
-    return json_value(t, v)
+    return event_value(t, v)
 
 
 def show_arg(spec: CheckedSpec, t: Type, v) -> str:
@@ -362,6 +374,8 @@ def show_arg(spec: CheckedSpec, t: Type, v) -> str:
         return _flag_names(spec.flags[t.name], v)
     if t.kind == "int" and isinstance(v, int):
         return hex(v) if abs(v) >= 4096 else str(v)
+    if t.kind == "version":
+        return json_value(t, v)  # 1.2.1, as the spec writes it
     return str(v)
 
 
