@@ -183,7 +183,8 @@ BIG = 2**63  # times from here to 2**64 - 1 are legal (docs/trace-format.md) and
 
 
 @pytest.mark.parametrize("mode", LOOPS)
-@pytest.mark.parametrize("first, second", [((0, BIG), (5, 6)), ((5, 6), (0, BIG)), ((BIG, 2**64 - 1), (BIG + 1, BIG + 2)),
+@pytest.mark.parametrize("first, second", [((0, BIG), (5, 6)), ((5, 6), (0, BIG)),
+                                           ((BIG, 2**64 - 1), (BIG + 1, BIG + 2)),
                                            ((100, 2**64 - 1), (2**64 - 2, 2**64 - 1))],
                          ids=["earlier-ends-past-int64", "this-ends-past-int64", "both-past", "edge"])
 def test_thread_clashes_with_times_past_int64_are_found_on_the_fast_path(mode, first, second):

@@ -222,8 +222,9 @@ class _Checker(ExpressionTyper):
                 self.err("E0202", f"flag '{name}' is declared twice", lit.span)
                 continue
             if not FLAGS_BOUNDS[0] <= lit.value <= FLAGS_BOUNDS[1]:
-                self.err("E0304", f"flag '{name}' = {lit.value:#x} is outside a flags value (0 to "
-                                  f"{FLAGS_BOUNDS[1]:#x}: flags are 32-bit bit sets, whatever their base type)", lit.span)
+                top = FLAGS_BOUNDS[1]
+                self.err("E0304", f"flag '{name}' = {lit.value:#x} is outside a flags value (0 to {top:#x}: "
+                                  "flags are 32-bit bit sets, whatever their base type)", lit.span)
                 continue
             if lit.value == 0 or lit.value & (lit.value - 1):
                 self.diags.append(warning("W0504", f"flag '{name}' = {lit.value:#x} is not a single bit", lit.span))
