@@ -28,6 +28,20 @@ def test_no_violation_in_the_bundled_specs(name):
     assert [d for d, _ in result.queries] == [0, 1, 2, 3] * 2  # the invariants at each depth, then TYPES
 
 
+@pytest.mark.parametrize("table, field, value, typed", [
+    ("regs", "flags", 2**32 - 1, True), ("regs", "flags", 2**32, False), ("regs", "size", -1, False),
+    ("host_allocs", "origin", "MALLOC_HOST", True), ("host_allocs", "origin", "MMAP", False),
+    ("host_allocs", "locked", 7, True),  # TYPES checks ranges and enum members, not a value's kind
+])
+def test_types_is_the_range_and_membership_of_every_stored_value(table, field, value, typed):
+    sem = semantics_for(load_spec("acl"), {})
+    st = sem.initial_state()
+    row = {"regs": {"size": 4096, "flags": 2, "dev": 0},
+           "host_allocs": {"size": 4096, "origin": "MALLOC", "locked": False}}
+    st.tables[table].put(0x10_0000, {**row[table], field: value})
+    assert ("TYPES" not in failing_invariants(sem, st)) is typed
+
+
 def test_finds_the_shortest_violation_and_replays_it_concretely():
     path = str(SEEDED / "acl_overlap_start_only.spec")
     spec = load_spec(path)

@@ -10,12 +10,13 @@ import pytest
 
 import checker.drivers.execute as execute_module
 import checker.fast.fastpath as fastpath_mod
-from checker.drivers.execute import ModelSteps, Relocator, execute_trace
+from checker.drivers.execute import ModelSteps, Relocator, execute_trace, output_problem
 from checker.drivers.executor import ReferenceDriver
 from checker.drivers.pinning import vmlck_bytes
 from checker.drivers.protocol import Incident, IncidentKind, Result
 from checker.engines.replay import Replayer, replay_trace, semantics_for
 from checker.language.diagnostics import RegcheckError
+from checker.language.load import load_spec
 from checker.model.semantics import Semantics
 from checker.model.state import NATIVE
 from checker.trace.reader import read_trace_text
@@ -477,6 +478,18 @@ def test_a_drivers_output_missing_or_outside_its_type_is_the_drivers_error(real_
     report = execute_trace(write(tmp_path, pinned_roundtrip()), driver)
     assert [(f.line, f.kind, f.rule) for f in report.findings] == [(line, "executor", "EXEC-DRIVER-ERROR")]
     assert output in report.findings[0].message
+
+
+@pytest.mark.parametrize("value, problem", [
+    (4096, None), (0, None), (2**64 - 1, None),
+    (True, "not an int"), ("0x10", "not an int"), (4096.0, "not an int"), (None, "not an int"),
+    (-1, "out of the range of addr"), (2**64, "out of the range of addr"),
+])
+def test_an_int_output_is_an_exact_int_within_its_range(value, problem):
+    """The driver's rule is stricter than a trace's: no bool, no "0x..." string (the range check is
+    model.values.type_problem, shared with the prover's TYPES)."""
+    said = output_problem(Semantics(load_spec("acl")), "malloc", {"ptr": value})
+    assert said is None if problem is None else problem in said
 
 
 @pytest.mark.parametrize("driver", ["HandsOutMallocMemory", "Misaligned"])

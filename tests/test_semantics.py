@@ -28,6 +28,8 @@ from checker.model.semantics import Semantics
 from checker.model.outcomes import ErrorOutcome
 from checker.language.typecheck import check_spec
 from checker.language import syntax as S
+from checker.language.checked import Type
+from checker.model.values import type_problem
 
 ACL = load_spec("acl")
 CUPVA = load_spec("cupva")
@@ -1903,6 +1905,26 @@ def test_a_version_is_its_numbers_then_nothing_or_a_distribution_suffix(written,
             Semantics(ACL, {"os_kernel": written})
     else:
         assert Semantics(ACL, {"os_kernel": written}).config["os_kernel"] == read
+
+
+@pytest.mark.parametrize("t, value, problem", [
+    (Type("int", "u32"), 0, None), (Type("int", "u32"), 2**32 - 1, None),
+    (Type("int", "u32"), -1, "out of the range of u32 (0..4294967295)"),
+    (Type("int", "u32"), 2**32, "out of the range of u32 (0..4294967295)"),
+    (Type("int", "u64"), 2**64 - 1, None),
+    (Type("int", "u64"), 2**64, "out of the range of u64 (0..18446744073709551615)"),
+    (Type("int", "int"), -(2**70), None), (Type("int", "int"), 2**70, None),  # `int` is unbounded
+    (Type("flags", "HostRegFlag"), MAPPED | PINNED, None), (Type("flags", "HostRegFlag"), 0, None),
+    (Type("flags", "HostRegFlag"), 2**32, "out of the range of HostRegFlag (0..4294967295)"),
+    (Type("flags", "HostRegFlag"), -1, "out of the range of HostRegFlag (0..4294967295)"),
+    (Type("enum", "Origin"), "MALLOC_HOST", None), (Type("enum", "Origin"), "MALLOC", None),
+    (Type("enum", "Origin"), "MMAP", "not a member of Origin"),  # cuda's Origin has it, acl's does not
+    (Type("enum", "Origin"), "malloc", "not a member of Origin"),
+    (Type("bool"), True, None), (Type("bool"), False, None),  # kinds are the callers' to check
+])
+def test_type_problem_says_why_a_value_is_outside_its_type(t, value, problem):
+    """The one range and membership check of the driver's outputs and of the prover's TYPES property."""
+    assert type_problem(ACL, t, value) == problem
 
 
 @pytest.mark.parametrize("key", sorted(CASES), ids=lambda k: f"{k[0]}:{k[1]}:{k[2]}")

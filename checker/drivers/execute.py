@@ -48,12 +48,12 @@ from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, sho
 from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
 from ..fast.stepcode import INT64_MAX, INT64_MIN
 from ..language.analysis import memory_shape
-from ..language.checked import value_bounds
 from ..language.diagnostics import RegcheckError, error
 from ..language.source import Span
 from ..model.outcomes import CONFORMS, Judgement, describe_outcomes
 from ..model.semantics import Semantics
 from ..model.state import State
+from ..model.values import type_problem
 from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .executor import ReferenceDriver
 from .lockcheck import LockCheck
@@ -525,17 +525,13 @@ def output_problem(sem: Semantics, call: str, out: Any) -> str | None:
 
 def _value_problem(sem: Semantics, t, value: Any) -> str | None:
     """Why `value` is not a value of type `t` as the driver protocol gives it, or None."""
-    if t.kind in ("int", "flags"):
-        if type(value) is not int:
-            return f"not an int (an output of type {t} is a Python int)"
-        bounds = value_bounds(t)
-        if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            return f"out of the range of {t} ({bounds[0]}..{bounds[1]})"
-    elif t.kind == "enum" and not (isinstance(value, str) and value in sem.spec.enums[t.name]):
+    if t.kind in ("int", "flags") and type(value) is not int:
+        return f"not an int (an output of type {t} is a Python int)"
+    if t.kind == "enum" and not isinstance(value, str):
         return f"not a member of {t}"
-    elif t.kind == "bool" and type(value) is not bool:
+    if t.kind == "bool" and type(value) is not bool:
         return "not a bool"
-    return None
+    return type_problem(sem.spec, t, value)
 
 
 def _shown(value: Any) -> str:

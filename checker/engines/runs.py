@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..language.checked import CheckedSpec, Type, value_bounds
+from ..language.checked import CheckedSpec, Type
 from ..model.outcomes import Allowed, EvalError
 from ..model.semantics import Semantics
 from ..model.state import State
+from ..model.values import type_problem
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.reader import header_written_to
 from ..trace.writer import write_trace
@@ -228,12 +229,7 @@ TYPES = "TYPES"  # the implicit property: every state value lies in its declared
 def well_typed(spec: CheckedSpec, st: State) -> bool:
     """Every state value lies in its declared type's range (the prover's TYPES property)."""
     def ok(t, v) -> bool:
-        if t.kind in ("int", "flags"):
-            b = value_bounds(t)
-            return b is None or b[0] <= v <= b[1]
-        if t.kind == "enum":
-            return v in spec.enums[t.name]
-        return True
+        return type_problem(spec, t, v) is None
     for n, (t, _) in spec.vars.items():
         if not ok(t, st.vars[n]):
             return False

@@ -61,6 +61,20 @@ def coerce_value(t: Type, value, spec: CheckedSpec):
             raise ValueError(f"values of type {t} cannot be given")
 
 
+def type_problem(spec: CheckedSpec, t: Type, value) -> str | None:
+    """Why `value`, already of t's kind (an int for int and flags, a str for an enum), is not a value
+    of type `t`: out of t's range, or not a member of its enum; None when it is. Callers check the kind
+    first, each by its own rule (a driver's outputs must be exact ints and bools; a state is not
+    checked for kinds at all), so that the range and membership rules live here only."""
+    if t.kind in ("int", "flags"):
+        bounds = value_bounds(t)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            return f"out of the range of {t} ({bounds[0]}..{bounds[1]})"
+    elif t.kind == "enum" and value not in spec.enums[t.name]:
+        return f"not a member of {t}"
+    return None
+
+
 _INT_STRING = re.compile(r"-?0[xX][0-9a-fA-F]+").fullmatch
 
 
