@@ -218,6 +218,17 @@ def test_workers_inherit_each_configurations_compiled_fast_path(tmp_path, monkey
     assert [(name, config["os_kernel"]) for name, config in compiled] == [("acl", (5, 10)), ("acl", (6, 6))]
 
 
+def test_a_traces_spec_is_worked_out_once(tmp_path, monkeypatch):
+    """replay_one finds the header's spec (`header_spec_ref`) once and names it from that (it was
+    worked out again, per trace, to name it)."""
+    asked = []
+    monkeypatch.setattr(parallel, "header_spec_ref", lambda header, path: asked.append(path) or header.spec)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"regcheck":1,"spec":"acl"}\n')
+    outcome = replay_one(str(trace), display="t.jsonl")
+    assert (outcome.verdict, outcome.spec_ref, asked) == ("conforms", "acl", [str(trace)])
+
+
 DIES_ON = ""  # the trace whose worker dies in the next test (set before the workers fork)
 
 

@@ -68,7 +68,7 @@ def replay_one(path: str, spec_name: str | None = None, max_findings: int | None
     except RegcheckError as exc:
         return TraceOutcome(shown, None, _relabel(exc.diagnostics, {path: shown}))
     opened = spec_name or header_spec_ref(header, path)
-    spec_shown = _spec_shown(header, spec_display or spec_name, path, shown)
+    spec_shown = _spec_shown(header, opened, spec_display or spec_name, path, shown)
     names = {path: shown, opened: spec_shown}
     try:
         sem = semantics_for(header, spec_name, path, spec_shown)
@@ -83,14 +83,14 @@ def replay_one(path: str, spec_name: str | None = None, max_findings: int | None
     return TraceOutcome(shown, report, (), spec_shown)
 
 
-def _spec_shown(header, spec_name: str | None, path: str, shown: str) -> str:
-    """How `-j 1`, run where the user runs it, names the trace's spec: `spec_name` as given, else the
-    header's spec by `header_spec_ref` from the trace's shown path. A worker opens `path`, the
-    absolute one, and may run in another directory: where the spec is the file beside the trace,
-    its shown path is worked out from `shown` here rather than by looking for files."""
+def _spec_shown(header, opened: str, spec_name: str | None, path: str, shown: str) -> str:
+    """How `-j 1`, run where the user runs it, names the trace's spec `opened` (the spec given, else
+    `header_spec_ref` from `path`): `spec_name` as given, else the header's spec from the trace's
+    shown path. A worker opens `path`, the absolute one, and may run in another directory: where the
+    spec is the file beside the trace, its shown path is worked out from `shown` here rather than by
+    looking for files."""
     if spec_name is not None:
         return spec_name
-    opened = header_spec_ref(header, path)
     if path == shown or opened == header.spec:  # a bundled name, an absolute path, a file from here
         return opened
     folder = os.path.dirname(shown)
@@ -249,8 +249,9 @@ def _preload(paths: Sequence[str], spec_name: str | None, spec_display: str | No
         try:
             header, events = read_trace(path)
             getattr(events, "close", lambda: None)()
-            spec_shown = _spec_shown(header, spec_display or spec_name, path, shown)
-            key = (spec_name or header_spec_ref(header, path), spec_shown, repr(sorted(header.env.items())))
+            opened = spec_name or header_spec_ref(header, path)
+            spec_shown = _spec_shown(header, opened, spec_display or spec_name, path, shown)
+            key = (opened, spec_shown, repr(sorted(header.env.items())))
             if key in seen:
                 continue
             seen.add(key)
