@@ -302,3 +302,22 @@ def test_jobs_2_names_a_missing_spec_file_as_jobs_1_does(tmp_path, monkeypatch):
     assert one == two and str(tmp_path) not in two[1]
     (diag,) = json.loads(one[1])["errors"][0]["diagnostics"]
     assert (diag["path"], diag["line"]) == ("corp/a.jsonl", 1) and "'corp/missing.spec'" in diag["message"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_users_value_that_reads_like_an_opened_path_is_left_as_written(tmp_path, monkeypatch, jobs):
+    """The reader and the spec loader are given the names shown, so nothing is renamed afterwards.
+    Found by review: -j 2 renamed paths by rewriting the messages' text, so a value of the user's
+    quoted in a message that reads like a path a worker opened (here a parameter named by the spec
+    file's absolute path) was rewritten too, and -j 1 and -j 2 disagreed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corp").mkdir()
+    (tmp_path / "corp" / "beside.spec").write_text(BESIDE_SPEC)
+    opened = str(tmp_path / "corp" / "beside.spec")  # what a worker opens for corp/beside.spec
+    header = json.dumps({"regcheck": 1, "spec": "beside.spec", "env": {opened: 1}})
+    for name in ("a", "b"):
+        (tmp_path / "corp" / f"{name}.jsonl").write_text(header + "\n")
+    code, out, _ = replay("--format", "json", "-j", jobs, "corp")
+    diags = [d for e in json.loads(out)["errors"] for d in e["diagnostics"]]
+    assert code == 2 and [(d["code"], d["path"]) for d in diags] == [("T0720", f"corp/{n}.jsonl") for n in "ab"]
+    assert all(d["message"].startswith(f"unknown parameter '{opened}' for spec beside") for d in diags)

@@ -214,6 +214,21 @@ def test_malformed_file_on_disk_reports_path_and_line(tmp_path):
     assert (diag.code, diag.span.path, diag.span.line) == ("T0711", str(path), 4)
 
 
+@pytest.mark.parametrize("content, code, line", [(None, "T0712", 0), (b"not a header\n", "T0701", 1),
+                                                 (HEADER + b'{"call":"free","t0":3,"t1":2}\n', "T0711", 2)])
+def test_a_trace_opened_by_one_path_is_named_by_the_path_shown(tmp_path, content, code, line):
+    """A worker opens the absolute path of a trace the user named `corp/t.jsonl`: every diagnostic,
+    at opening, in the header or at an event, names it as shown."""
+    path = tmp_path / "t.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(RegcheckError) as exc:
+        _, events = read_trace(path, "corp/t.jsonl")
+        list(events)
+    diag = only_diagnostic(exc)
+    assert (diag.code, diag.span.path, diag.span.line) == (code, "corp/t.jsonl", line)
+
+
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(RegcheckError) as exc:
         read_trace(tmp_path / "nope.jsonl")

@@ -25,7 +25,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from ..language.diagnostics import Diagnostic, RegcheckError, error
 from ..language.load import load_spec
@@ -61,21 +61,22 @@ def replay_one(path: str, spec_name: str | None = None, max_findings: int | None
     `display` is the name used in the report and diagnostics (default: `path`): a remote worker
     opens an absolute path but reports the path the user gave. `spec_display` likewise for a
     `spec_name` that names a file (default: `spec_name`); a spec file the header names is shown by
-    its path from `display`, as `-j 1` shows it. `on_events`: see `replay_events`."""
+    its path from `display`, as `-j 1` shows it. Every diagnostic is made with the names shown
+    (the reader, the spec loader and the replayer are given them), never renamed afterwards.
+    `on_events`: see `replay_events`."""
     shown = display or path
     try:
-        header, events = read_trace(path)
+        header, events = read_trace(path, shown)
     except RegcheckError as exc:
-        return TraceOutcome(shown, None, _relabel(exc.diagnostics, {path: shown}))
+        return TraceOutcome(shown, None, exc.diagnostics)
     opened = spec_name or header_spec_ref(header, path)
     spec_shown = _spec_shown(header, opened, spec_display or spec_name, path, shown)
-    names = {path: shown, opened: spec_shown}
     try:
-        sem = semantics_for(header, spec_name, path, spec_shown)
+        sem = semantics_for(header, spec_name, path, spec_shown, shown)
         report = replay_events(sem, events, shown, max_findings, on_events)
-        report = replace(report, notes=_relabel(spec_notes(header, spec_name, path, spec_shown), names))
+        report = replace(report, notes=spec_notes(header, spec_name, path, spec_shown, shown))
     except RegcheckError as exc:
-        return TraceOutcome(shown, None, _relabel(exc.diagnostics, names))
+        return TraceOutcome(shown, None, exc.diagnostics)
     finally:
         close = getattr(events, "close", None)
         if close:
@@ -95,23 +96,6 @@ def _spec_shown(header, opened: str, spec_name: str | None, path: str, shown: st
         return opened
     folder = os.path.dirname(shown)
     return os.path.normpath(os.path.join(folder, header.spec)) if folder else header.spec
-
-
-def _relabel(diags: Iterable[Diagnostic], names: dict[str, str]) -> tuple[Diagnostic, ...]:
-    """The diagnostics with the paths a worker opened (keys) replaced by the paths shown (values)."""
-    names = {opened: shown for opened, shown in names.items() if opened != shown}
-    if not names:
-        return tuple(diags)
-    out = []
-    for d in diags:
-        notes = tuple(replace(n, span=replace(n.span, path=names[n.span.path]))
-                      if n.span is not None and n.span.path in names else n for n in d.notes)
-        span = replace(d.span, path=names[d.span.path]) if d.span.path in names else d.span
-        message = d.message
-        for opened, shown in names.items():  # (a spec file that cannot be read is named in the message)
-            message = message.replace(f"'{opened}'", f"'{shown}'")
-        out.append(replace(d, span=span, notes=notes, message=message))
-    return tuple(out)
 
 
 def replay_corpus(paths: Sequence[str], spec_name: str | None = None, max_findings: int | None = None, *,
@@ -247,7 +231,7 @@ def _preload(paths: Sequence[str], spec_name: str | None, spec_display: str | No
     for shown in paths:
         path = os.path.abspath(shown)
         try:
-            header, events = read_trace(path)
+            header, events = read_trace(path, shown)
             getattr(events, "close", lambda: None)()
             opened = spec_name or header_spec_ref(header, path)
             spec_shown = _spec_shown(header, opened, spec_display or spec_name, path, shown)
@@ -255,7 +239,7 @@ def _preload(paths: Sequence[str], spec_name: str | None, spec_display: str | No
             if key in seen:
                 continue
             seen.add(key)
-            precompile(semantics_for(header, spec_name, path, spec_shown))
+            precompile(semantics_for(header, spec_name, path, spec_shown, shown))
         except RegcheckError:
             continue
         if len(seen) >= PRELOAD_MAX_CONFIGS:

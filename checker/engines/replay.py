@@ -655,21 +655,24 @@ def show_value(v) -> str:
 # ---------------------------------------------------------------- whole traces
 
 
-def semantics_for(header: TraceHeader, spec_name: str | None, path: str, shown_as: str | None = None) -> Semantics:
+def semantics_for(header: TraceHeader, spec_name: str | None, path: str, shown_as: str | None = None,
+                  trace_shown: str | None = None) -> Semantics:
     """The spec named on the command line (if any: it replaces the header's, see `spec_notes`) or in
     the header (a relative path from the trace's directory: `header_spec_ref`), configured by the
-    header's env. `shown_as`: how findings and diagnostics name the spec (default: as opened)."""
+    header's env. `shown_as`: how findings and diagnostics name the spec (default: as opened);
+    `trace_shown` likewise for the trace at `path`."""
+    at_header = Span(trace_shown or path, header.line, 1)
     ref = spec_name or header_spec_ref(header, path)
     try:
         spec = load_spec(ref) if shown_as is None else load_spec_as(ref, shown_as)
     except RegcheckError as exc:
         if spec_name is not None:  # the command line's spec: no fault of the trace's
             raise
-        raise _at_header(exc, Span(path, header.line, 1)) from None
+        raise _at_header(exc, at_header) from None
     try:
         config = resolve_config(spec, header.env)
     except RegcheckError as exc:
-        raise RegcheckError([error(d.code, d.message, Span(path, header.line, 1)) for d in exc.diagnostics]) from None
+        raise RegcheckError([error(d.code, d.message, at_header) for d in exc.diagnostics]) from None
     # One compiled semantics (and fast path) per (spec, configuration), shared by every trace of a
     # corpus this process replays: compiling costs tens of milliseconds, a short trace less.
     return compiled_semantics(spec, config)
@@ -683,16 +686,17 @@ def _at_header(exc: RegcheckError, header: Span) -> RegcheckError:
 
 
 def spec_notes(header: TraceHeader, spec_name: str | None, path: str,
-               shown_as: str | None = None) -> tuple[Diagnostic, ...]:
+               shown_as: str | None = None, trace_shown: str | None = None) -> tuple[Diagnostic, ...]:
     """T0737 when a spec given on the command line replaces another one the header names (the
-    same spec by name or by file is no replacement). `shown_as`: how the note names that spec."""
+    same spec by name or by file is no replacement). `shown_as`: how the note names that spec;
+    `trace_shown`: how it names the trace at `path`."""
     if spec_name is None or header.spec == spec_name or _same_file(header_spec_ref(header, path), spec_name):
         return ()
     given = load_spec(spec_name).name
     if header.spec == given:
         return ()
     return (warning("T0737", f"the trace header names spec '{header.spec}'; --spec replaced it with "
-                             f"'{shown_as or spec_name}'", Span(path, header.line, 1)),)
+                             f"'{shown_as or spec_name}'", Span(trace_shown or path, header.line, 1)),)
 
 
 def _same_file(a: str, b: str) -> bool:

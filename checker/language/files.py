@@ -51,22 +51,26 @@ def private_cache_dir() -> str | None:
     return folder
 
 
-def open_input(path: str, code: str, what: str, verb: str = "open", stdin: bool = False) -> BinaryIO:
+def open_input(path: str, code: str, what: str, verb: str = "open", stdin: bool = False,
+               shown: str | None = None) -> BinaryIO:
     """Open a file for reading, refusing what is not a regular file (a FIFO would block, a device
-    such as /dev/zero never ends): RegcheckError `code` ("cannot VERB WHAT: why") otherwise.
+    such as /dev/zero never ends): RegcheckError `code` ("cannot VERB WHAT: why") otherwise, its
+    span naming the file `shown` (default: `path`; a worker opens an absolute path the user named
+    otherwise).
 
     With `stdin`, the path "-" is standard input, whatever it is (a pipe, a terminal, a file): the
     user asked for it by name. Closing what is returned leaves the process's own standard input open."""
+    named = path if shown is None else shown
     if stdin and path == STDIN:
         try:
             return os.fdopen(os.dup(0), "rb")
         except OSError as exc:
             raise RegcheckError([error(code, f"cannot {verb} {what} from standard input: {exc.strerror or exc}",
-                                       Span(path, 0, 0))]) from None
+                                       Span(named, 0, 0))]) from None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise RegcheckError([error(code, f"cannot {verb} {what}: {exc.strerror or exc}", Span(path, 0, 0))]) from None
+        raise RegcheckError([error(code, f"cannot {verb} {what}: {exc.strerror or exc}", Span(named, 0, 0))]) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -74,7 +78,7 @@ def open_input(path: str, code: str, what: str, verb: str = "open", stdin: bool 
                     else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
                     else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
             raise RegcheckError([error(code, f"cannot read {what}: it is {kind}; give a regular file",
-                                       Span(path, 0, 0))])
+                                       Span(named, 0, 0))])
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -103,10 +107,11 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def open_decompressed(path: str, code: str, what: str, stdin: bool = False) -> tuple[BinaryIO, str | None]:
+def open_decompressed(path: str, code: str, what: str, stdin: bool = False,
+                      shown: str | None = None) -> tuple[BinaryIO, str | None]:
     """`open_input`, then (file, compression): a gzip, xz or zstd input reads as its decompressed
     bytes (`readline`, `read`, `close`); failures to decompress raise `CorruptInput` when read."""
-    f = open_input(path, code, what, stdin=stdin)
+    f = open_input(path, code, what, stdin=stdin, shown=shown)
     try:
         head = _read_head(f)
         kind = compression_of(head)
@@ -114,7 +119,8 @@ def open_decompressed(path: str, code: str, what: str, stdin: bool = False) -> t
         return (f if kind is None else _Decompressed(kind, f)), kind  # type: ignore[return-value]
     except OSError as exc:
         f.close()
-        raise RegcheckError([error(code, f"cannot read {what}: {exc.strerror or exc}", Span(path, 0, 0))]) from None
+        raise RegcheckError([error(code, f"cannot read {what}: {exc.strerror or exc}",
+                                   Span(path if shown is None else shown, 0, 0))]) from None
     except BaseException:
         f.close()
         raise

@@ -76,9 +76,11 @@ def _exists(p: Path) -> bool:
         return False
 
 
-def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceFile:
+def read_spec_source(name_or_path: str, max_bytes: int | None = None, shown: str | None = None) -> SourceFile:
     """A bundled spec name or a path; E0601 when neither exists (or the path is not a regular
-    file), E0602 when it is not UTF-8, E0604 when it is larger than `max_bytes` (MAX_SPEC_BYTES)."""
+    file), E0602 when it is not UTF-8, E0604 when it is larger than `max_bytes` (MAX_SPEC_BYTES).
+    `shown`: how the source and these errors name the spec (default: a file by its path as given,
+    a bundled spec as spec/NAME.spec)."""
     limit = _limits["bytes"] if max_bytes is None else max_bytes
     name_or_path = find_on_spec_path(name_or_path)
     path = Path(name_or_path)
@@ -86,22 +88,22 @@ def read_spec_source(name_or_path: str, max_bytes: int | None = None) -> SourceF
                and _is_file(_spec_dir().joinpath(f"{name_or_path}.spec")))
     # A bundled name wins over a directory (or other non-file) of the same name in the working directory.
     if not bundled and (path.suffix == ".spec" or _exists(path) or "/" in name_or_path):
+        display = name_or_path if shown is None else shown
         try:
-            with open_input(name_or_path, "E0601", f"spec '{name_or_path}'", "read") as f:
+            with open_input(name_or_path, "E0601", f"spec '{display}'", "read", shown=display) as f:
                 data = f.read(limit + 1)
         except ValueError:  # a NUL byte in the path
-            raise RegcheckError([error("E0601", f"cannot read spec {name_or_path!r}: not a file name")]) from None
+            raise RegcheckError([error("E0601", f"cannot read spec {display!r}: not a file name")]) from None
         if len(data) > limit:
-            raise RegcheckError([error("E0604", f"spec '{name_or_path}' is larger than {limit} bytes, the "
-                                       "maximum spec size (raise it with --max-spec-bytes)", Span(name_or_path, 0, 0))])
-        display = name_or_path
+            raise RegcheckError([error("E0604", f"spec '{display}' is larger than {limit} bytes, the "
+                                       "maximum spec size (raise it with --max-spec-bytes)", Span(display, 0, 0))])
     else:
         res = _spec_dir().joinpath(f"{name_or_path}.spec")
         if not _is_file(res):
             known = ", ".join(bundled_spec_names())
             raise RegcheckError([error("E0601", f"unknown spec '{name_or_path}' (bundled specs: {known}; or give a path)")])
         data = res.read_bytes()
-        display = f"spec/{name_or_path}.spec"
+        display = f"spec/{name_or_path}.spec" if shown is None else shown
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -265,7 +267,7 @@ def load_spec_as(path: str, shown: str) -> CheckedSpec:
 
 @lru_cache(maxsize=16)
 def _load_shown(path: str, shown: str) -> CheckedSpec:
-    return check_source(SourceFile.of(shown, read_spec_source(path).text), cached=True)
+    return check_source(read_spec_source(path, shown=shown), cached=True)
 
 
 def is_spec(ref: str, spec: CheckedSpec, named: str) -> bool:

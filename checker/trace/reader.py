@@ -80,7 +80,7 @@ def _read_failure(exc: OSError, path: str, lineno: int) -> RegcheckError:
     return RegcheckError([error("T0712", f"cannot read trace: {exc}", Span(path, lineno, 1))])
 
 
-def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, "EventStream"]:
+def read_trace(path: str | os.PathLike[str], shown: str | None = None) -> tuple[TraceHeader, "EventStream"]:
     """Open a trace file: its header now, its events as a lazy iterator.
 
     Only a regular file is read (a FIFO or a device is T0712), or standard input when the path is
@@ -88,17 +88,19 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, "EventStream"
     decompressed lines; one cut short or damaged is T0714 at the last line read whole. No line may be
     longer than `max_line_bytes()` (T0713), compressed or not. Header errors raise here; event errors
     raise from the iterator at the bad line. The file stays open until the iterator is exhausted,
-    fails or is closed (`events.close()`).
+    fails or is closed (`events.close()`). `shown`: how the diagnostics name the trace (default:
+    `path`; a worker opens an absolute path the user named otherwise).
     """
     where = os.fspath(path)
-    f, _ = open_decompressed(where, "T0712", "trace", stdin=where == STDIN)
+    named = where if shown is None else shown
+    f, _ = open_decompressed(where, "T0712", "trace", stdin=where == STDIN, shown=named)
     lines = _bounded_lines(f, _max_line_bytes)
     try:
-        header, lineno = _read_header(lines, where, True)
+        header, lineno = _read_header(lines, named, True)
     except BaseException:
         f.close()
         raise
-    return header, EventStream(lines, where, lineno, True, f)
+    return header, EventStream(lines, named, lineno, True, f)
 
 
 def names_spec_file(spec: str) -> bool:
