@@ -199,6 +199,26 @@ def test_explain_json_and_spec_choice():
     assert doc["source"] == "REGISTER" and doc["document"] == "seeds/000_339102bb872a19cd.txt"
 
 
+def test_explain_shows_every_spec_that_has_the_rule():
+    """Found by testing: without --spec only acl's ENV-MALLOC-FRESH was shown, though four bundled
+    specs define it, each with its own clause and line."""
+    having = [name for name in ("acl", "cuda", "cupva", "hip") if "ENV-MALLOC-FRESH" in load_spec(name).rules]
+    assert len(having) > 1
+    code, out, err = run("explain", "ENV-MALLOC-FRESH")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"ENV-MALLOC-FRESH is in {len(having)} specs: {', '.join(having)}"
+    heads = [line for line in out.splitlines() if line.startswith("ENV-MALLOC-FRESH (")]
+    assert heads == [f"ENV-MALLOC-FRESH (ensures, spec {name}, malloc)" for name in having]
+    for name in having:
+        assert f"  defined:  spec/{name}.spec:{load_spec(name).rules['ENV-MALLOC-FRESH'].span.line}" in out
+    code, out, _ = run("explain", "ENV-MALLOC-FRESH", "--format", "json")
+    assert code == 0 and [d["spec"] for d in json.loads(out)] == having  # a list when several
+    code, out, _ = run("explain", "ENV-MALLOC-FRESH", "--spec", "hip", "--spec", "acl", "--format", "json")
+    assert code == 0 and [d["spec"] for d in json.loads(out)] == ["hip", "acl"]  # in the order asked
+    code, out, _ = run("explain", "ENV-MALLOC-FRESH", "--spec", "hip")
+    assert code == 0 and out.splitlines()[0] == "ENV-MALLOC-FRESH (ensures, spec hip, malloc)"  # one: as before
+
+
 def test_explain_unknown_rule_exit_2():
     code, _, err = run("explain", "NO-SUCH-RULE")
     assert code == 2 and "error[E0601]: no rule 'NO-SUCH-RULE'" in err

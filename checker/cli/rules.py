@@ -1,4 +1,5 @@
-"""`regcheck rules SPEC` lists rule IDs with citations; `regcheck explain RULE-ID` prints one."""
+"""`regcheck rules SPEC` lists rule IDs with citations; `regcheck explain RULE-ID` prints one (from every spec
+that has it)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ def register(sub) -> None:
     add_format(p)
     p.set_defaults(run=run_rules)
     e = sub.add_parser("explain", help="explain one rule ID: its clause, kind and document citation",
-                       description="Explain one rule ID: its clause, its kind and the document it cites.")
+                       description="Explain one rule ID: its clause, its kind and the document it cites, from every "
+                                   "spec searched that has it (--format json: one object, or a list when "
+                                   "several specs have it). Exit 0, or 2 for an unknown rule ID.")
     e.add_argument("rule", metavar="RULE-ID", help="a rule ID, as replay and check print it")
     e.add_argument("--spec", action="append", metavar="SPEC",
                    help="a spec to search (repeatable; default: all bundled specs)")
@@ -58,24 +61,34 @@ def run_rules(args, out) -> int:
 
 
 def run_explain(args, out) -> int:
-    for name in args.spec or bundled_spec_names():
-        spec = load_spec(name)
-        r = spec.rules.get(args.rule)
-        if r is None:
-            continue
-        if args.format == "json":
-            out.json(rule_json(r, spec.name))
-            return EXIT_OK
-        out.out(f"{r.rule} ({r.kind}, spec {spec.name}{', ' + r.call if r.call else ''})")
-        out.out(f"  clause:   {r.summary}")
-        out.out(f"  defined:  {r.span.path}:{r.span.line}")
-        if r.source and r.cite:
-            out.out(f"  document: {r.source.title}")
-            out.out(f"            {r.source.location}")
-            out.out(f"  says:     {r.cite.clause}")
-        out.out(f"  meaning:  {_KIND_MEANING[r.kind]}")
+    """Every searched spec's entry for the rule: a rule ID such as ENV-MALLOC-FRESH is shared by the
+    bundled specs (each restates the environment's rules), and each spec's clause and citation are its own."""
+    found = [(spec, spec.rules[args.rule]) for spec in map(load_spec, args.spec or bundled_spec_names())
+             if args.rule in spec.rules]
+    if not found:
+        raise RegcheckError([error("E0601", f"no rule '{args.rule}' in the specs searched")])
+    if args.format == "json":
+        docs = [rule_json(r, spec.name) for spec, r in found]
+        out.json(docs[0] if len(docs) == 1 else docs)
         return EXIT_OK
-    raise RegcheckError([error("E0601", f"no rule '{args.rule}' in the specs searched")])
+    if len(found) > 1:
+        out.out(f"{args.rule} is in {len(found)} specs: {', '.join(spec.name for spec, _ in found)}")
+    for i, (spec, r) in enumerate(found):
+        if i or len(found) > 1:
+            out.out()
+        _print_rule(out, r, spec.name)
+    return EXIT_OK
+
+
+def _print_rule(out, r: RuleInfo, spec_name: str) -> None:
+    out.out(f"{r.rule} ({r.kind}, spec {spec_name}{', ' + r.call if r.call else ''})")
+    out.out(f"  clause:   {r.summary}")
+    out.out(f"  defined:  {r.span.path}:{r.span.line}")
+    if r.source and r.cite:
+        out.out(f"  document: {r.source.title}")
+        out.out(f"            {r.source.location}")
+        out.out(f"  says:     {r.cite.clause}")
+    out.out(f"  meaning:  {_KIND_MEANING[r.kind]}")
 
 
 _KIND_MEANING = {
