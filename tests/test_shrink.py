@@ -82,3 +82,22 @@ def test_shrink_json_output(tmp_path, fmt):
     assert main(["shrink", src, "-o", str(tmp_path / "s.jsonl"), "--format", fmt], stdout=buf, stderr=io.StringIO()) == 0
     doc = json.loads(buf.getvalue())
     assert doc["rule"] == "ACL-REG-OVERLAP" and doc["events"] == 3 and doc["original_events"] == 64
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_shrink_to_dash_writes_the_trace_to_standard_output(tmp_path, monkeypatch, fmt):
+    """Found by testing: `-o -` wrote a file named `-`. The trace is standard output, alone (so that it
+    pipes into `regcheck replay -`), and the report goes to standard error."""
+    src = noisy_overlap_trace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["shrink", src, "-o", "-", "--format", fmt], stdout=out, stderr=err) == 0
+    assert not (tmp_path / "-").exists()
+    (tmp_path / "piped.jsonl").write_text(out.getvalue())
+    first = next(f for f in replay_trace(str(tmp_path / "piped.jsonl")).findings if f.kind != "unspecified")
+    assert first.rule == "ACL-REG-OVERLAP" and len(out.getvalue().splitlines()) == 1 + 3  # header and 3 events
+    if fmt == "json":
+        doc = json.loads(err.getvalue())
+        assert (doc["output"], doc["rule"], doc["events"]) == ("-", "ACL-REG-OVERLAP", 3)
+    else:
+        assert err.getvalue().endswith("wrote standard output\n")
