@@ -261,7 +261,7 @@ def test_completion_script_comes_from_the_parser(shell):
         assert "complete -o default -F _regcheck regcheck" in out and "text json sarif" in out
     else:  # zsh's own completion system, not bash's through bashcompinit
         assert "compdef _regcheck regcheck" in out and "bashcompinit" not in out
-        assert "'--format[output format]:format:(text json sarif)'" in out
+        assert "'--format[output format (default: text)]:format:(text json sarif)'" in out
 
 
 # Types WORDS and a TAB into an interactive zsh on a pseudo-terminal and prints what completion offered
@@ -296,6 +296,73 @@ def test_zsh_completion_completes_commands_and_choices(tmp_path):
     assert offered("regcheck rep", 1) == "<<replay>>"
     assert offered("regcheck rules acl --kind inv", 2) == "<<invariant>>"
     assert "--failures-only" in offered("regcheck conform --fail", 3)
+
+
+# As ZSH_CAPTURE, but prints the descriptions completion lists (the -d array given to compadd; zsh
+# gives none for a unique match), on a terminal wide enough that zsh cuts none (the help texts are
+# shorter; much wider, and zsh lists nothing).
+DESCRIPTIONS_HOOK = ("""zpty -w z 'compadd () { local d=${@[(i)-d]}; (( d < $# )) && """
+                     """print -r -- "${(pj:\\n:)${(P)@[d+1]}}" >&2; builtin compadd "$@" }'""")
+ZSH_CAPTURE_DESCRIPTIONS = "\n".join(
+    DESCRIPTIONS_HOOK if line.startswith("zpty -w z 'compadd")
+    else line.replace('"source $1"', '"COLUMNS=2000; source $1"') for line in ZSH_CAPTURE.splitlines())
+
+
+def zsh_descriptions(script: Path, capture: Path, words: str, out: Path) -> str:
+    """What zsh's completion lists after WORDS and a TAB, one `option -- description` a line."""
+    subprocess.run(["zsh", "-f", str(capture), str(script), words, str(out)], capture_output=True, text=True,
+                   timeout=60)
+    return out.read_text() if out.exists() else ""
+
+
+def test_zsh_option_descriptions_are_whole_help_texts():
+    """Found by testing: the --ints description was cut at its first `: ` (zsh specs treat `:` and
+    brackets specially, and the generator cut the text there); each option's is its whole help."""
+    out = run_cli("completion", "zsh")[1]
+    assert ("""'--ints[integers as {"#bigint": "..."} always (default, as Quint writes them) or as JSON numbers """
+            """when they fit in 53 bits (auto)]:ints:(bigint auto)'""") in out
+
+
+def parser_with_a_tricky_help() -> tuple[object, str]:
+    root = build_parser()
+    help_text = r"""a [bracketed] note: it's 100% $HOME's `x`, or C:\temp\new ] [ \ end"""
+    root.commands["diagram"].add_argument("--tricky", help=help_text)
+    return root, help_text
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_shows_a_help_text_with_colons_brackets_quotes_and_backslashes_whole(tmp_path):
+    from checker.cli.completion import completion_script
+
+    root, help_text = parser_with_a_tricky_help()
+    script, capture = tmp_path / "c.zsh", tmp_path / "capture.zsh"
+    script.write_text(completion_script(root, "zsh"))
+    capture.write_text(ZSH_CAPTURE_DESCRIPTIONS)
+    shown = zsh_descriptions(script, capture, "regcheck diagram --", tmp_path / "out.txt")
+    assert re.search(r"^--tricky +-- " + re.escape(help_text) + "$", shown, re.M), shown
+    shown = zsh_descriptions(script, capture, "regcheck itf --", tmp_path / "out2.txt")
+    ints = ("""integers as {"#bigint": "..."} always (default, as Quint writes them) or as JSON numbers """
+            """when they fit in 53 bits (auto)""")
+    assert re.search(r"^--ints +-- " + re.escape(ints) + "$", shown, re.M), shown
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_shows_every_options_whole_help_text(tmp_path):
+    script, capture = tmp_path / "c.zsh", tmp_path / "capture.zsh"
+    script.write_text(run_cli("completion", "zsh")[1])
+    capture.write_text(ZSH_CAPTURE_DESCRIPTIONS)
+    root = build_parser()
+    for n, (name, parser) in enumerate(root.commands.items()):
+        if any(sum(s.startswith("--") for s in a.option_strings) > 1 for a in parser.arguments):
+            continue  # two long spellings of one option (--out, --output): zsh lists the command's options in
+            # another form, without the descriptions this capture reads
+        shown = zsh_descriptions(script, capture, f"regcheck {name} --", tmp_path / f"out{n}.txt")
+        lines = [re.sub(r"\s+--\s+", " -- ", line, count=1) for line in shown.splitlines()]
+        for a in parser.arguments:
+            longs = [s for s in a.option_strings if s.startswith("--")]
+            if longs and a.help:
+                assert any(line.endswith(f" -- {' '.join(a.help.split())}") for line in lines), (name, longs, shown)
 
 
 def test_bash_completion_completes_commands_and_choices(tmp_path):

@@ -6,11 +6,13 @@
 The script completes subcommand names, each subcommand's options, the values of options with a
 fixed set of choices (--format, --kind, ...), and file names everywhere else (in bash, as the shell
 completes them: a name with spaces is one name, a directory ends in /). The zsh script is
-zsh's own `_arguments` completion, so options and commands are listed with their help text.
+zsh's own `_arguments` completion, so options are listed with their whole help text (colons,
+brackets and quotes shown as they are) and commands with the first clause of theirs.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 
@@ -100,12 +102,23 @@ def bash_script(root) -> str:
 
 
 def _zsh_text(text: str | None, width: int = 60) -> str:
-    """The first clause of a help text, as it may stand inside a single-quoted `_arguments` spec's
-    [...] or a `_describe` entry (no quotes, brackets, colons or expansions), cut at a word."""
+    """The first clause of a help text, as it may stand in a single-quoted `_describe` entry (a
+    command's; no quotes, brackets, colons or expansions), cut at a word."""
     first = re.split(r"(?<!e\.g)\. |; |: | \(| - ", " ".join((text or "").split()), maxsplit=1)[0].rstrip(".")
     if len(first) > width:
         first = first[:width].rsplit(" ", 1)[0] + "..."
     return re.sub(r"[\\'\[\]:$`\"]", "", first)
+
+
+def _zsh_explanation(text: str | None) -> str:
+    """A whole help text as the `[explanation]` of an `_arguments` spec inside single quotes: zsh ends
+    the explanation at an unescaped `]`, takes `[` and `\\` as escapes (so each is escaped with a
+    backslash), and shows `:`, `$`, `%` and backquotes as they are; a single quote closes and reopens
+    the shell's quoting. The description is whole: zsh cuts a long one to the terminal's width itself."""
+    if text is None or text == argparse.SUPPRESS:
+        return ""
+    escaped = re.sub(r"([\\\[\]])", r"\\\1", " ".join(text.split()))
+    return escaped.replace("'", "'\\''")
 
 
 def _zsh_action(action) -> str:
@@ -128,7 +141,7 @@ def _zsh_option_specs(parser) -> list[str]:
         names = a.option_strings
         head = (f"'({' '.join(names)})'{{{','.join(names)}}}" if len(names) > 1 and not repeated
                 else f"'{repeated}'{{{','.join(names)}}}" if len(names) > 1 else f"'{repeated}{names[0]}")
-        body = f"[{_zsh_text(a.help)}]" + (_zsh_action(a) if takes_value else "")
+        body = f"[{_zsh_explanation(a.help)}]" + (_zsh_action(a) if takes_value else "")
         specs.append(f"{head}'{body}'" if head.endswith("}") else f"{head}{body}'")
     return specs
 
