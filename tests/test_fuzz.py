@@ -9,7 +9,7 @@ import pytest
 from checker.testgen.conform import run_test
 from checker.drivers.executor import ReferenceDriver
 from checker.drivers.protocol import Result
-from checker.testgen.fuzz import FuzzOptions, from_spec, fuzz
+from checker.testgen.fuzz import NOT_DETERMINISTIC, FuzzOptions, from_spec, fuzz
 from checker.engines.replay import replay_trace
 from tests.helpers import run_cli
 
@@ -208,6 +208,41 @@ def test_cli_fuzz_reports_a_driver_that_is_not_deterministic(monkeypatch, tmp_pa
                            "-o", str(tmp_path / "g.jsonl"), "--format", "json")
     doc = json.loads(out)["failure"]
     assert code == 1 and doc["repeats"] is False and "the driver is not deterministic" in doc["message"]
+
+
+class OutOfMemoryEveryOtherTime(ReferenceDriver):
+    """Conforms (an environmental failure is allowed at any time), but every other aclrtMallocHost,
+    over all its instances, fails with one: the same calls lead to other states run to run, so
+    Hypothesis' draws differ and it raises FlakyStrategyDefinition though no example failed."""
+
+    calls = 0
+
+    def call(self, name, args):
+        if name == "aclrtMallocHost":
+            OutOfMemoryEveryOtherTime.calls += 1
+            if OutOfMemoryEveryOtherTime.calls % 2:
+                return Result(207001)
+        return super().call(name, args)
+
+
+def test_cli_fuzz_reports_a_driver_whose_passing_runs_differ(monkeypatch):
+    """Found by testing: Hypothesis' Flaky with no failing example was re-raised: exit 3, an internal error."""
+    driver = f"{__name__}:OutOfMemoryEveryOtherTime"
+    monkeypatch.setattr(OutOfMemoryEveryOtherTime, "calls", 0)
+    result = fuzz("acl", OutOfMemoryEveryOtherTime, FuzzOptions(max_examples=50, steps=10, seed=0))
+    assert result.failure is None and result.nondeterministic.startswith(NOT_DETERMINISTIC)
+    assert "Inconsistent data generation" in result.nondeterministic
+    monkeypatch.setattr(OutOfMemoryEveryOtherTime, "calls", 0)
+    code, out, err = run_cli("fuzz", "acl", "--driver", driver, "--max-examples", "50", "--steps", "10")
+    assert (code, err) == (1, "") and out.startswith(f"DRIVER NOT DETERMINISTIC: {NOT_DETERMINISTIC}"), out
+    monkeypatch.setattr(OutOfMemoryEveryOtherTime, "calls", 0)
+    code, out, _ = run_cli("fuzz", "acl", "--driver", driver, "--max-examples", "50", "--steps", "10",
+                           "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["failure"] is None and doc["nondeterministic"].startswith(NOT_DETERMINISTIC)
+    monkeypatch.setattr(OutOfMemoryEveryOtherTime, "calls", 0)
+    code, out, _ = run_cli("conform", "acl", "--driver", driver, "--fuzz", "50", "--fuzz-steps", "10", "-q")
+    assert code == 1 and f"fuzz: DRIVER NOT DETERMINISTIC: {NOT_DETERMINISTIC}" in out, out
 
 
 def test_cli_fuzz_names_the_command_that_shows_a_page_lock_finding(tmp_path):

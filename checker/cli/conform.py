@@ -117,7 +117,7 @@ def run(args, out) -> int:
 
 def _exit_code(report, fuzzed) -> int:
     """1 when a test did not pass or the fuzz phase found a failure, whatever the format."""
-    return EXIT_OK if report.ok and (fuzzed is None or fuzzed.failure is None) else EXIT_FINDINGS
+    return EXIT_OK if report.ok and (fuzzed is None or fuzzed.passed) else EXIT_FINDINGS
 
 
 def _fuzz_after(args, factory, report):
@@ -145,7 +145,7 @@ def _fuzz_phase(args, factory):
 def _fuzz_json(result, trace_file: str | None = None) -> dict:
     f = result.failure
     return {"max_examples": result.options.max_examples, "seed": result.options.seed, "calls": result.calls,
-            "seconds": round(result.seconds, 3),
+            "seconds": round(result.seconds, 3), "nondeterministic": result.nondeterministic,
             "failure": None if f is None else {"rule": f.rule, "message": f.message, "env": dict(f.env),
                                                "calls": len(f.events), "repeats": f.repeats, "trace": f.trace_text(),
                                                "trace_file": trace_file}}
@@ -153,6 +153,9 @@ def _fuzz_json(result, trace_file: str | None = None) -> dict:
 
 def _fuzz_text(result, trace_file: str | None = None) -> list[str]:
     f, o = result.failure, result.options
+    if result.nondeterministic is not None:
+        return [f"fuzz: DRIVER NOT DETERMINISTIC: {result.nondeterministic}; no failure found before that "
+                f"({result.calls} driver calls, {result.seconds:.1f} s, seed {o.seed})"]
     if f is None:
         return [f"fuzz: no failure in {o.max_examples} sequences of up to {o.steps} calls "
                 f"({result.calls} driver calls, {result.seconds:.1f} s, seed {o.seed})"]

@@ -1,7 +1,8 @@
 """`regcheck fuzz SPEC --driver MODULE:FACTORY --max-examples N --seed S`: stateful differential testing.
 
 Exit codes: 0 no failure found; 1 a failure (shrunk, written as a trace, printed as a pytest
-function); 2 bad input.
+function), or a driver that is not deterministic (its results for the same calls differed between
+runs, so the search could not go on); 2 bad input.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def register(sub) -> None:
                     "keeping the caller's obligations and sometimes breaking them on purpose; every result is "
                     "compared with the spec's allowed outcomes and every step's page locks with the model's. "
                     "A failure is shrunk, written as a trace file and printed as a pytest function. "
-                    "Exit 0: none found; 1: a failure; 2: bad input.")
+                    "Exit 0: none found; 1: a failure, or a driver that is not deterministic (the same "
+                    "calls gave other results); 2: bad input.")
     p.add_argument("spec", metavar="SPEC", help="spec file or bundled spec name (acl, cupva, cuda, hip)")
     p.add_argument("--driver", metavar="MODULE:FACTORY",
                    help="a factory returning a Driver (default: checker.drivers.executor:ReferenceDriver)")
@@ -65,8 +67,13 @@ def run(args, out) -> int:
                       "rule": failure.rule, "message": failure.message, "env": dict(failure.env),
                       "calls": len(failure.events), "repeats": failure.repeats, "trace": path,
                       "replay_shows": failure.replay_shows(),
-                      "pytest": failure.pytest_function(driver_text)}})
-        return EXIT_OK if failure is None else EXIT_FINDINGS
+                      "pytest": failure.pytest_function(driver_text)},
+                  "nondeterministic": result.nondeterministic})
+        return EXIT_OK if result.passed else EXIT_FINDINGS
+    if result.nondeterministic is not None:
+        out.out(f"{out.paint('DRIVER NOT DETERMINISTIC', 'FAILURE')}: {result.nondeterministic}; no failure found "
+                f"before that ({result.calls} driver calls, {result.seconds:.1f} s, seed {args.seed})")
+        return EXIT_FINDINGS
     if failure is None:
         out.out(f"{out.paint('no failure', 'ok')} in {args.max_examples} sequences of up to {args.steps} calls "
                 f"({result.calls} driver calls, {result.seconds:.1f} s, seed {args.seed})")

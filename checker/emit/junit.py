@@ -24,7 +24,7 @@ def junit_xml(report: ConformReport, fuzzed: FuzzResult | None = None, fuzz_trac
     """The report as JUnit XML; `fuzzed`, the fuzz phase run after the suite (one more testcase),
     and `fuzz_trace`, the file its failing run was written to."""
     tests = report.tests + (fuzzed is not None)
-    failures = report.count(FAIL) + (fuzzed is not None and fuzzed.failure is not None)
+    failures = report.count(FAIL) + (fuzzed is not None and not fuzzed.passed)
     seconds = report.seconds + (fuzzed.seconds if fuzzed is not None else 0.0)
     suites = ET.Element("testsuites", name="regcheck conform", tests=str(tests), failures=str(failures),
                         skipped=str(report.count(INCONCLUSIVE)), time=f"{seconds:.3f}")
@@ -54,6 +54,9 @@ def _fuzz_case(suite: ET.Element, spec: str, fuzzed: FuzzResult, trace_file: str
     o, f = fuzzed.options, fuzzed.failure
     case = ET.SubElement(suite, "testcase", classname=f"regcheck.{spec}.fuzz",
                          name=f"fuzz {o.max_examples} sequences seed {o.seed}", time=f"{fuzzed.seconds:.4f}")
+    if fuzzed.nondeterministic is not None:
+        ET.SubElement(case, "failure", type="fuzz", message=f"driver not deterministic: {fuzzed.nondeterministic}")
+        return
     if f is None:
         return
     calls = len(f.events)

@@ -115,6 +115,14 @@ class FuzzResult:
     failure: FuzzFailure | None
     seconds: float
     calls: int = 0  # calls made to the driver, all examples and shrinking included
+    # Why the search stopped early without a failure, where the driver's results differed between
+    # runs of the same calls (Hypothesis' Flaky: NOT_DETERMINISTIC, then what Hypothesis saw); else None.
+    nondeterministic: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """No failure found, and the search ran to its end."""
+        return self.failure is None and self.nondeterministic is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +135,8 @@ class Drawn:
 
 
 NOT_REPEATED = "did not fail again when the same calls were re-run: the driver is not deterministic"
+NOT_DETERMINISTIC = ("the same calls gave other results in another run, so the search stopped (fuzzing needs a "
+                     "driver whose results depend only on the calls made to it)")
 
 
 class FuzzFailed(AssertionError):
@@ -418,18 +428,25 @@ def fuzz(spec_name: str, driver: Callable[[], Driver] | str | None = None,
                       derandomize=False)  # the run is the seed's, whatever profile the caller has loaded
     test = seed(options.seed)(get_state_machine_test(machine, settings=config))
     t0 = time.perf_counter()
-    failure = None
+    failure = nondeterministic = None
     try:
         test()
     except FuzzFailed as exc:
         failure = _shrunk(spec_name, factory, exc, options, counter)
-    except Flaky:
+    except Flaky as exc:
         # Hypothesis re-ran a failing example and it did not fail again (FlakyFailure), or the
-        # driver's other results led the calls elsewhere (FlakyStrategyDefinition).
-        if not failures:
-            raise  # (no example failed: Hypothesis' own inconsistency, a bug to see)
-        failure = _as_it_happened(spec_name, failures[0], repeats=False)
-    return FuzzResult(spec_name, factory_name(factory), options, failure, time.perf_counter() - t0, counter[0])
+        # driver's other results led the calls elsewhere (FlakyStrategyDefinition), which needs no
+        # failing example: a driver that conforms but answers differently run to run.
+        if failures:
+            failure = _as_it_happened(spec_name, failures[0], repeats=False)
+        else:
+            nondeterministic = f"{NOT_DETERMINISTIC} (Hypothesis: {_first_line(exc)})"
+    return FuzzResult(spec_name, factory_name(factory), options, failure, time.perf_counter() - t0, counter[0],
+                      nondeterministic)
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _shrunk(spec_name: str, factory, exc: FuzzFailed, options: FuzzOptions, counter) -> FuzzFailure:
