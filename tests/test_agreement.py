@@ -18,8 +18,8 @@ with their edge cases), and on each one, with random configurations, states, cal
 What the encoding leaves out on purpose (docs/prover.md, checker/symbolic/encode.py: definedness) is left
 out of the comparisons: a formula the concrete semantics cannot evaluate (a lookup of an absent
 entry, a remainder by zero) is not compared. The post-state of an effect that fails to evaluate is
-compared (both undo the effect), except where the effect has a quantifier whose body may raise: the
-semantics stops at the first entry that decides, in an order the language does not fix.
+compared (both undo the effect), quantifiers whose body may fail included (both read them strictly:
+defined only where the body is defined on every entry, docs/language.md "Quantifiers").
 
 The disagreements these properties found are fixed; each has a regression test at the end of this
 module (a constant boxed as two kinds in the step machine, a set with a local in it, a probe whose
@@ -46,7 +46,6 @@ from hypothesis import strategies as st
 import checker.fast.fastpath as fastpath_mod
 from checker.language import syntax as S
 from checker.engines.bmc import search_violation
-from checker.language.analysis import may_fail
 from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import fast_path
 from checker.language.load import check_source
@@ -213,38 +212,9 @@ def concrete_outcome(sem: Semantics, state: State, call: str, inputs: dict, outp
     except (EvalError, KeyError):
         pass
     failure = effect_failure(sem, state, call, inputs, outputs)
-    if failure is None or not quantifier_may_raise(sem.spec, call):  # an effect that raises: undone by both
-        out["post"] = sem.successor(state, call, inputs, outputs)
-        STATS["z3: effect undone"] += failure is not None
-    else:
-        STATS["z3: effect not evaluable"] += 1
+    out["post"] = sem.successor(state, call, inputs, outputs)  # an effect that raises: undone by both
+    STATS["z3: effect undone"] += failure is not None
     return out
-
-
-def quantifier_may_raise(spec, call: str) -> bool:
-    """Whether the call's effect has a quantifier whose body may raise (where the entries the
-    semantics evaluates depend on its iteration order, see encode.Encoder.defined)."""
-    return any(isinstance(x, S.Quant) and may_fail(spec, x.body)
-               for c in spec.calls[call].clauses(S.Effect) for e in effect_exprs(c.body) for x in S.subexpressions(e))
-
-
-def effect_exprs(body):
-    for s in body:
-        match s:
-            case S.Assign(value=x):
-                yield x
-            case S.Insert(key=k, fields=fs):
-                yield k
-                yield from (x for _, x in fs)
-            case S.Update(key=k, value=x):
-                yield k
-                yield x
-            case S.Delete(key=k):
-                yield k
-            case S.If(cond=c, then=th, orelse=el):
-                yield c
-                yield from effect_exprs(th)
-                yield from effect_exprs(el)
 
 
 def effect_failure(sem: Semantics, state: State, call: str, inputs: dict, outputs: dict) -> str | None:
@@ -664,3 +634,91 @@ def test_bits_of_a_variable_past_its_bound_are_not_claimed():
     solver = z3.Solver()  # within the bounds the bits are exact: 5 + 1 = 6, and 6 & 6 is 6 only
     solver.add(st.vars["n"] == 5, m != 6)
     assert solver.check() == z3.unsat
+
+
+STRICT_SPEC = """spec strict "quantifiers whose body may fail"
+source DOC "d" "d"
+status int success 0
+var hit: bool = false
+record Rec { d: int }
+record Blk { sz: u64 }
+table recs: addr -> Rec
+table blks: addr -> Blk sized by sz
+event put(p: addr, d: int) {
+  effect STRICT-PUT: { recs[p] = { d: d } }
+    cite DOC "d"
+}
+event blk(p: addr, s: u64) {
+  effect STRICT-BLK: { blks[p] = { sz: s } }
+    cite DOC "d"
+}
+call some() {
+  effect STRICT-SOME: { if exists r in recs: 10 % r.d == 0 { hit = true } }
+    cite DOC "d"
+}
+call every() {
+  effect STRICT-EVERY: { if forall r in recs: 10 % r.d == 5 { hit = false } else { hit = true } }
+    cite DOC "d"
+}
+call near(k: addr) {
+  effect STRICT-NEAR: { hit = true  if exists b in blks: b.range overlaps blks[k].range { hit = false } }
+    cite DOC "d"
+}
+call guard() {
+  fails STRICT-GUARD: 1 when exists r in recs: 10 % r.d == 0
+    cite DOC "d"
+}
+"""
+
+
+def _strict_state(sem: Semantics, rows: list[tuple[str, dict]]) -> State:
+    st = sem.initial_state()
+    for call, args in rows:
+        sem.apply(st, call, args, {})
+    return st
+
+
+@pytest.mark.parametrize("rows, call, args, hit", [
+    # d=5 decides `exists` before d=0 fails, in one order only: the effect is undone in both
+    ([("put", {"p": 1, "d": 5}), ("put", {"p": 2, "d": 0})], "some", {}, False),
+    ([("put", {"p": 2, "d": 0}), ("put", {"p": 1, "d": 5})], "some", {}, False),
+    ([("put", {"p": 1, "d": 3}), ("put", {"p": 2, "d": 0})], "every", {}, False),
+    ([("put", {"p": 1, "d": 5}), ("put", {"p": 2, "d": 2})], "some", {}, True),  # defined everywhere
+    # an index probe's `blks[k].range`, read on every entry: none in an empty table
+    ([], "near", {"k": 4096}, True),
+    ([("blk", {"p": 4096, "s": 16})], "near", {"k": 8192}, False),
+    ([("blk", {"p": 4096, "s": 16}), ("blk", {"p": 8192, "s": 0})], "near", {"k": 8192}, True),
+    ([("blk", {"p": 4096, "s": 16})], "near", {"k": 4096}, False),
+])
+def test_a_quantifier_whose_body_may_fail_is_read_strictly(rows, call, args, hit):
+    """A quantifier is defined only where its body is defined on every entry: the concrete semantics
+    no longer stops at the first entry that decides (the Z3 encoding's `defined` always read it so;
+    before, the first two cases set `hit` in one semantics and not in the other)."""
+    spec = check_source(SourceFile.of("<strict>", STRICT_SPEC))
+    sem = Semantics(spec, {})
+    st = _strict_state(sem, rows)
+    post = sem.successor(st, call, args, {})
+    assert post.vars == {"hit": hit}
+    assert Harness(spec).outcome(sem.config, st, call, args, {}, True)["post"] == post
+
+
+def _strict_trace(rows: list[tuple[str, dict]], call: str) -> bytes:
+    lines = [b'{"regcheck":1,"spec":"strict","env":{}}']
+    lines += [_json({"call": c, "args": a}) for c, a in rows] + [_json({"call": call, "args": {}, "ret": 0})]
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("first, second", [(5, 0), (0, 5)])
+def test_a_quantifier_whose_body_may_fail_is_read_strictly_by_every_replay_path(first, second):
+    """In an effect the failure undoes the effect; in a guard it is a spec error (E0310), whichever
+    entry comes first, on the general path and on every fast path."""
+    sem = Semantics(check_source(SourceFile.of("<strict>", STRICT_SPEC)), {})
+    rows = [("put", {"p": 1, "d": first}), ("put", {"p": 2, "d": second})]
+    modes = [(True, False)] + ([(False, True), (False, False)] if NATIVE is not None else [])
+    effect = outcome(sem, _strict_trace(rows, "some"), False)
+    assert effect[0] == "report" and effect[4][0] == (("hit", False),)
+    guard = outcome(sem, _strict_trace(rows, "guard"), False)
+    assert guard[0] == "error" and guard[1][0][0] == "E0310" and "remainder by zero" in guard[1][0][3]
+    for general, call in ((effect, "some"), (guard, "guard")):
+        for python_loop, machine in modes:
+            assert outcome(sem, _strict_trace(rows, call), True, python_loop, machine) == general, (call, machine)

@@ -61,12 +61,18 @@ def range_probes(q: S.Quant) -> Iterator[tuple[int, S.Binary, S.Expr, bool]]:
 def key_probe(q: S.Quant) -> S.Expr | None:
     """For `exists v in T: ... v.key == X ...` (either way round; X free of v), X: only the entry
     at key X can satisfy the body, so the semantics tests that one alone."""
-    for conj in conjuncts(q.body):
+    return next((other for _, other in key_probes(q)), None)
+
+
+def key_probes(q: S.Quant) -> Iterator[tuple[int, S.Expr]]:
+    """The conjuncts of q's body of the form `v.key == X` (either way round; X free of v), each as
+    (its position among the conjuncts, X), in order."""
+    for i, conj in enumerate(conjuncts(q.body)):
         if isinstance(conj, S.Binary) and conj.op == "==":
             for mine, other in ((conj.left, conj.right), (conj.right, conj.left)):
                 if _is_field_of(mine, q.var, "key") and q.var not in S.names_in(other):
-                    return other
-    return None
+                    yield i, other
+                    break
 
 
 def spelt_containment(q: S.Quant, size_field: str) -> S.Expr | None:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, assert_never
 
 
 from ..language import syntax as S
-from ..language.analysis import (conjuncts, counterexample_quant, key_probe, may_fail, range_probes,
+from ..language.analysis import (conjuncts, counterexample_quant, key_probe, key_probes, may_fail, range_probes,
                                  spelt_containment)
 from ..language.checked import ANY, Binding, CheckedSpec, Type, normalise_version
 from .outcomes import EvalError
@@ -251,6 +251,28 @@ class Emitter:
                     return value
         return self.fold(e) if self.is_static(e) else NOT_CONSTANT
 
+    def may_raise(self, e: S.Expr) -> bool:
+        """Whether evaluating e can raise EvalError with this configuration: `analysis.may_fail`,
+        except that a remainder by a divisor the configuration fixes to a value other than 0 (`x %
+        PAGE`) cannot, nor can a power it fixes (`2 ** 64`). Where this says no, the strict reading
+        of a quantifier (`_strict_quant`) and the short-circuit one give the same answer."""
+        for x in S.subexpressions(e):
+            match x:
+                case S.Index():
+                    return True
+                case S.Binary(op="%", right=d) | S.Builtin(func="aligned", args=(_, d)):
+                    divisor = self.constant(d)
+                    if type(divisor) is not int or divisor == 0:
+                        return True
+                case S.Binary(op="**"):
+                    if self.constant(x) is NOT_CONSTANT:
+                        return True
+                case S.Name():
+                    b = self.spec.binding(x)
+                    if b.kind == "def" and self.may_raise(self.spec.defs[b.name]):
+                        return True
+        return False
+
     def name(self, e: S.Name, scope: CodeScope) -> str:
         b = self.spec.binding(e)
         if b.local:
@@ -343,6 +365,8 @@ class Emitter:
         return f"({l} in {r})"
 
     def quant(self, q: S.Quant, scope: CodeScope) -> str:
+        if self.may_raise(q.body):
+            return self._strict_quant(q, scope)
         if q.kind == "exists":
             # Witnesses explain the general path's findings; a step's own scope records none.
             return self._exists(q, scope, witness=not scope.tables)
@@ -353,6 +377,57 @@ class Emitter:
             return f"(not {self._exists(counter, scope, witness=False)})"
         body = self.expr(q.body, scope.with_local(q.var))
         return f"_fa({self._table(q.table, scope)}.entries(), (lambda L_{q.var}: {body}))"
+
+    def _strict_quant(self, q: S.Quant, scope: CodeScope) -> str:
+        """A quantifier whose body may fail to evaluate. Its value is defined only where the body is
+        defined on every entry (docs/language.md, "Quantifiers"; the Z3 encoder's `defined` reads it
+        so): no entry is left out because an earlier one decided, except those an index probe rules
+        out where the body stops, defined, at the probed test (`_strict_probe`)."""
+        asked = q if q.kind == "exists" else counterexample_quant(q)
+        assert asked is not None
+        table, witness = self._table(q.table, scope), q.kind == "exists" and not scope.tables
+        probe = self._strict_probe(asked)
+        if probe is None:
+            body = self.expr(q.body, scope.with_local(q.var))
+            if q.kind == "forall":
+                return f"_fas({table}.entries(), (lambda L_{q.var}: {body}))"
+            return f"_exs({'w' if witness else 'None'}, {q.table!r}, {table}.entries(), (lambda L_{q.var}: {body}))"
+        if len(list(conjuncts(asked.body))) == 1:  # the probed test alone: no entry can fail but by X
+            code = self._exists(asked, scope, witness)
+        else:
+            body = self.expr(asked.body, scope.with_local(q.var))
+            source = self._candidates(asked, probe, scope)
+            code = f"_exs({'w' if witness else 'None'}, {q.table!r}, {source}, (lambda L_{q.var}: {body}))"
+        code = code if q.kind == "exists" else f"(not {code})"
+        if self.may_raise(probe[2]):  # X, read first on every entry: on none in an empty table
+            code = f"({code} if {self._rows(q.table, scope)} else {q.kind == 'forall'})"
+        return code
+
+    def _strict_probe(self, q: S.Quant) -> tuple[int, S.Binary | None, S.Expr] | None:
+        """For `exists v in T: B` whose body may fail, an index probe that leaves out only entries
+        on which B evaluates without failing, as (its conjunct's position in B, the range test or
+        None for `v.key == X`, X): every conjunct before it cannot fail, and X (the same on every
+        entry) may fail only when it is read first, so that an entry of T reads it. The key test
+        first, then the range tests, as `_index_probe`; None: B is evaluated on every entry."""
+        parts = list(conjuncts(q.body))
+        probes: list[tuple[int, S.Binary | None, S.Expr]] = [(i, None, x) for i, x in key_probes(q)]
+        if self.spec.tables[q.table].sized_by is not None:
+            probes += [(i, conj, x) for i, conj, x, _ in range_probes(q)]
+        for i, conj, other in probes:
+            if not any(self.may_raise(c) for c in parts[:i]) and (i == 0 or not self.may_raise(other)):
+                return i, conj, other
+        return None
+
+    def _candidates(self, q: S.Quant, probe: tuple[int, S.Binary | None, S.Expr], scope: CodeScope) -> str:
+        """Code for the entries of q's table that `probe` (from `_strict_probe`) cannot rule out."""
+        table, (_, conj, other) = self._table(q.table, scope), probe
+        if conj is None:
+            return f"_at({table}, {self.expr(other, scope)})"
+        if conj.op == "overlaps":
+            return f"{table}.overlapping({self._range_args(other, scope)})"
+        if self.type_of(other).kind == "range":
+            return f"{table}.containing({self._range_args(other, scope)})"
+        return f"_containing_addr({table}, {self.expr(other, scope)})"
 
     def _exists(self, q: S.Quant, scope: CodeScope, witness: bool) -> str:
         if scope.tables:
@@ -579,6 +654,29 @@ def _fa(entries, pred) -> bool:
     return True
 
 
+def _exs(w, name: str, entries, pred) -> bool:
+    """`_ex` for a body that may fail: the body is evaluated on every entry, not only up to the first
+    that holds (which is the witness), so that a failure on any entry is raised."""
+    found = None
+    for entry in entries:
+        if pred(entry) and found is None:
+            found = entry
+    if found is None:
+        return False
+    if w is not None:
+        w.append((name, found[0]))
+    return True
+
+
+def _fas(entries, pred) -> bool:
+    """`_fa` for a body that may fail: evaluated on every entry (see `_exs`)."""
+    holds = True
+    for entry in entries:
+        if not pred(entry):
+            holds = False
+    return holds
+
+
 def _mod(x: int, d: int) -> int:
     if d == 0:
         raise EvalError("remainder by zero")
@@ -652,7 +750,8 @@ NOROW = MappingProxyType({})
 RUNTIME = {  # the helpers generated code calls, by the names it calls them
     "_ix": _ix, "_ex": _ex, "_fa": _fa, "_mod": _mod, "_pow": _pow, "_rg": _rg, "_rsize": _rsize, "_er": _er, "_fl": _fl,
     "_containing_addr": _containing_addr, "_at": _at, "_upd": _upd, "_ov": overlaps, "_cr": contains_range,
-    "_ca": contains_addr, "_exn": _exn, "_MISSING": _MISSING, "NOROW": NOROW, "frozenset": frozenset, "min": min, "max": max,
+    "_ca": contains_addr, "_exn": _exn, "_exs": _exs, "_fas": _fas,
+    "_MISSING": _MISSING, "NOROW": NOROW, "frozenset": frozenset, "min": min, "max": max,
 }
 
 
