@@ -37,7 +37,8 @@ Definedness (docs/prover.md). `T[k]` with k absent, `x % 0`, `aligned(x, 0)` and
 wide `**` raise in the concrete semantics. In a clause or an invariant they denote an unspecified value
 here (the replay stops there with E0310). In an effect the concrete semantics undoes the whole effect,
 and so does the encoding: the effect applies only when `defined` holds for every expression it
-evaluates, under the path conditions of its `if`s, as for a field update of an absent key.
+evaluates, under the path conditions of its `if`s, as for a field update of an absent key. A
+quantifier is defined where its body is on every entry, in both semantics (docs/language.md).
 """
 
 from __future__ import annotations
@@ -355,8 +356,8 @@ class Encoder:
         """When evaluating e does not raise EvalError in the concrete semantics (checker/model/codegen.py):
         every lookup finds its entry, no remainder is by zero, no power is negative or too wide. As
         there, `and` / `or` / `implies` evaluate their right side only when the left does not decide.
-        A quantifier asks it of every entry: the semantics may stop at an entry that decides, in an
-        order the language does not fix, so for a body that may raise this is the strict reading."""
+        A quantifier asks it of every entry: the language defines a quantifier only where its body is
+        defined on every entry (docs/language.md, "Quantifiers"; `Emitter.quant` evaluates it so)."""
         if not may_fail(self.spec, e):
             return _true()
         match e:
