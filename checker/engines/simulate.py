@@ -476,9 +476,7 @@ class _Invariant:
         """The lines of a check function (`_compile_check`) that return False when it is broken, in
         parts: (T, v, lines to run for each changed entry v of T), or (None, None, lines to run once)."""
         e = self.expr
-        if self.table is None or not self.body_reads.isdisjoint(changed) or em.may_raise(e.body):
-            # (a body that may fail is asked of every entry: the forall's value is defined only where
-            # the body is on every entry, and entry by entry the first false one would decide)
+        if self.table is None or not self.body_reads.isdisjoint(changed):
             return [(None, None, _holds(em, e))]
         parts = [(e.table, e.var, _holds(em, e.body, frozenset({e.var}), "        "))]
         if self.pairwise:  # the pairs (v, w) with w changed: P for every v
@@ -491,9 +489,8 @@ class _Invariant:
 def _holds(em: Emitter, e: S.Expr, bound: frozenset = frozenset(), indent: str = "    ") -> list[str]:
     """Lines returning False unless e holds (`bound`: the entry variables set around them), its
     leading `forall v in T` as loops over T's entries: in the check's own frame, where the
-    emitter's `_fa` would call a predicate per entry (most of a re-check's time). Not one whose body
-    may fail: a loop would stop at the first false entry, where the emitter asks every one."""
-    if isinstance(e, S.Quant) and e.kind == "forall" and not em.may_raise(e.body):
+    emitter's `_fa` would call a predicate per entry (most of a re-check's time)."""
+    if isinstance(e, S.Quant) and e.kind == "forall":
         return ([f"{indent}for L_{e.var} in T[{e.table!r}].rows.items():"]
                 + _holds(em, e.body, bound | {e.var}, indent + "    "))
     return [f"{indent}if not ({em.expr(e, CodeScope(bound))}): return False"]
