@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from checker.language import syntax as S
-from checker.language.analysis import (conjuncts, key_probe, may_fail, negated, spelt_containment, symmetric_in,
-                                       true_after_inserts)
+from checker.language.analysis import (conjuncts, key_probe, key_probes, may_fail, negated, spelt_containment,
+                                       symmetric_in, true_after_inserts)
 from checker.language.printer import print_expr
 from checker.language.load import check_source, load_spec
 from checker.language.source import SourceFile
@@ -138,3 +138,8 @@ def test_key_and_written_out_range_tests(body, key, containment):
     spec, e = invariant(body)
     printed = lambda x: None if x is None else print_expr(x)  # noqa: E731
     assert printed(key_probe(e)) == key and printed(spelt_containment(e, "sz")) == containment
+
+
+def test_key_probes_with_their_positions():
+    spec, e = invariant("exists a in ta: a.on and a.key == n and n + 1 == a.key and a.key == a.sz")
+    assert [(i, print_expr(x)) for i, x in key_probes(e)] == [(1, "n"), (2, "n + 1")]

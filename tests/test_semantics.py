@@ -22,7 +22,9 @@ from typing import Callable
 import pytest
 
 from checker.language.diagnostics import RegcheckError
-from checker.language.load import load_spec
+from checker.language.load import check_source, load_spec
+from checker.language.source import SourceFile
+from checker.model.codegen import Emitter
 from checker.language.parser import parse_spec
 from checker.model.semantics import Semantics
 from checker.model.outcomes import ErrorOutcome
@@ -1939,3 +1941,37 @@ def test_every_rule_has_both_scenarios(name):
     assert not missing, f"rules of spec {name} without a semantics scenario: {missing}"
     stale = sorted(r for (spec, r, _) in CASES if spec == name and r not in rules)
     assert not stale, f"scenarios for rules spec {name} no longer has: {stale}"
+
+
+MAY_RAISE_SPEC = """spec mr "what may raise"
+source DOC "d" "d"
+status int success 0
+param level: int = 2
+const PAGE: u64 = 4096
+const NONE: u64 = 0
+var n: int = 0
+record R { d: int }
+table rs: addr -> R
+def half = n % 2
+"""
+
+
+@pytest.mark.parametrize("expr, level, raises", [
+    ("n % PAGE == 0", 2, False),  # a divisor the configuration fixes, not 0
+    ("aligned(n, PAGE)", 2, False),
+    ("n + 2 ** 64 > 0", 2, False),  # a power the configuration fixes
+    ("n % level == 0", 2, False),
+    ("n % level == 0", 0, True),  # the same spec, another configuration
+    ("n % NONE == 0", 2, True),
+    ("PAGE % n == 0", 2, True),
+    ("n ** 2 > 0", 2, True),  # not fixed by the configuration
+    ("half == 0", 2, False),
+    ("rs[4096].d == 0", 2, True),
+    ("exists r in rs: 10 % r.d == 0", 2, True),
+])
+def test_may_raise_knows_what_the_configuration_fixes(expr, level, raises):
+    """`Emitter.may_raise` decides which quantifiers are evaluated on every entry: never a no for
+    what can raise (that would let a quantifier stop at the first entry that decides)."""
+    spec = check_source(SourceFile.of("<mr>", MAY_RAISE_SPEC + f'invariant MR-INV: {expr} cite DOC "d"\n'))
+    sem = Semantics(spec, {"level": level})
+    assert Emitter(spec, sem.config).may_raise(spec.invariants[0].expr) is raises
