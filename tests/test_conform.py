@@ -48,6 +48,22 @@ def test_the_reference_driver_passes_the_whole_suite(spec):
     assert vmlck_bytes() == baseline  # every driver closed, every lock released
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", ["HandsOutMallocMemory", "Misaligned"])
+def test_the_acl_suite_fails_an_allocator_breaking_its_fresh_memory_promise(driver):
+    """aclrtMallocHost handing out a live malloc block (or a pointer 32 bytes into its own block)
+    breaks ACL-MALLOCHOST-FRESH; the suite has a test where a malloc block is live when it is called.
+    The third-party driver's other failures (it checks little) are there with Plain too."""
+    from tests.drivers import thirdparty
+
+    def fresh_failures(factory):
+        report = run_suite(bundled_suite("acl").tests, factory, check_locks=False)
+        return [r.name for r in report.results for p in r.problems if p.rule == "ACL-MALLOCHOST-FRESH"]
+
+    assert fresh_failures(thirdparty.Plain) == []
+    assert fresh_failures(getattr(thirdparty, driver))
+
+
 # ---------------------------------------------------------------- verdicts
 
 

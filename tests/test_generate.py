@@ -211,6 +211,23 @@ def test_acl_boundary_cases_are_in_the_suite():
     assert huge and huge[0].expectations[0] == Expectation("ACL-MALLOCHOST-ENV", "success")
 
 
+@pytest.mark.parametrize("rule", ["ACL-MALLOCHOST-FRESH", "ENV-MALLOC-FRESH"])
+def test_an_allocations_promise_is_judged_with_a_live_entry_of_each_origin(rule):
+    """A fresh-memory promise (disjoint from every live host allocation) is judged by a test only
+    where an allocation is live: one of each allocator that makes host_allocs entries, so that a
+    driver aliasing only malloc's blocks (tests/drivers/thirdparty.py HandsOutMallocMemory) meets one.
+    The tests are named after the promise; every step before the last allocation succeeds."""
+    suite = bundled_suite("acl")
+    for maker in ("malloc", "aclrtMallocHost"):
+        names = covers(suite, rule, f"checked with a live host_allocs entry from {maker}")
+        assert names, maker
+        test = suite.test(names[0])
+        assert test.rule == rule
+        calls = [ev.call for ev in test.events]
+        allocator = "aclrtMallocHost" if rule == "ACL-MALLOCHOST-FRESH" else "malloc"
+        assert maker in calls[:-1] and allocator in calls[calls.index(maker) + 1:]
+
+
 def test_cupva_boundary_cases_are_in_the_suite():
     suite = bundled_suite("cupva")
     assert covers(suite, "PVA-REG-SIZE-INVALID", "size = negative")

@@ -290,6 +290,8 @@ def coverage_report(spec: CheckedSpec, facts: Mapping[str, CallFacts], tests: Se
         status, note = _status_of(info, call_facts, branches, missing, open_seen)
         if status == ENVIRONMENT:
             note += f" ({using.get(info.call, 0)} tests use {info.call})"
+            if boundaries.get(rule):  # an environment allocation's promise judged with live entries
+                note += f"; {boundaries[rule]} boundary cases"
         out.append(RuleCoverage(rule, info.kind, info.call, status, note, branches, boundaries.get(rule, 0)))
     return tuple(out)
 

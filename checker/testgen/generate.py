@@ -87,6 +87,9 @@ from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, js
                    range_relation, relocatable, representative_status, show_arg, signatures, value_class)
 
 
+LIVE_ENTRY = "checked with a live"  # the label of a promise judged with an entry of some origin live
+
+
 # ---------------------------------------------------------------- the search
 
 
@@ -127,6 +130,14 @@ class _Generator:
         # (writer call, its outcome) -> later call -> (rule, branch) -> the transition label, for the
         # pairs to look for
         self.wanted_after: dict[tuple[str, str], dict[str, dict[tuple[str, str], str]]] = {}
+        # allocator -> (ensures rule, table the rule reads): a promise about the live entries (fresh
+        # memory, disjoint from every live block) that a driver can break only while such an entry is
+        # live. (Other calls' ensures read entries their own preconditions already need live.)
+        self.entry_promises = {n: tuple((r, t) for r in f.ensures if n in self.pool.allocators
+                                        for t in sorted(f.reads.get(r, frozenset()) & spec.tables.keys()))
+                               for n, f in self.facts.items()}
+        self.promise_tables = frozenset(t for promises in self.entry_promises.values() for _, t in promises)
+        self._last_prefix: tuple | None = None  # (steps, ctx, answer) of `_prefix_promises`
         for pair in self.pairs:
             by_call = self.wanted_after.setdefault((pair.writer, pair.writer_outcome), {}).setdefault(pair.call, {})
             by_call[(pair.rule, pair.branch)] = pair.label
@@ -370,7 +381,7 @@ class _Generator:
         new = items - self.covered
         if not new or transitions_only and not any(label.startswith(TRANSITION) for _, label in new):
             return False
-        test = self._build(ctx, node, call, args, al, outputs, items, method)
+        test = self._build(ctx, node, call, args, al, outputs, items, method, rule=self._promise_rule(new))
         if test is None:
             return False
         self.covered |= items
@@ -402,6 +413,7 @@ class _Generator:
         if not al.errors:
             for r in facts.ensures:
                 items.add((r, f"checked [{cfg}]"))
+        items |= self._promise_items(ctx, node, call, args, al)
         st = node.state
         spec = self.spec
         for name, t in facts.params:
@@ -441,14 +453,71 @@ class _Generator:
                 items.add((r, "released"))
         return frozenset(items)
 
+    def _promise_items(self, ctx: _Ctx, node: Node, call: str, args: Mapping, al: Allowed) -> set:
+        """(ensures rule, "checked with a live T entry from W") for each successful step (the prefix's
+        and the call's) whose `ensures` reads table T, and each call W that made an entry of T still
+        live before that step. A promise about the live entries (an allocation disjoint from every
+        live block) is judged against a driver only where such entries exist, and a driver that
+        aliases only another allocator's blocks (aclrtMallocHost handing out a live malloc block) is
+        caught only where that allocator's entry is live: so each origin the spec's effects can create
+        is an item."""
+        if not self.promise_tables:
+            return set()
+        items, makers = self._prefix_promises(ctx, node.steps)
+        if not al.errors and not self._beyond_any_machine(call, args, al):
+            items = items | self._promises_judged(call, makers)
+        return items
+
+    def _prefix_promises(self, ctx: _Ctx, steps: tuple[Step, ...]) -> tuple[set, dict[str, set[str]]]:
+        """The promise items of a prefix's steps, and table -> the calls that made its live entries
+        after them. Every candidate of a state asks with the same prefix: the last answer is kept."""
+        last = self._last_prefix
+        if last is not None and last[0] is steps and last[1] is ctx:
+            return last[2]
+        sem = ctx.sem
+        st = sem.initial_state()
+        made_by: dict[str, dict] = {t: {} for t in self.promise_tables}  # table -> key -> the call that made it
+        items: set = set()
+        for s in steps:
+            if s.status is not None and s.status != sem.success:
+                continue  # a rejected call changes nothing and promises nothing
+            items |= self._promises_judged(s.call, {t: set(made.values()) for t, made in made_by.items()})
+            sem.apply(st, s.call, s.inputs, s.outputs)
+            for table, made in made_by.items():
+                rows = st.tables[table].rows
+                for key in [k for k in made if k not in rows]:
+                    del made[key]
+                for key in rows:
+                    made.setdefault(key, s.call)
+        answer = items, {t: set(made.values()) for t, made in made_by.items()}
+        self._last_prefix = (steps, ctx, answer)
+        return answer
+
+    def _promises_judged(self, call: str, makers: Mapping[str, set[str]]) -> set:
+        return {(rule, f"{LIVE_ENTRY} {table} entry from {maker}")
+                for rule, table in self.entry_promises[call] for maker in makers[table]}
+
+    def _promise_rule(self, new: frozenset) -> str | None:
+        """The promise a test is named after when live-entry promises are all it newly covers (its
+        call may be a setup step, a malloc after aclrtMallocHost say); None: its call's own rule."""
+        if not new or not all(label.startswith(LIVE_ENTRY) for _, label in new):
+            return None
+        order = {r: i for i, r in enumerate(self.spec.rules)}
+        return min((r for r, _ in new), key=lambda r: order.get(r, len(order)))
+
+    def _beyond_any_machine(self, call: str, args: Mapping, al: Allowed) -> bool:
+        """An allocation no machine can give, where an environmental failure is allowed: its test
+        expects that failure, so the call's promises are never judged."""
+        alloc = self.pool.allocators.get(call)
+        return alloc is not None and args.get(alloc.size_param, 0) > HUGE_ALLOCATION and bool(al.env_errors)
+
     # ---- a test from a candidate
     def _build(self, ctx: _Ctx, node: Node, call: str, args: dict, al: Allowed, outputs: dict,
                items: frozenset, method: str, rule: str | None = None) -> ConformanceTest | None:
         sem = ctx.sem
         exp = expectation_of(sem, al)
         alloc = self.pool.allocators.get(call)
-        huge = alloc is not None and args.get(alloc.size_param, 0) > HUGE_ALLOCATION
-        if exp.outcome == "success" and huge and al.env_errors:
+        if exp.outcome == "success" and self._beyond_any_machine(call, args, al):
             # No machine has that much memory: the test checks that the failure is an environmental
             # one (never a documented-meaning code), so it is about the `may fail` rule.
             exp = Expectation(al.env_errors[0].rule, "success")
