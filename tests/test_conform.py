@@ -251,6 +251,18 @@ def test_cli_junit_and_text(small_suite):
     assert f"{len(suite.tests)} tests: {len(suite.tests)} passed, 0 failed, 0 inconclusive" in out
 
 
+def test_cli_junit_is_well_formed_when_a_driver_error_holds_control_characters(small_suite):
+    """Found by testing: a driver exception message with `\\x01` or `\\x00` went into the report raw,
+    and a JUnit reader rejected the whole file."""
+    path, _ = small_suite
+    code, out, _ = run_cli("conform", "acl", "--driver", "tests.drivers.sloppy:RegisterRaisesControlCharacters",
+                           "--suite", str(path), "--format", "junit")
+    root = ET.fromstring(out.split("\n", 1)[1])
+    failures = [f for f in root.iter("failure") if "RuntimeError" in f.text]
+    assert code == 1 and failures
+    assert "boom\\x01\\x1b[31m\\x00\\ufffe end" in failures[0].text
+
+
 def test_cli_conform_generates_when_no_suite_is_given():
     code, out, _ = run_cli("conform", "cupva", "--driver", "tests.mutants.cupva:ForceDisableAfterUse",
                            "--stop-on-failure", "--format", "json")

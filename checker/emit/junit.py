@@ -10,6 +10,7 @@ file it was written to (or, when it was not written, the trace itself).
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from typing import TYPE_CHECKING
@@ -46,8 +47,27 @@ def junit_xml(report: ConformReport, fuzzed: FuzzResult | None = None, fuzz_trac
             ET.SubElement(case, "skipped", message=r.explain())
     if fuzzed is not None:
         _fuzz_case(suite, report.spec, fuzzed, fuzz_trace)
+    _replace_characters_xml_cannot_hold(suites)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+# XML 1.0 has no way to write these, not even as character references; ElementTree writes them raw,
+# and a parser then rejects the whole report. A driver's exception message may hold any of them.
+_NOT_XML_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape_character(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}" if ord(match.group()) < 0x100 else f"\\u{ord(match.group()):04x}"
+
+
+def _replace_characters_xml_cannot_hold(root: ET.Element) -> None:
+    """Writes each such character of the texts and attribute values as its Python escape (`\\x01`)."""
+    for element in root.iter():
+        if element.text:
+            element.text = _NOT_XML_CHARACTERS.sub(_escape_character, element.text)
+        for name, value in list(element.attrib.items()):
+            element.set(name, _NOT_XML_CHARACTERS.sub(_escape_character, value))
 
 
 def _fuzz_case(suite: ET.Element, spec: str, fuzzed: FuzzResult, trace_file: str | None) -> None:

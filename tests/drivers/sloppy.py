@@ -58,6 +58,15 @@ class RegisterRaises(ReferenceDriver):
         return super().call(name, args)
 
 
+class RegisterRaisesControlCharacters(ReferenceDriver):
+    """aclrtHostRegisterV2 raises with a message holding characters XML 1.0 cannot write."""
+
+    def call(self, name, args):
+        if name == "aclrtHostRegisterV2":
+            raise RuntimeError("boom\x01\x1b[31m\x00\ufffe end")
+        return super().call(name, args)
+
+
 def no_driver():
     """A factory that raises."""
     raise RuntimeError("no device")
