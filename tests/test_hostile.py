@@ -353,6 +353,23 @@ def test_a_giant_power_at_run_time_is_E0310_in_bounded_memory(tmp_path):
     assert done.returncode == 2 and "E0310" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("step", ["K{i} * K{i}", "K{i} ** 511"])
+def test_constants_that_square_the_one_above_are_E0303_in_bounded_time(step, tmp_path):
+    """Found by testing: each line doubled the folded value's width (no one expression is deep), so
+    forty lines of `const K: int = J * J` made `check` run for hours, and four of `** 511` ended in
+    a MemoryError (exit 3)."""
+    decls = "const K0: int = 3\n" + "".join(f"const K{i + 1}: int = {step.format(i=i)}\n" for i in range(40))
+    spec = hostile_spec(tmp_path, "squares", decls=decls, cond="a > K40")
+    done = run_limited(["check", spec], address_space=2 * GiB, timeout=30)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "error[E0303]" in done.stderr and "wider than 65,536 bits, the widest constant" in done.stderr
+
+
+def test_a_constant_as_wide_as_allowed_still_folds(tmp_path):
+    spec = hostile_spec(tmp_path, "wide", decls="const W: int = 2 ** 511 * 2 ** 511", cond="a > W")
+    assert run_cli("check", spec)[0] == 0
+
+
 def test_nesting_within_the_limit_works_everywhere(tmp_path):
     spec = hostile_spec(tmp_path, "deep-ok", cond=" and ".join(["a > 0"] * 90))
     assert run_cli("check", spec)[0] == 0

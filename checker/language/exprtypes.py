@@ -42,6 +42,21 @@ class Scope:
 
 
 NOT_FOLDED = object()
+
+# The widest value a constant expression folds to. A chain of declarations that each square the one
+# above (`const K2: int = K1 * K1`, or `K1 ** 511`) doubles the width per line: without a bound a
+# few lines of spec would take hours and all the memory (the nesting limit bounds one expression only).
+MAX_CONSTANT_BITS = 65_536
+
+
+def too_wide_to_fold(op: str, a: int, b: int) -> bool:
+    """Whether `a op b` may be wider than MAX_CONSTANT_BITS, judged from the operands' widths before
+    computing it (`+`, `-` and `|` add at most one bit)."""
+    if op == "*":
+        return a.bit_length() + b.bit_length() > MAX_CONSTANT_BITS + 1
+    if op == "**":
+        return abs(a) > 1 and b > 1 and (abs(a).bit_length() - 1) * b > MAX_CONSTANT_BITS
+    return False
 def _assignable(got: Type, want: Type) -> bool:
     if ANY in (got, want):
         return True
@@ -338,7 +353,10 @@ class ExpressionTyper:
                     return NOT_FOLDED
                 if op == "**" and not 0 <= b < 512:  # exact integers only: no fractions, no giant powers
                     return NOT_FOLDED
-                return {"|": a | b, "+": a + b, "-": a - b, "*": a * b, "**": a ** b if op == "**" else 0}[op]
+                if too_wide_to_fold(op, a, b):
+                    return NOT_FOLDED
+                return {"|": lambda: a | b, "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                        "**": lambda: a ** b}[op]()
             case _:
                 return NOT_FOLDED
 

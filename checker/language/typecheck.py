@@ -20,7 +20,7 @@ from . import syntax as S
 from .checked import (ANY, BOOL, BUILTIN_TYPES, FLAGS_BOUNDS, INT_BOUNDS, RANGE, VERSION, Binding, CallInfo,
                       CheckedSpec, RuleInfo, TableInfo, Type, value_bounds)
 from .diagnostics import Diagnostic, Note, RegcheckError, error, has_errors, warning
-from .exprtypes import NOT_FOLDED, ExpressionTyper, Scope
+from .exprtypes import MAX_CONSTANT_BITS, NOT_FOLDED, ExpressionTyper, Scope, too_wide_to_fold
 from .source import Span
 
 class _Checker(ExpressionTyper):
@@ -252,7 +252,7 @@ class _Checker(ExpressionTyper):
         into[d.name] = (t, value)
         if value is NOT_FOLDED:
             self.err("E0303", f"the value of {category} '{d.name}' must be a constant expression"
-                     + _power_hint(value_expr), value_expr.span)
+                     + _power_hint(value_expr, self.constant), value_expr.span)
             return
         bounds = value_bounds(t)
         if bounds is not None and type(value) is int and not bounds[0] <= value <= bounds[1]:
@@ -486,14 +486,19 @@ def check_spec(ast: S.SpecFile) -> CheckedSpec:
     return _Checker(ast).run()
 
 
-def _power_hint(e: S.Expr) -> str:
-    """Why a constant `**` did not fold: its exponent is outside 0..511 (exact integers, bounded size)."""
+def _power_hint(e: S.Expr, constant) -> str:
+    """Why a constant `**` or `*` did not fold: an exponent outside 0..511, or a value wider than
+    MAX_CONSTANT_BITS (exact integers, bounded size). `constant` folds a subexpression."""
     stack = [e]
     while stack:
         x = stack.pop()
         if isinstance(x, S.Binary):
             if x.op == "**" and isinstance(x.right, S.IntLit) and not 0 <= x.right.value < 512:
                 return f" (a constant power takes an exponent of 0 to 511, not {x.right.value})"
+            if x.op in ("*", "**"):
+                a, b = constant(x.left), constant(x.right)
+                if type(a) is int and type(b) is int and too_wide_to_fold(x.op, a, b):
+                    return f" (its value would be wider than {MAX_CONSTANT_BITS:,} bits, the widest constant)"
             stack += [x.left, x.right]
         elif isinstance(x, S.Unary):
             stack.append(x.operand)
