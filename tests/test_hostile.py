@@ -365,6 +365,17 @@ def test_constants_that_square_the_one_above_are_E0303_in_bounded_time(step, tmp
     assert "error[E0303]" in done.stderr and "wider than 65,536 bits, the widest constant" in done.stderr
 
 
+@pytest.mark.parametrize("command", [["check"], ["simulate", "--runs", "2", "--steps", "2"]])
+def test_definitions_that_double_the_one_above_are_E0104_in_bounded_time(command, tmp_path):
+    """Found by testing: every back end expands a definition in place, so forty lines of
+    `def d2 = d1 + d1` checked fine and then made `simulate`, `prove` and `replay` run for ever."""
+    decls = "def d0 = level + 1\n" + "".join(f"def d{i + 1} = d{i} + d{i}\n" for i in range(40))
+    spec = hostile_spec(tmp_path, "doubling", decls=decls, cond="a > d40")
+    done = run_limited([command[0], spec, *command[1:]], address_space=2 * GiB, timeout=30)
+    assert done.returncode in (1, 2) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.count("error[E0104]") == 1 and "definition 'd15' expands to 131,071 expressions" in done.stderr
+
+
 def test_a_constant_as_wide_as_allowed_still_folds(tmp_path):
     spec = hostile_spec(tmp_path, "wide", decls="const W: int = 2 ** 511 * 2 ** 511", cond="a > W")
     assert run_cli("check", spec)[0] == 0

@@ -172,6 +172,7 @@ class _Checker(ExpressionTyper):
                                   f"(use {t.name} itself)", body.span)
                 t = ANY
             self.def_types[name] = t
+        self.check_definition_sizes()
         for d in decls:
             if isinstance(d, S.GroupDecl) and self.declare(d.name, "group", d, d.span):
                 self.groups[d.name] = d.cond
@@ -260,6 +261,24 @@ class _Checker(ExpressionTyper):
                               f"({bounds[0]:#x} to {bounds[1]:#x})" if abs(value) >= 4096 else
                      f"the value of {category} '{d.name}' is {value}, outside {t} ({bounds[0]} to {bounds[1]})",
                      value_expr.span)
+
+    def check_definition_sizes(self) -> None:
+        """Every back end expands a definition where it is used, so `def d2 = d1 + d1` doubles the
+        code per line: a definition may expand to at most MAX_DEFINITION_NODES expressions (E0104),
+        where forty such lines made `simulate`, `prove` and `replay` run for ever."""
+        sizes: dict[str, int] = {}
+        too_large: set[str] = set()  # reported once: the definitions built on them are not reported again
+        for name, body in self.defs.items():  # a definition uses only those above it (E0201)
+            used = [x.name for x in S.subexpressions(body) if isinstance(x, S.Name)]
+            if too_large.intersection(used):
+                too_large.add(name)
+                continue
+            size = sum(1 for _ in S.subexpressions(body)) + sum(sizes.get(n, 1) - 1 for n in used)
+            if size > MAX_DEFINITION_NODES:
+                self.err("E0104", f"definition '{name}' expands to {size:,} expressions, more than "
+                                  f"{MAX_DEFINITION_NODES:,} (each use of a definition is expanded in place)", body.span)
+                too_large.add(name)
+            sizes[name] = size
 
     def declare_table(self, d: S.TableDecl) -> None:
         key = self.resolve_type(d.key)
@@ -484,6 +503,9 @@ def _diag_key(d: Diagnostic):
 def check_spec(ast: S.SpecFile) -> CheckedSpec:
     """Type-check a parsed spec; raise RegcheckError listing every error found."""
     return _Checker(ast).run()
+
+
+MAX_DEFINITION_NODES = 100_000
 
 
 def _power_hint(e: S.Expr, constant) -> str:
