@@ -57,6 +57,8 @@ def too_wide_to_fold(op: str, a: int, b: int) -> bool:
     if op == "**":
         return abs(a) > 1 and b > 1 and (abs(a).bit_length() - 1) * b > MAX_CONSTANT_BITS
     return False
+
+
 def _assignable(got: Type, want: Type) -> bool:
     if ANY in (got, want):
         return True
