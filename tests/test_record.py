@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from checker.engines.record import build_interposer, find_compiler
+from checker.engines.record import record as record_program
 from checker.trace.reader import read_trace
 from tests.helpers import default_sigint, run_cli
 
@@ -399,6 +400,46 @@ def test_an_interrupted_recording_keeps_a_trace_that_replays(app, tmp_path, sign
     assert [json.loads(line).get("call") for line in lines[1:]] == ["malloc", "aclrtHostRegisterV2"]
     code, report = replay_json(trace)
     assert (code, report["verdict"]) == (0, "conforms")
+
+
+
+class _Stopped(Exception):
+    pass
+
+
+@needs_cc
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_stop_while_the_program_starts_stops_the_program_too(tmp_path, monkeypatch, signame):
+    """A signal that arrives inside Popen, after its fork and before it returns the child (a busy
+    machine widens that window: the test above once timed out so, its program left running), must
+    not leave the program running with nobody to stop it: record stops it, then stops itself."""
+    started: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signal(argv, *args, **kwargs):
+        child = real_popen(argv, *args, **kwargs)
+        if argv == ["sleep", "30"]:  # the program (not a tool record runs to learn the host)
+            started.append(child)
+            os.kill(os.getpid(), getattr(signal, signame))  # as if it came just before Popen returned
+        return child
+
+    def stop(signum, frame):
+        raise _Stopped(signum)
+
+    previous = signal.signal(getattr(signal, signame), stop)
+    monkeypatch.setattr(subprocess, "Popen", popen_then_signal)
+    try:
+        with pytest.raises(_Stopped):
+            record_program(["sleep", "30"], tmp_path / "t.jsonl")
+    finally:
+        signal.signal(getattr(signal, signame), previous)
+        monkeypatch.undo()
+        for child in started:
+            still_running = child.poll() is None
+            child.kill()
+            child.wait()
+            assert not still_running, "the program was left running"
+    assert len(started) == 1
 
 
 EXECER = r"""

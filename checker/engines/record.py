@@ -32,14 +32,17 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from .. import __version__
 from ..language.diagnostics import Diagnostic, RegcheckError, error, warning
@@ -461,8 +464,8 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     finally:
         target.commit()
     code = done.returncode
-    status, signal = (code, None) if code >= 0 else (128 - code, -code)
-    return RecordResult(status, signal, output, _count_events(output), recorded_pid, str(interposer), warnings)
+    status, signum = (code, None) if code >= 0 else (128 - code, -code)
+    return RecordResult(status, signum, output, _count_events(output), recorded_pid, str(interposer), warnings)
 
 
 def _run_recorded(argv, program: str, interposer: Path, output: str, family: str, environ: Mapping[str, str]):
@@ -476,10 +479,43 @@ def _run_recorded(argv, program: str, interposer: Path, output: str, family: str
         child_env["REGCHECK_CLAIM"] = claim
         child_env["REGCHECK_FAMILY"] = family
         try:
-            done = subprocess.run(list(argv), executable=program, env=child_env, check=False)
+            with _stop_signals_held() as held:
+                child = subprocess.Popen(list(argv), executable=program, env=child_env)
         except OSError as exc:
             raise RegcheckError([error(CODE_CANNOT_RUN, f"cannot run {argv[0]!r}: {exc.strerror or exc}")]) from None
-        return done, _read_pid(claim)
+        try:
+            if held:  # stop now, the child with us, as a stop during its wait does
+                child.kill()
+                for signum in held:
+                    signal.raise_signal(signum)
+            child.wait()
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+        return subprocess.CompletedProcess(list(argv), child.returncode), _read_pid(claim)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _stop_signals_held() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM noted (the list yielded), not acted on, while the program starts. Why: the
+    handlers raise an exception, and one raised inside Popen after its fork, before Popen has returned
+    the child, leaves the program running on with nobody to stop it; the caller raises them again
+    once it holds the child. Only the main thread sets handlers; an ignored signal stays ignored."""
+    held: list[int] = []
+    saved = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _STOP_SIGNALS:
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):  # (None: set outside Python, kept)
+                saved[signum] = signal.signal(signum, lambda n, _frame: held.append(n))
+    try:
+        yield held
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 def _read_pid(path: str) -> int | None:
