@@ -553,6 +553,25 @@ def test_a_table_is_separated_again_once_empty():
         assert t._separated
 
 
+@pytest.mark.skipif(NATIVE is None, reason="checker._native is not built")
+def test_a_put_at_the_edge_of_a_chunk_judges_separation_by_its_true_neighbours():
+    """The C put judges separation from the place its insertion gave the key: where that is the first
+    or last key of a SortedKeys chunk (64 keys), its neighbours lie in the chunk before or after."""
+    py, c = PyTable("size", "t", small=8), Table("size", "t", small=8)
+    for k in range(0, 300_000, 1_000):
+        py.put(k, {"size": 10})
+        c.put(k, {"size": 10})
+    assert type(c.keys) is NATIVE.SortedKeys and c._separated and py._separated
+    # (offset from an entry, size): clear of both neighbours, or reaching the next, or inside the last
+    cases = [(-500, 10), (-5, 5), (-5, 6), (10, 5), (9, 5), (995, 5), (995, 6)]
+    for k in range(0, 300_000, 1_000):
+        for offset, size in cases:
+            p, t = py.copy(), c.copy()
+            p.put(k + offset, {"size": size})
+            t.put(k + offset, {"size": size})
+            assert t._separated == p._separated, (k, offset, size)
+
+
 @settings(max_examples=200, deadline=None)
 @given(separated_ops, st.lists(st.integers(0, 3), min_size=1, max_size=60))
 def test_the_written_out_sortedlist_add_and_removal_are_sortedlists(operations, reads):

@@ -486,8 +486,10 @@ typedef struct {
 } SkPlace;
 
 /* Insert key `o` (value k) after any equal keys (insort's order), with the size of its entry
- * when `sized`; `hint` (or NULL): where sk_find said k would go. 0, or -1 with an exception. */
-static int sk_insert(SortedKeys *sk, PyObject *o, long long k, long long size, int sized, const SkPlace *hint)
+ * when `sized`; `hint` (or NULL): where sk_find said k would go; *added (unless NULL): where it went
+ * and the index's version then, for the put's separation check. 0, or -1 with an exception. */
+static int sk_insert(SortedKeys *sk, PyObject *o, long long k, long long size, int sized, const SkPlace *hint,
+                     SkPlace *added)
 {
     if (sk->nchunks == 0 && sk_new_chunk(sk, 0) == NULL)
         return -1;
@@ -534,6 +536,8 @@ insert:
     sk->maxes[c] = chunk->k[chunk->n - 1];
     sk->len++;
     sk->version++;
+    if (added != NULL)
+        *added = (SkPlace){sk, c, i, sk->version};
     return 0;
 }
 
@@ -620,7 +624,7 @@ static int sk_key(PyObject *o, long long *k)
 static PyObject *sk_add(SortedKeys *sk, PyObject *o)
 {
     long long k;
-    if (!sk_key(o, &k) || sk_insert(sk, o, k, 0, 0, NULL) < 0)
+    if (!sk_key(o, &k) || sk_insert(sk, o, k, 0, 0, NULL, NULL) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -1179,6 +1183,29 @@ static int neighbour_size(PyObject *rows, PyObject *field, Neighbour *nb, long l
     return record_size(record, field, size);
 }
 
+/* The entries of `sk` next to x (strictly before and after it), (c, i) being the place of its first
+ * key >= x, as sk_seek finds it. */
+static void sk_around(SortedKeys *sk, wide x, Py_ssize_t c, Py_ssize_t i, Neighbour *before, Neighbour *after)
+{
+    Py_ssize_t bc = c, bi = i;
+    before->o = after->o = NULL;
+    before->chunk = after->chunk = NULL;
+    if (bi == 0 && bc > 0)
+        bi = sk->chunks[--bc]->n; /* chunks are never empty */
+    if (bi > 0) {
+        KeyChunk *chunk = sk->chunks[bc];
+        *before = (Neighbour){chunk->o[bi - 1], chunk->k[bi - 1], chunk, bc, bi - 1};
+    }
+    if (c < sk->nchunks && (wide)sk->chunks[c]->k[i] == x && ++i == sk->chunks[c]->n) {
+        c++;
+        i = 0;
+    }
+    if (c < sk->nchunks) {
+        KeyChunk *chunk = sk->chunks[c];
+        *after = (Neighbour){chunk->o[i], chunk->k[i], chunk, c, i};
+    }
+}
+
 /* The entries next to x (strictly before and after it) in the sorted index `keys`, as
  * checker/model/state.py's _neighbours finds them: 1, or 0 where C cannot read a key. */
 static int neighbours(PyObject *keys, wide x, Neighbour *before, Neighbour *after)
@@ -1187,24 +1214,9 @@ static int neighbours(PyObject *keys, wide x, Neighbour *before, Neighbour *afte
     before->chunk = after->chunk = NULL;
     if (Py_IS_TYPE(keys, &SortedKeysType)) {
         SortedKeys *sk = (SortedKeys *)keys;
-        Py_ssize_t c, i, bc, bi;
+        Py_ssize_t c, i;
         sk_seek(sk, x, &c, &i);
-        bc = c;
-        bi = i;
-        if (bi == 0 && bc > 0)
-            bi = sk->chunks[--bc]->n; /* chunks are never empty */
-        if (bi > 0) {
-            KeyChunk *chunk = sk->chunks[bc];
-            *before = (Neighbour){chunk->o[bi - 1], chunk->k[bi - 1], chunk, bc, bi - 1};
-        }
-        if (c < sk->nchunks && (wide)sk->chunks[c]->k[i] == x && ++i == sk->chunks[c]->n) {
-            c++;
-            i = 0;
-        }
-        if (c < sk->nchunks) {
-            KeyChunk *chunk = sk->chunks[c];
-            *after = (Neighbour){chunk->o[i], chunk->k[i], chunk, c, i};
-        }
+        sk_around(sk, x, c, i, before, after);
         return 1;
     }
     if (!PyList_CheckExact(keys))
@@ -1246,12 +1258,20 @@ static PyObject *sk_neighbours(SortedKeys *sk, PyObject *arg)
 }
 
 /* Whether a separated table stays separated with the entry (k, size), in its index already (the
- * Python put's _keeps_separated): 0 also where C cannot tell, which is always safe. */
-static int keeps_separated(TableCore *self, long long k, long long size)
+ * Python put's _keeps_separated): 0 also where C cannot tell, which is always safe. `added`: where
+ * sk_insert put k (c < 0: not known); while the index is as it left it, and no equal key precedes
+ * k there, that is the place a search would find, which is then not needed. */
+static int keeps_separated(TableCore *self, long long k, long long size, const SkPlace *added)
 {
     Neighbour before, after;
     long long largest, before_size;
-    if (!neighbours(self->keys, (wide)k, &before, &after))
+    SortedKeys *sk = added->sk;
+    if (sk != NULL && added->c >= 0 && (PyObject *)sk == self->keys && added->version == sk->version
+        && added->c < sk->nchunks && added->i < sk->chunks[added->c]->n && sk->chunks[added->c]->k[added->i] == k) {
+        sk_around(sk, k, added->c, added->i, &before, &after);
+        if (before.o != NULL && before.k == k && !neighbours(self->keys, (wide)k, &before, &after))
+            return 0;
+    } else if (!neighbours(self->keys, (wide)k, &before, &after))
         return 0;
     if (after.o != NULL && size > 0 && (wide)after.k < (wide)k + size)
         return 0;
@@ -1612,6 +1632,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
         goto slow_path;
     Py_ssize_t list_at = -1; /* where the key goes in a list index, when known */
     SkPlace place;           /* where it goes in a SortedKeys, when known */
+    SkPlace added = {NULL, -1, 0, 0}; /* where sk_insert put the key */
     PyObject *own, *old;
     long long kv = 0;
     int key_held = as_i64(key, &kv); /* a key the KeyIndex can hold */
@@ -1666,7 +1687,7 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     int failed = journal_append(self, key, "put", old) < 0;
     if (!failed && field != Py_None) {
         if (old == NULL)
-            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, k, size_value, sized, &place)
+            failed = (at == -2 ? sk_insert((SortedKeys *)self->keys, key, k, size_value, sized, &place, &added)
                                : PyList_Insert(self->keys, at, key)) < 0;
         else
             failed = forget_size(self, old_size) < 0;
@@ -1680,7 +1701,8 @@ static PyObject *put(TableCore *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (field != Py_None && old != NULL && Py_IS_TYPE(self->keys, &SortedKeysType))
         sk_set_size((SortedKeys *)self->keys, key, size_value, sized && !failed); /* the index's size follows */
-    if (!failed && field != Py_None && self->separated == Py_True && !(key_held && sized && keeps_separated(self, kv, size_value)))
+    if (!failed && field != Py_None && self->separated == Py_True
+        && !(key_held && sized && keeps_separated(self, kv, size_value, &added)))
         Py_SETREF(self->separated, Py_NewRef(Py_False)); /* (the Python put's check; False where C cannot tell) */
     Py_DECREF(own);
     Py_XDECREF(old);
