@@ -3024,11 +3024,17 @@ static PyObject *wide_to_int(wide v)
     return r;
 }
 
-/* The object of register d (borrowed; it stays in the register), NULL on error. */
-static PyObject *box(Run *x, int d, int kind)
+static PyObject *box_new(Run *x, int d, int kind);
+
+/* The object of register d (borrowed; it stays in the register), NULL on error. Most registers
+ * asked hold one already: that test is inlined at each use, the making of one is not. */
+static inline PyObject *box(Run *x, int d, int kind)
 {
-    if (x->ob[d] != NULL)
-        return x->ob[d];
+    return x->ob[d] != NULL ? x->ob[d] : box_new(x, d, kind);
+}
+
+static PyObject *box_new(Run *x, int d, int kind)
+{
     PyObject *o;
     wide v = x->r[d];
     if (kind == K_BOOL)
