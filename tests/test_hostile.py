@@ -376,6 +376,28 @@ def test_definitions_that_double_the_one_above_are_E0104_in_bounded_time(command
     assert done.stderr.count("error[E0104]") == 1 and "definition 'd15' expands to 131,071 expressions" in done.stderr
 
 
+DOUBLINGS = "def d0 = level + 1\n" + "".join(f"def d{i + 1} = d{i} + d{i}\n" for i in range(14))  # d14: 65,535
+
+
+@pytest.mark.parametrize("command", [["check"], ["simulate", "--runs", "2", "--steps", "2"]])
+def test_an_invariant_that_uses_a_large_definition_twice_is_E0104_in_bounded_time(command, tmp_path):
+    """Found by testing: each definition was within its bound, but a clause that used one many
+    times expanded past it (`d14 + d14 + ...`) and hung `simulate` and `prove`."""
+    decls = DOUBLINGS + 'invariant INV-1: d14 + d14 > 0\n  cite DOC "t"'
+    spec = hostile_spec(tmp_path, "twice", decls=decls)
+    done = run_limited([command[0], spec, *command[1:]], address_space=2 * GiB, timeout=30)
+    assert done.returncode in (1, 2) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.count("error[E0104]") == 1, done.stderr[-2000:]
+    assert "twice.spec:19:18: error[E0104]: invariant INV-1 expands to 131,073 expressions, more than 100,000" \
+        in done.stderr
+
+
+def test_a_clause_that_uses_a_large_definition_once_is_fine(tmp_path):
+    decls = DOUBLINGS + 'invariant INV-1: d14 > 0\n  cite DOC "t"'
+    spec = hostile_spec(tmp_path, "once", decls=decls, cond="a > d14")
+    assert run_cli("check", spec)[0] == 0
+
+
 def test_a_constant_as_wide_as_allowed_still_folds(tmp_path):
     spec = hostile_spec(tmp_path, "wide", decls="const W: int = 2 ** 511 * 2 ** 511", cond="a > W")
     assert run_cli("check", spec)[0] == 0

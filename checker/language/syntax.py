@@ -6,7 +6,7 @@ Every stage after the parser works on these nodes only; no lark object survives 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Iterator, Union, assert_never
 
 from .source import NO_SPAN, Span
 
@@ -483,6 +483,23 @@ def statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
         if isinstance(st, If):
             yield from statements(st.then)
             yield from statements(st.orelse)
+
+
+def statement_expressions(st: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement holds itself: an `if`'s condition, not its branches (`statements` has those)."""
+    match st:
+        case Assign(value=v):
+            return (v,)
+        case Insert(key=k, fields=fs):
+            return (k, *(x for _, x in fs))
+        case Update(key=k, value=v):
+            return (k, v)
+        case Delete(key=k):
+            return (k,)
+        case If(cond=c):
+            return (c,)
+        case _:
+            assert_never(st)
 
 
 def effect_statements(call: CallDecl) -> Iterator[Stmt]:

@@ -14,7 +14,7 @@ Error codes (stable):
 
 from __future__ import annotations
 
-from typing import Iterable, assert_never
+from typing import Iterable, Iterator, assert_never
 
 from . import syntax as S
 from .checked import (ANY, BOOL, BUILTIN_TYPES, FLAGS_BOUNDS, INT_BOUNDS, RANGE, VERSION, Binding, CallInfo,
@@ -43,6 +43,7 @@ class _Checker(ExpressionTyper):
         self.records: dict[str, tuple[tuple[str, Type], ...]] = {}
         self.tables: dict[str, TableInfo] = {}
         self.defs: dict[str, S.Expr] = {}
+        self.def_sizes: dict[str, int | None] = {}  # how many expressions each expands to; None: too many (E0104)
         self.def_types: dict[str, Type] = {}
         self.groups: dict[str, S.Expr] = {}
         self.rules: dict[str, RuleInfo] = {}
@@ -190,6 +191,7 @@ class _Checker(ExpressionTyper):
                 self.add_rule(d.rule, "invariant", None, d.cite, d.span, f"invariant {d.rule}")
             elif isinstance(d, S.CallDecl):
                 self.check_call(d)
+        self.check_expansion_sizes()
         self.lint()
         if has_errors(self.diags):
             raise RegcheckError(sorted(self.diags, key=_diag_key))
@@ -266,19 +268,52 @@ class _Checker(ExpressionTyper):
         """Every back end expands a definition where it is used, so `def d2 = d1 + d1` doubles the
         code per line: a definition may expand to at most MAX_DEFINITION_NODES expressions (E0104),
         where forty such lines made `simulate`, `prove` and `replay` run for ever."""
-        sizes: dict[str, int] = {}
-        too_large: set[str] = set()  # reported once: the definitions built on them are not reported again
         for name, body in self.defs.items():  # a definition uses only those above it (E0201)
-            used = [x.name for x in S.subexpressions(body) if isinstance(x, S.Name)]
-            if too_large.intersection(used):
-                too_large.add(name)
-                continue
-            size = sum(1 for _ in S.subexpressions(body)) + sum(sizes.get(n, 1) - 1 for n in used)
-            if size > MAX_DEFINITION_NODES:
+            size = self.expanded_size((body,))
+            if size is not None and size > MAX_DEFINITION_NODES:
                 self.err("E0104", f"definition '{name}' expands to {size:,} expressions, more than "
                                   f"{MAX_DEFINITION_NODES:,} (each use of a definition is expanded in place)", body.span)
-                too_large.add(name)
-            sizes[name] = size
+                size = None
+            self.def_sizes[name] = size
+
+    def check_expansion_sizes(self) -> None:
+        """The same bound for everything else a back end expands: one invariant, group or pinned
+        condition, clause condition or success effect that uses a large definition many times
+        (`d + d + d ...`) is as large as a definition that does, and hung `simulate` and `prove` alike."""
+        for what, span, exprs in self.expanded_parts():
+            size = self.expanded_size(exprs)
+            if size is not None and size > MAX_DEFINITION_NODES:
+                self.err("E0104", f"{what} expands to {size:,} expressions, more than {MAX_DEFINITION_NODES:,} "
+                                  "(each use of a definition is expanded in place)", span)
+
+    def expanded_size(self, exprs: Iterable[S.Expr]) -> int | None:
+        """How many expressions `exprs` become once every definition in them is expanded, computed
+        from the definitions' own sizes (linear in the source); None when one of them is already
+        too large (reported once, at that definition)."""
+        size = 0
+        for x in (x for e in exprs for x in S.subexpressions(e)):
+            if isinstance(x, S.Name) and x.name in self.def_sizes:
+                used = self.def_sizes[x.name]
+                if used is None:
+                    return None
+                size += used
+            else:
+                size += 1
+        return size
+
+    def expanded_parts(self) -> Iterator[tuple[str, Span, tuple[S.Expr, ...]]]:
+        """Each part of the spec that a back end expands as one piece: what to call it, where it is
+        and its expressions."""
+        for d in self.ast.decls:
+            match d:
+                case S.GroupDecl():
+                    yield f"the condition of group {d.name}", d.cond.span, (d.cond,)
+                case S.InvariantDecl():
+                    yield f"invariant {d.rule}", d.expr.span, (d.expr,)
+                case S.PinnedDecl():
+                    yield f"the condition of pinned {d.rule}", d.cond.span, (d.cond,)
+                case S.CallDecl():
+                    yield from _call_parts(d)
 
     def declare_table(self, d: S.TableDecl) -> None:
         key = self.resolve_type(d.key)
@@ -494,6 +529,18 @@ class _Checker(ExpressionTyper):
 _CATEGORY_WORDS = {"var": "state variable", "param": "configuration parameter", "const": "constant",
                    "def": "definition", "flags": "flags type", "enum": "enum type", "source": "source",
                    "group": "API group"}
+
+
+def _call_parts(d: S.CallDecl) -> Iterator[tuple[str, Span, tuple[S.Expr, ...]]]:
+    """A call's conditions, one per clause, and its success effect as a whole (compiled as one piece)."""
+    for c in d.clauses:
+        match c:
+            case S.Requires() | S.Fails() | S.MayFail() | S.Unspecified() | S.Ensures() if c.cond is not None:
+                yield f"the condition of {c.rule} in call {d.name}", c.cond.span, (c.cond,)
+            case S.Effect():
+                statements = S.statements(c.body)
+                yield (f"the success effect of {d.name}", c.span,
+                       tuple(x for st in statements for x in S.statement_expressions(st)))
 
 
 def _diag_key(d: Diagnostic):
