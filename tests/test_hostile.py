@@ -220,6 +220,7 @@ def hostile_traces(tmp_path: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
         "arabic-digits": (line(HEADER) + line({"call": "malloc", "args": {"size": "\u0668\u0661\u0669\u0662"},
                                                "out": {"ptr": BASE}}), ("T0733", "T0706")),
         "env-decimal-string": (line({"regcheck": 1, "spec": "cupva", "env": {"driver_version": "2006"}}), ("T0721",)),
+        "cr-line-ends": ((line(HEADER) + line(VIOLATING[0])).replace("\n", "\r"), ("T0701",)),
     }
     out = {}
     for name, (text, codes) in cases.items():
@@ -230,7 +231,7 @@ def hostile_traces(tmp_path: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 
 CASES = ["deep-nesting", "long-line", "long-header", "long-spec-name", "spec-is-dev-zero", "plus-integer",
-         "space-integer", "arabic-digits", "env-decimal-string"]
+         "space-integer", "arabic-digits", "env-decimal-string", "cr-line-ends"]
 
 
 @pytest.mark.parametrize("reader", list(TRACE_READERS))
@@ -241,6 +242,8 @@ def test_hostile_traces_are_input_errors(reader, case, tmp_path):
     assert_input_error(code, out, err, *codes)
     if case.startswith("long"):
         assert len(err) < 2000  # the line is quoted, not echoed
+    if case == "cr-line-ends":  # (it was T0709, "truncated last line")
+        assert "lines end in a carriage return alone" in err, err
 
 
 @pytest.mark.parametrize("reader", ["replay", "execute", "shrink", "itf"])

@@ -190,6 +190,28 @@ MALFORMED = [
 ]
 
 
+CR_ALONE = "not valid JSON: lines end in a carriage return alone (\\r); a trace's lines end in \\n or \\r\\n"
+
+
+@pytest.mark.parametrize("where", ["text", "file"])
+def test_lines_that_end_in_a_carriage_return_alone_say_so(where, tmp_path):
+    """Found by testing: an old-Mac-style trace reads as one line, which was T0709 "truncated last line"."""
+    data = (HEADER + REGISTER).replace(b"\n", b"\r")
+    path = tmp_path / "mac.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(RegcheckError) as exc:
+        read_all(data, str(path)) if where == "text" else list(read_trace(path)[1])
+    diag = only_diagnostic(exc)
+    assert (diag.code, diag.message, diag.span.line, diag.span.column) == ("T0701", CR_ALONE, 1, len(HEADER))
+
+
+def test_a_carriage_return_inside_a_string_is_not_taken_for_a_line_end():
+    with pytest.raises(RegcheckError) as exc:
+        read_all(HEADER + b'{"call":"a\rb"}\n')
+    diag = only_diagnostic(exc)
+    assert diag.code == "T0701" and "carriage return" not in diag.message, diag
+
+
 @pytest.mark.parametrize("data, code, line, column", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
 def test_malformed_input_is_a_located_error(data, code, line, column):
     with pytest.raises(RegcheckError) as exc:

@@ -10,7 +10,7 @@ Reading is streaming (one line in memory at a time) and fails closed: the first 
 line raises `RegcheckError` with one diagnostic at `path:line:column`.
 
 Error codes (stable):
-  T0701 line is not valid JSON
+  T0701 line is not valid JSON (also: lines that end in a carriage return alone)
   T0702 line is not a JSON object
   T0703 missing or misplaced header (empty trace, first line not a header, second header)
   T0704 required field missing
@@ -444,6 +444,12 @@ def located(bad: BadLine, raw: bytes, path: str, lineno: int) -> RegcheckError:
 
 
 def undecodable(exc: orjson.JSONDecodeError, raw: bytes, path: str, lineno: int, at_eof_needs_newline: bool) -> RegcheckError:
+    cr = _first_line_end_in_cr_alone(raw)
+    if cr is not None:  # (the whole file reads as one line, so "truncated last line" would mislead)
+        return RegcheckError([error(
+            "T0701", "not valid JSON: lines end in a carriage return alone (\\r); a trace's lines end in \\n or \\r\\n",
+            Span(path, lineno, len(raw[:cr].decode("utf-8", "replace")) + 1),
+        )])
     if at_eof_needs_newline and not raw.endswith(b"\n"):
         return RegcheckError([error(
             "T0709",
@@ -458,3 +464,21 @@ def undecodable(exc: orjson.JSONDecodeError, raw: bytes, path: str, lineno: int,
             "T0708", f"invalid UTF-8 (byte 0x{raw[bad.start]:02x})", Span(path, lineno, col)
         )])
     return RegcheckError([error("T0701", f"not valid JSON: {exc.msg}", Span(path, lineno, max(exc.colno, 1)))])
+
+
+def _first_line_end_in_cr_alone(raw: bytes) -> int | None:
+    """Where `raw` holds a JSON document ended by a carriage return alone with more after it (a file
+    written with old Mac line ends): the offset of that \\r, or None. A \\r inside a JSON string is
+    not one: the text before it is then no document."""
+    found = re.search(rb"\r(?!\n)", raw)
+    if found is None or not raw[found.end():].strip() or not _is_json(raw[:found.start()]):
+        return None
+    return found.start()
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
