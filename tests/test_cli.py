@@ -235,6 +235,17 @@ def test_captured_output_has_no_colour(monkeypatch):
     assert "\x1b[" not in out
 
 
+@pytest.mark.parametrize("colour", [False, True])
+def test_text_output_escapes_control_characters_but_its_own_colour(colour):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    out = Output(stdout, stderr, colour=colour)
+    out.out(f"{out.paint('fail', 'fail')} \x1b]0;title\x07 \x1b[2J\r\x9b1m\x7f\tend\nnext")
+    out.err("bad\x1b[31m name")
+    painted = paint("fail", "fail") if colour else "fail"
+    assert stdout.getvalue() == painted + " \\x1b]0;title\\x07 \\x1b[2J\\x0d\\x9b1m\\x7f\tend\nnext\n"
+    assert stderr.getvalue() == "bad\\x1b[31m name\n"
+
+
 def test_force_color_colours_kinds_rule_ids_and_verdicts(monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)

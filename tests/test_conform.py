@@ -263,6 +263,20 @@ def test_cli_junit_is_well_formed_when_a_driver_error_holds_control_characters(s
     assert "boom\\x01\\x1b[31m\\x00\\ufffe end" in failures[0].text
 
 
+@pytest.mark.parametrize("colour", ["0", "1"])
+def test_cli_text_escapes_control_characters_of_a_driver_error(small_suite, colour, monkeypatch):
+    """Found by testing: a driver exception message went to the terminal raw, so `\\x1b[2J` cleared
+    it and `\\x1b]0;...\\x07` retitled it. Only regcheck's own colour is written as ANSI codes."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", colour)
+    path, _ = small_suite
+    code, out, _ = run_cli("conform", "acl", "--driver", "tests.drivers.sloppy:RegisterRaisesControlCharacters",
+                           "--suite", str(path))
+    assert code == 1 and "boom\\x01\\x1b[31m\\x00\ufffe end" in out, out
+    assert "\x00" not in out and "\x01" not in out and "\x1b[31m\x00" not in out
+    assert ("\x1b[" in out) == (colour == "1")  # regcheck's own colour
+
+
 def test_cli_conform_generates_when_no_suite_is_given():
     code, out, _ = run_cli("conform", "cupva", "--driver", "tests.mutants.cupva:ForceDisableAfterUse",
                            "--stop-on-failure", "--format", "json")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, TextIO
 
 import orjson
@@ -23,19 +24,31 @@ FORMATS = ("text", "json")
 
 @dataclass
 class Output:
+    """The text streams. Text goes to the terminal with each control character but \\n and \\t written
+    as its escape (`\\x1b`): a driver's message or a file name may hold `\\x1b[2J` or `\\x1b]0;title\\x07`.
+    Only this Output's own colour (`paint`) reaches the terminal as ANSI codes."""
+
     stdout: TextIO
     stderr: TextIO
     colour: bool = False  # ANSI colour on stdout: see use_colour
+    # What `paint` writes for the ANSI control sequence introducer (ESC [): text from elsewhere cannot hold it.
+    csi_mark: str = field(default_factory=lambda: f"\x00{secrets.token_hex(8)}[", repr=False)
 
     def paint(self, text: str, role: str) -> str:
         """`text` in the colour of `role` (a finding kind, a verdict, "rule", ...) when colour is on."""
-        return paint(text, role) if self.colour else text
+        return paint(text, role, self.csi_mark) if self.colour else text
 
     def out(self, text: str = "") -> None:
-        self.stdout.write(text + "\n")
+        self.stdout.write(self.shown(text) + "\n")
 
     def err(self, text: str) -> None:
-        self.stderr.write(text + "\n")
+        self.stderr.write(self.shown(text) + "\n")
+
+    def shown(self, text: str) -> str:
+        """`text` as the terminal gets it: control characters escaped, this Output's colour marks made ANSI."""
+        if _CONTROL.search(text) is None:
+            return text
+        return "\x1b[".join(_CONTROL.sub(_escaped_control, part) for part in text.split(self.csi_mark))
 
     def json(self, obj) -> None:
         try:
@@ -165,10 +178,19 @@ def plain(text: str, role: str) -> str:
     return text
 
 
-def paint(text: str, role: str) -> str:
-    """`text` wrapped in the ANSI colour of `role` (unchanged for a role without one)."""
+def paint(text: str, role: str, csi: str = "\x1b[") -> str:
+    """`text` wrapped in the ANSI colour of `role` (unchanged for a role without one); `csi` stands
+    for ESC [ (Output writes a mark there, which it turns into ESC [ as it writes)."""
     code = _COLOURS.get(role)
-    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+    return f"{csi}{code}m{text}{csi}0m" if code else text
+
+
+# C0 controls but \n and \t (the lines and columns of a report), DEL and C1 controls (\x9b is an 8-bit ESC [).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped_control(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def use_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
