@@ -1471,6 +1471,21 @@ static int size_counted(PyObject *counts, PyObject *size)
     return c != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
+/* Whether the count `c` (borrowed from the counts) now says n, changed in place: a count held by
+ * the dict alone, and neither it nor n one of the shared small ints, is seen by no one else, and a
+ * new int plus a dict store cost most of a put's bookkeeping in a large table (one size, a big count). */
+static inline int count_in_place(PyObject *c, long n)
+{
+#if PY_VERSION_HEX < 0x030C0000 && PyLong_SHIFT == 30
+    if (PyLong_CheckExact(c) && Py_REFCNT(c) == 1 && Py_SIZE(c) == 1 && ((PyLongObject *)c)->ob_digit[0] > 256
+        && n > 256 && n <= (long)PyLong_MASK) {
+        ((PyLongObject *)c)->ob_digit[0] = (digit)n;
+        return 1;
+    }
+#endif
+    return 0;
+}
+
 /* counts[size] += delta (deleting it at 0); *was: the count before. -1 on error. */
 static int count_size(PyObject *counts, PyObject *size, long delta, long *was)
 {
@@ -1484,6 +1499,8 @@ static int count_size(PyObject *counts, PyObject *size, long delta, long *was)
     n += delta;
     if (n == 0)
         r = PyDict_DelItem(counts, key);
+    else if (c != NULL && count_in_place(c, n))
+        r = 0;
     else if ((v = PyLong_FromLong(n)) != NULL)
         r = PyDict_SetItem(counts, key, v);
 done:
