@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, TextIO
 
@@ -32,7 +31,8 @@ class Output:
     stderr: TextIO
     colour: bool = False  # ANSI colour on stdout: see use_colour
     # What `paint` writes for the ANSI control sequence introducer (ESC [): text from elsewhere cannot hold it.
-    csi_mark: str = field(default_factory=lambda: f"\x00{secrets.token_hex(8)}[", repr=False)
+    # (os.urandom, not `secrets`: that import costs every command about 6 ms)
+    csi_mark: str = field(default_factory=lambda: f"\x00{os.urandom(8).hex()}[", repr=False)
 
     def paint(self, text: str, role: str) -> str:
         """`text` in the colour of `role` (a finding kind, a verdict, "rule", ...) when colour is on."""
