@@ -272,7 +272,8 @@ class _Checker(ExpressionTyper):
             size = self.expanded_size((body,))
             if size is not None and size > MAX_DEFINITION_NODES:
                 self.err("E0104", f"definition '{name}' expands to {size:,} expressions, more than "
-                                  f"{MAX_DEFINITION_NODES:,} (each use of a definition is expanded in place)", body.span)
+                                  f"{MAX_DEFINITION_NODES:,} (each use of a definition is expanded in place)",
+                         body.span)
                 size = None
             self.def_sizes[name] = size
 
