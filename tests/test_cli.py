@@ -246,6 +246,13 @@ def test_text_output_escapes_control_characters_but_its_own_colour(colour):
     assert stderr.getvalue() == "bad\\x1b[31m name\n"
 
 
+def test_text_output_escapes_bidirectional_overrides_but_not_other_text():
+    """A name holding U+202E (right-to-left override) would show its text reversed on the terminal."""
+    stdout = io.StringIO()
+    Output(stdout, io.StringIO()).out("trace-\u202egnp.jsonl \u2066x\u2069 \u05d0\u200f é")
+    assert stdout.getvalue() == "trace-\\u202egnp.jsonl \\u2066x\\u2069 \u05d0\u200f é\n"
+
+
 def test_force_color_colours_kinds_rule_ids_and_verdicts(monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)

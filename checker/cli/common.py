@@ -185,12 +185,15 @@ def paint(text: str, role: str, csi: str = "\x1b[") -> str:
     return f"{csi}{code}m{text}{csi}0m" if code else text
 
 
-# C0 controls but \n and \t (the lines and columns of a report), DEL and C1 controls (\x9b is an 8-bit ESC [).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but \n and \t (the lines and columns of a report), DEL and C1 controls (\x9b is an 8-bit ESC [),
+# and the bidirectional overrides and isolates, which make a line read in another order than it is
+# written ("Trojan Source", CVE-2021-42574): a file name or a driver's message may hold them too.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escaped_control(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def use_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
