@@ -163,17 +163,28 @@ def _shape(e, rename: dict):
     return (type(e).__name__,) + parts
 
 
-def may_fail(spec: "CheckedSpec", e: S.Expr) -> bool:
+def may_fail(spec: "CheckedSpec", e: S.Expr, fixed: Callable[[S.Expr], int | None] | None = None) -> bool:
     """Whether evaluating e can raise: a table lookup, a remainder (`%`, `aligned`) or a power, in e
-    or in a definition it names."""
+    or in a definition it names. `fixed` (where given) says which integer a configuration fixes an
+    expression to (None: not fixed): a remainder by a fixed divisor other than 0 (`x % PAGE`) cannot
+    raise then, nor can a power fixed whole (`2 ** 64`)."""
     for x in S.subexpressions(e):
-        if (isinstance(x, S.Index) or (isinstance(x, S.Binary) and x.op in ("%", "**"))
-                or (isinstance(x, S.Builtin) and x.func == "aligned")):
-            return True
-        if isinstance(x, S.Name):
-            b = spec.binding(x)
-            if b.kind == "def" and may_fail(spec, spec.defs[b.name]):
+        match x:
+            case S.Index():
                 return True
+            case S.Binary(op="%", right=d) | S.Builtin(func="aligned", args=(_, d)):
+                divisor = None if fixed is None else fixed(d)
+                if divisor is None or divisor == 0:
+                    return True
+            case S.Binary(op="**"):
+                if fixed is None or fixed(x) is None:
+                    return True
+            case S.Builtin(func="aligned"):  # (not two arguments: the type checker has said so)
+                return True
+            case S.Name():
+                b = spec.binding(x)
+                if b.kind == "def" and may_fail(spec, spec.defs[b.name], fixed):
+                    return True
     return False
 
 

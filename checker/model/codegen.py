@@ -252,26 +252,16 @@ class Emitter:
         return self.fold(e) if self.is_static(e) else NOT_CONSTANT
 
     def may_raise(self, e: S.Expr) -> bool:
-        """Whether evaluating e can raise EvalError with this configuration: `analysis.may_fail`,
-        except that a remainder by a divisor the configuration fixes to a value other than 0 (`x %
-        PAGE`) cannot, nor can a power it fixes (`2 ** 64`). Where this says no, the strict reading
-        of a quantifier (`_strict_quant`) and the short-circuit one give the same answer."""
-        for x in S.subexpressions(e):
-            match x:
-                case S.Index():
-                    return True
-                case S.Binary(op="%", right=d) | S.Builtin(func="aligned", args=(_, d)):
-                    divisor = self.constant(d)
-                    if type(divisor) is not int or divisor == 0:
-                        return True
-                case S.Binary(op="**"):
-                    if self.constant(x) is NOT_CONSTANT:
-                        return True
-                case S.Name():
-                    b = self.spec.binding(x)
-                    if b.kind == "def" and self.may_raise(self.spec.defs[b.name]):
-                        return True
-        return False
+        """Whether evaluating e can raise EvalError with this configuration: `analysis.may_fail`, told
+        which integers the configuration fixes (so `x % PAGE` and `2 ** 64` cannot). Where this says
+        no, the strict reading of a quantifier (`_strict_quant`) and the short-circuit one give the
+        same answer."""
+        return may_fail(self.spec, e, self.fixed_int)
+
+    def fixed_int(self, e: S.Expr) -> int | None:
+        """The integer this configuration fixes e to, else None."""
+        value = self.constant(e)
+        return value if type(value) is int else None
 
     def name(self, e: S.Name, scope: CodeScope) -> str:
         b = self.spec.binding(e)
