@@ -228,6 +228,75 @@ def test_an_allocations_promise_is_judged_with_a_live_entry_of_each_origin(rule)
         assert maker in calls[:-1] and allocator in calls[calls.index(maker) + 1:]
 
 
+# malloc's blocks and `mapped`'s: a promise about the live blocks has two origins, but the pool
+# draws `mapped` only a length of 0 (its entry's size is computed, so it is no allocator the pool
+# sizes), which its own promise forbids: no prefix holds a block it made.
+ORIGINS = """
+spec origins "an origin of live entries that no enumerated prefix reaches"
+source DOC "doc.txt" "a document"
+status int success 0
+@BLOCKS@
+event mapped(length: u64) -> (addr: addr) {
+  ensures ORG-MAPPED-FRESH: length > 0 and addr != 0 and addr + 2 * length <= 2 ** 64
+      and not (exists b in blocks: b.range overlaps range(addr, 2 * length))
+    cite DOC "a mapping of twice the length, never empty"
+  effect ORG-MAPPED: {
+    blocks[addr] = { size: 2 * length }
+  }
+    cite DOC "maps"
+}
+call poke(ptr: addr) {
+  effect ORG-POKE: {
+  }
+    cite DOC "nothing"
+}
+"""
+
+
+def test_an_origin_no_test_reaches_is_listed_as_not_covered(tmp_path):
+    """Each call that can insert an entry is an origin of a promise about the live entries; one no
+    generated test makes a live entry from is in the report (suite.json, the JSON and the text
+    output) as not covered, with the reason, not left out."""
+    path = tmp_path / "origins.spec"
+    path.write_text(ORIGINS.replace("@BLOCKS@\n", BLOCKS.replace("RULE-", "ORG-")))
+    suite = generate_suite(str(path))
+    fresh = next(c for c in suite.coverage if c.rule == "ORG-FRESH")
+    assert [(o.table, o.origin, bool(o.tests)) for o in fresh.origins] == [("blocks", "malloc", True),
+                                                                          ("blocks", "mapped", False)]
+    why = "no prefix the enumeration searched (at most 3 calls) has a successful mapped"
+    assert fresh.origins_missed[0].why == why
+    write_suite(tmp_path / "s", suite)
+    assert next(c for c in read_suite(tmp_path / "s").coverage if c.rule == "ORG-FRESH").origins == fresh.origins
+    index = json.loads((tmp_path / "s" / "suite.json").read_text())
+    listed = next(c for c in index["coverage"] if c["rule"] == "ORG-FRESH")["origins"]
+    assert listed[1] == {"table": "blocks", "origin": "mapped", "covered": False, "tests": [], "why": why}
+    code, out, _ = run_cli("generate", str(path), "--pytest", str(tmp_path / "t.py"), "--format", "json")
+    assert code == 0
+    assert next(c for c in json.loads(out)["coverage"] if c["rule"] == "ORG-FRESH")["origins"] == listed
+    code, out, _ = run_cli("generate", str(path), "--pytest", str(tmp_path / "t.py"))
+    assert code == 0
+    assert f"not covered: checked with a live blocks entry from mapped: {why}" in out
+    assert "promises about live entries: judged with 1 of 2 origins live; 1 not covered (listed above)" in out
+
+
+@pytest.mark.parametrize("name", ALL_SPECS)
+def test_every_origin_of_a_promise_is_in_the_report(name):
+    """Every call whose effect inserts into a table a promise reads is one of the promise's origins
+    in the report: judged by tests, or not covered with a reason (cuda's and hip's mmap and munmap)."""
+    from checker.language import syntax as S
+
+    spec = load_spec(name)
+    suite = default_suite(name)
+    promises = [c for c in suite.coverage if c.origins]
+    assert promises
+    for c in promises:
+        tables = {o.table for o in c.origins}
+        inserters = {(st.table, call) for call, info in spec.calls.items() for st in S.effect_statements(info.decl)
+                     if isinstance(st, S.Insert) and st.table in tables}
+        assert {(o.table, o.origin) for o in c.origins} == inserters
+        assert all(bool(o.tests) != bool(o.why) for o in c.origins), c
+
+
 def test_cupva_boundary_cases_are_in_the_suite():
     suite = bundled_suite("cupva")
     assert covers(suite, "PVA-REG-SIZE-INVALID", "size = negative")

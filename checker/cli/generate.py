@@ -146,8 +146,15 @@ def summary_text(suite: Suite) -> list[str]:
             note = f"branches: {branches}" + (f"; {c.boundaries} boundary cases" if c.boundaries else "") + \
                    (f"; {note}" if note else "")
         lines.append(f"{c.rule:{width}}  {c.kind:11}  {c.status:19}  {tests:5}  {note}")
+        for o in c.origins_missed:
+            lines.append(f"{'':{width}}  not covered: {o.label}: {o.why}")
     lines.append("")
     lines.append("rules by status: " + ", ".join(f"{n} {s}" for s, n in sorted(coverage_summary(suite.coverage).items())))
+    origins = [o for c in suite.coverage for o in c.origins]
+    if origins:
+        missed = sum(not o.tests for o in origins)
+        lines.append(f"promises about live entries: judged with {len(origins) - missed} of {len(origins)} origins live"
+                     + (f"; {missed} not covered (listed above)" if missed else ""))
     return lines
 
 

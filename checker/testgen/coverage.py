@@ -10,7 +10,7 @@ from ..language import syntax as S
 from ..language.analysis import conjuncts, negated, nodes, reads_and_writes
 from ..language.checked import CheckedSpec, Type
 from .model import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, TRANSITION, ConformanceTest,
-                    RuleCoverage, TransitionCoverage)
+                    OriginCoverage, RuleCoverage, TransitionCoverage, live_entry_label)
 
 
 # ---------------------------------------------------------------- what each call reads
@@ -131,6 +131,33 @@ def transition_report(pairs: Sequence[TransitionCoverage], tests: Sequence[Confo
         out.append(TransitionCoverage(p.writer, p.writer_rule, p.writer_outcome, p.call, p.rule, p.branch, names,
                                       "" if names else why(p)))
     return tuple(out)
+
+
+def entry_origins(spec: CheckedSpec) -> dict[str, tuple[str, ...]]:
+    """table -> the calls whose effect can insert an entry into it (in the spec's order): the origins
+    an allocation's promise about the table's live entries is judged with, one live at a time."""
+    out: dict[str, list[str]] = {t: [] for t in spec.tables}
+    for name, info in spec.calls.items():
+        for table in dict.fromkeys(st.table for st in S.effect_statements(info.decl) if isinstance(st, S.Insert)):
+            out[table].append(name)
+    return {t: tuple(calls) for t, calls in out.items()}
+
+
+def origin_report(promises: Mapping[str, Sequence[tuple[str, str]]], tests: Sequence[ConformanceTest],
+                  why: Callable[[str, str, str], str] = lambda rule, table, origin: "") -> dict[str, tuple]:
+    """rule -> an `OriginCoverage` for each (table, origin) of `promises[rule]`: the tests judging the
+    promise with such an entry live; `why(rule, table, origin)` says why for one that none judges."""
+    shown: dict[str, list[str]] = {}
+    for t in tests:
+        for item in t.covers:
+            shown.setdefault(item, []).append(t.name)
+    out: dict[str, list[OriginCoverage]] = {}
+    for rule, pairs in promises.items():
+        for table, origin in pairs:
+            names = tuple(shown.get(f"{rule}: {live_entry_label(table, origin)}", ()))
+            out.setdefault(rule, []).append(OriginCoverage(table, origin, names,
+                                                           "" if names else why(rule, table, origin)))
+    return {rule: tuple(items) for rule, items in out.items()}
 
 
 def _reads(spec: CheckedSpec, e: S.Expr) -> set[str]:
@@ -258,7 +285,10 @@ class StateKey:
 
 
 def coverage_report(spec: CheckedSpec, facts: Mapping[str, CallFacts], tests: Sequence[ConformanceTest],
-              missing: Mapping, open_seen: Mapping[str, int]) -> tuple[RuleCoverage, ...]:
+              missing: Mapping, open_seen: Mapping[str, int],
+              origins: Mapping[str, tuple[OriginCoverage, ...]] = {}) -> tuple[RuleCoverage, ...]:
+    """Each rule's status, note and the tests of each branch; `origins` (from `origin_report`), per
+    promise about live entries, the origins of those entries and the tests judging it with each."""
     by_rule: dict[str, dict[str, list[str]]] = {}
     boundaries: dict[str, int] = {}
     for t in tests:
@@ -285,14 +315,15 @@ def coverage_report(spec: CheckedSpec, facts: Mapping[str, CallFacts], tests: Se
         if rule in silent and not branches:
             out.append(RuleCoverage(rule, info.kind, info.call, NOT_TESTABLE,
                                     f"breaking it makes {silent[rule]} (unspecified) hold too: any outcome is then "
-                                    "allowed, so no test can fail", (), boundaries.get(rule, 0)))
+                                    "allowed, so no test can fail", (), boundaries.get(rule, 0), origins.get(rule, ())))
             continue
         status, note = _status_of(info, call_facts, branches, missing, open_seen)
         if status == ENVIRONMENT:
             note += f" ({using.get(info.call, 0)} tests use {info.call})"
             if boundaries.get(rule):  # an environment allocation's promise judged with live entries
                 note += f"; {boundaries[rule]} boundary cases"
-        out.append(RuleCoverage(rule, info.kind, info.call, status, note, branches, boundaries.get(rule, 0)))
+        out.append(RuleCoverage(rule, info.kind, info.call, status, note, branches, boundaries.get(rule, 0),
+                                origins.get(rule, ())))
     return tuple(out)
 
 

@@ -79,15 +79,13 @@ from ..model.semantics import Semantics
 from ..model.state import State
 from ..trace.events import TraceEvent
 from .configs import config_label, configurations, show_json
-from .coverage import (CallFacts, StateKey, coverage_report, facts_of, outcome_branches, transition_pairs,
-                       transition_report)
-from .model import (ALLOC_SIZE, ALLOC_STRIDE, HUGE_ALLOCATION, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE, TRANSITION, U64, ConformanceTest,
-                    Expectation, GenerateOptions, Node, Suite, expectation_of)
+from .coverage import (CallFacts, StateKey, coverage_report, entry_origins, facts_of, origin_report, outcome_branches,
+                       transition_pairs, transition_report)
+from .model import (ALLOC_SIZE, ALLOC_STRIDE, HUGE_ALLOCATION, LIVE_ENTRY, MAX_ALLOCS, NULL_SIZE_LIMIT, PAGE,
+                    TRANSITION, U64, ConformanceTest, Expectation, GenerateOptions, Node, Suite, expectation_of,
+                    live_entry_label)
 from .pool import (ArgumentPool, entry_class, expectations_disjoint, is_addr, json_arg, layouts, mover, point_relation,
                    range_relation, relocatable, representative_status, show_arg, signatures, value_class)
-
-
-LIVE_ENTRY = "checked with a live"  # the label of a promise judged with an entry of some origin live
 
 
 # ---------------------------------------------------------------- the search
@@ -137,6 +135,13 @@ class _Generator:
                                         for t in sorted(f.reads.get(r, frozenset()) & spec.tables.keys()))
                                for n, f in self.facts.items()}
         self.promise_tables = frozenset(t for promises in self.entry_promises.values() for _, t in promises)
+        # promise rule -> each (table, call whose effect can insert an entry into it): the report lists
+        # every origin, also one no test reaches
+        origins = entry_origins(spec)
+        self.promise_origins = {rule: tuple((table, origin) for origin in origins[table])
+                                for promises in self.entry_promises.values() for rule, table in promises}
+        self.prefix_succeeded: set[str] = set()  # calls that succeeded as a step of a prefix searched
+        self.live_origins: set[tuple[str, str]] = set()  # (table, call) of the live entries prefixes left
         self._last_prefix: tuple | None = None  # (steps, ctx, answer) of `_prefix_promises`
         for pair in self.pairs:
             by_call = self.wanted_after.setdefault((pair.writer, pair.writer_outcome), {}).setdefault(pair.call, {})
@@ -155,7 +160,8 @@ class _Generator:
         tests = self._named()
         self.stats["seconds"] = round(time.perf_counter() - t0, 3)
         self.stats["tests"] = len(tests)
-        coverage = coverage_report(self.spec, self.facts, tests, self.missing, self.open_seen)
+        origins = origin_report(self.promise_origins, tests, self._why_origin_missed)
+        coverage = coverage_report(self.spec, self.facts, tests, self.missing, self.open_seen, origins)
         transitions = transition_report(self.pairs, tests, self._why_not_shown)
         self.stats["transitions_covered"] = sum(bool(t.tests) for t in transitions)
         return Suite(self.spec_name, tuple(tests), coverage, tuple(configs), dict(self.stats), transitions)
@@ -483,6 +489,7 @@ class _Generator:
                 continue  # a rejected call changes nothing and promises nothing
             items |= self._promises_judged(s.call, {t: set(made.values()) for t, made in made_by.items()})
             sem.apply(st, s.call, s.inputs, s.outputs)
+            self.prefix_succeeded.add(s.call)
             for table, made in made_by.items():
                 rows = st.tables[table].rows
                 for key in [k for k in made if k not in rows]:
@@ -490,12 +497,23 @@ class _Generator:
                 for key in rows:
                     made.setdefault(key, s.call)
         answer = items, {t: set(made.values()) for t, made in made_by.items()}
+        self.live_origins |= {(t, maker) for t, makers in answer[1].items() for maker in makers}
         self._last_prefix = (steps, ctx, answer)
         return answer
 
     def _promises_judged(self, call: str, makers: Mapping[str, set[str]]) -> set:
-        return {(rule, f"{LIVE_ENTRY} {table} entry from {maker}")
-                for rule, table in self.entry_promises[call] for maker in makers[table]}
+        return {(rule, live_entry_label(table, maker)) for rule, table in self.entry_promises[call]
+                for maker in makers[table]}
+
+    def _why_origin_missed(self, rule: str, table: str, origin: str) -> str:
+        """Why no test judges `rule` (a promise about `table`'s live entries) with an entry made by
+        `origin` live: how far the enumeration got towards one. The solver is not asked for these."""
+        within = f"no prefix the enumeration searched (at most {self.options.depth} calls)"
+        if origin not in self.prefix_succeeded:
+            return f"{within} has a successful {origin}"
+        if (table, origin) not in self.live_origins:
+            return f"{within} leaves a live {table} entry made by {origin}"
+        return f"{within} has a successful {self.spec.rules[rule].call} while a {table} entry made by {origin} is live"
 
     def _promise_rule(self, new: frozenset) -> str | None:
         """The promise a test is named after when live-entry promises are all it newly covers (its

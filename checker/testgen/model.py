@@ -139,10 +139,42 @@ class ConformanceTest:
         return out
 
 
+LIVE_ENTRY = "checked with a live"  # the label prefix of a promise judged with an entry of some origin live
+
+
+def live_entry_label(table: str, origin: str) -> str:
+    """The coverage-item label of an allocation's promise judged while an entry of `table` that the
+    call `origin` made is live: "RULE: checked with a live host_allocs entry from malloc"."""
+    return f"{LIVE_ENTRY} {table} entry from {origin}"
+
+
+@dataclass(frozen=True, slots=True)
+class OriginCoverage:
+    """An allocation's promise about the live entries of `table` judged while an entry that the call
+    `origin` made is live: the tests that show it; none: why no test can (the origin unreachable)."""
+
+    table: str
+    origin: str
+    tests: tuple[str, ...] = ()
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        return live_entry_label(self.table, self.origin)
+
+    def to_json(self) -> dict:
+        out = {"table": self.table, "origin": self.origin, "covered": bool(self.tests), "tests": list(self.tests)}
+        if not self.tests:
+            out["why"] = self.why
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class RuleCoverage:
     """How one rule ID is covered: a status (`tested`, `allowed, not forced`, `not testable`, `not
-    reached`, `model invariant`, `environment`), why, and per branch the tests that show it."""
+    reached`, `model invariant`, `environment`), why, and per branch the tests that show it. An
+    allocation's promise about live entries also has, per origin of those entries, the tests that
+    judge it with one live (`origins`)."""
 
     rule: str
     kind: str
@@ -151,10 +183,18 @@ class RuleCoverage:
     note: str
     branches: tuple[tuple[str, tuple[str, ...]], ...] = ()
     boundaries: int = 0  # boundary items (geometry, argument classes, state values) covered
+    origins: tuple[OriginCoverage, ...] = ()
+
+    @property
+    def origins_missed(self) -> tuple[OriginCoverage, ...]:
+        return tuple(o for o in self.origins if not o.tests)
 
     def to_json(self) -> dict:
-        return {"rule": self.rule, "kind": self.kind, "call": self.call, "status": self.status, "note": self.note,
-                "branches": {b: list(t) for b, t in self.branches}, "boundary_items": self.boundaries}
+        out = {"rule": self.rule, "kind": self.kind, "call": self.call, "status": self.status, "note": self.note,
+               "branches": {b: list(t) for b, t in self.branches}, "boundary_items": self.boundaries}
+        if self.origins:
+            out["origins"] = [o.to_json() for o in self.origins]
+        return out
 
 
 TRANSITION = "transition"  # the coverage-item label prefix of a transition: "RULE: transition: W-RULE success -> branch"

@@ -8,7 +8,9 @@ the test, its rule and how it was found; each API call carries an `expect` objec
      "tests": [{"name": "ACL-REG-OVERLAP-1", "file": "ACL-REG-OVERLAP-1.jsonl", "rule": ..., "env": ...,
                 "method": "enumeration", "description": ..., "covers": [...]}, ...],
      "coverage": [{"rule": ..., "kind": ..., "call": ..., "status": ..., "note": ...,
-                   "branches": {"fails [product=AtlasA2, ...]": ["ACL-REG-OVERLAP-1", ...]}, ...}, ...],
+                   "branches": {"fails [product=AtlasA2, ...]": ["ACL-REG-OVERLAP-1", ...]}, ...,
+                   "origins": [{"table": "host_allocs", "origin": "malloc", "covered": true, "tests": [...]},
+                               {..., "covered": false, "tests": [], "why": ...}]}, ...],
      "transitions": [{"writer": ..., "writer_rule": ..., "writer_outcome": "success", "call": ..., "rule": ...,
                       "branch": "fails", "covered": true, "tests": [...]}, ...]}
 
@@ -33,7 +35,7 @@ from ..language.source import Span
 from ..trace.events import TraceEvent, TraceHeader
 from ..trace.reader import header_spec_ref, read_trace, read_trace_text
 from ..trace.writer import write_trace
-from .model import ConformanceTest, Expectation, RuleCoverage, Suite, TransitionCoverage
+from .model import ConformanceTest, Expectation, OriginCoverage, RuleCoverage, Suite, TransitionCoverage
 
 SUITE_VERSION = 1
 INDEX = "suite.json"
@@ -143,9 +145,12 @@ def _transition_from_json(obj: dict) -> TransitionCoverage:
 
 def _coverage_from_json(obj: dict) -> RuleCoverage:
     branches = obj.get("branches") or {}
+    origins = tuple(OriginCoverage(str(o.get("table")), str(o.get("origin")),
+                                   tuple(str(t) for t in o.get("tests") or ()), str(o.get("why", "")))
+                    for o in obj.get("origins") or () if isinstance(o, dict))
     return RuleCoverage(str(obj.get("rule")), str(obj.get("kind")), obj.get("call"), str(obj.get("status")),
                         str(obj.get("note", "")), tuple((b, tuple(ts)) for b, ts in branches.items()),
-                        int(obj.get("boundary_items", 0)))
+                        int(obj.get("boundary_items", 0)), origins)
 
 
 def coverage_summary(coverage: Sequence[RuleCoverage]) -> dict[str, int]:
