@@ -395,6 +395,30 @@ def test_an_invariant_that_uses_a_large_definition_twice_is_E0104_in_bounded_tim
         in done.stderr
 
 
+def thousands_of_invariants(tmp_path: Path, name: str, count: int) -> str:
+    """`count` invariants, each using d14 (65,535 expressions) once: each within its own bound."""
+    invariants = "".join(f'invariant INV-{i}: d14 > {i}\n  cite DOC "t"\n' for i in range(count))
+    return hostile_spec(tmp_path, name, decls=DOUBLINGS + invariants)
+
+
+@pytest.mark.parametrize("command", [["check"], ["simulate", "--runs", "2", "--steps", "2"]])
+def test_thousands_of_invariants_each_within_its_bound_are_E0104_in_bounded_time(command, tmp_path):
+    """Each invariant expanded to less than 100,000 expressions, but thousands of them added up without
+    bound (simulate spent some 17 s on each): the whole spec expands to at most 200,000, and the
+    error is at the fourth invariant, the one that takes the total past it (3 x 65,537 = 196,611)."""
+    spec = thousands_of_invariants(tmp_path, "thousands", 1000)
+    done = run_limited([command[0], spec, *command[1:]], address_space=2 * GiB, timeout=30)
+    assert done.returncode in (1, 2) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.count("error[E0104]") == 1, done.stderr[-2000:]
+    assert ("thousands.spec:25:18: error[E0104]: invariant INV-3 expands to 65,537 expressions and takes the whole "
+            "spec to 262,148, more than 200,000 (the 3 conditions, invariants and effects before it expand to "
+            "196,611; each use of a definition is expanded in place)") in done.stderr
+
+
+def test_a_spec_whose_parts_add_up_to_just_under_the_total_is_fine(tmp_path):
+    assert run_cli("check", thousands_of_invariants(tmp_path, "three", 3))[0] == 0
+
+
 def test_a_clause_that_uses_a_large_definition_once_is_fine(tmp_path):
     decls = DOUBLINGS + 'invariant INV-1: d14 > 0\n  cite DOC "t"'
     spec = hostile_spec(tmp_path, "once", decls=decls, cond="a > d14")

@@ -280,12 +280,26 @@ class _Checker(ExpressionTyper):
     def check_expansion_sizes(self) -> None:
         """The same bound for everything else a back end expands: one invariant, group or pinned
         condition, clause condition or success effect that uses a large definition many times
-        (`d + d + d ...`) is as large as a definition that does, and hung `simulate` and `prove` alike."""
+        (`d + d + d ...`) is as large as a definition that does, and hung `simulate` and `prove` alike.
+        The parts together expand to at most MAX_SPEC_NODES expressions: thousands of invariants,
+        each within its bound, added up without one and hung them too. That error is reported once,
+        at the part (in source order) that takes the total past the bound."""
+        total, parts = 0, 0
         for what, span, exprs in self.expanded_parts():
             size = self.expanded_size(exprs)
-            if size is not None and size > MAX_DEFINITION_NODES:
+            if size is None:
+                continue
+            if size > MAX_DEFINITION_NODES:
                 self.err("E0104", f"{what} expands to {size:,} expressions, more than {MAX_DEFINITION_NODES:,} "
                                   "(each use of a definition is expanded in place)", span)
+                continue
+            if total + size > MAX_SPEC_NODES >= total:
+                self.err("E0104", f"{what} expands to {size:,} expressions and takes the whole spec to "
+                                  f"{total + size:,}, more than {MAX_SPEC_NODES:,} (the {parts:,} conditions, "
+                                  f"invariants and effects before it expand to {total:,}; each use of a definition "
+                                  "is expanded in place)", span)
+            total += size
+            parts += 1
 
     def expanded_size(self, exprs: Iterable[S.Expr]) -> int | None:
         """How many expressions `exprs` become once every definition in them is expanded, computed
@@ -553,7 +567,10 @@ def check_spec(ast: S.SpecFile) -> CheckedSpec:
     return _Checker(ast).run()
 
 
-MAX_DEFINITION_NODES = 100_000
+MAX_DEFINITION_NODES = 100_000  # expressions one definition, condition, invariant or effect expands to
+# ... and all of a spec's conditions, invariants and effects together: two parts as large as one may
+# be (the bundled specs expand to 429-956 in all, none past 55 in one part)
+MAX_SPEC_NODES = 200_000
 
 
 def _power_hint(e: S.Expr, constant) -> str:
