@@ -364,23 +364,72 @@ def test_zsh_shows_a_help_text_with_colons_brackets_quotes_and_backslashes_whole
     assert re.search(r"^--ints +-- " + re.escape(ints) + "$", shown, re.M), shown
 
 
+# Types WORDS and a TAB into an interactive zsh on a pseudo-terminal COLUMNS wide and writes what the
+# terminal then received (the listing as zsh draws it, escapes and all) once the line is drawn again.
+ZSH_SCREEN = r"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PROMPT= RPROMPT= ; autoload -U compinit && compinit -u -D"
+zpty -w z "stty columns $4 rows 500; COLUMNS=$4 LINES=500; source $1"
+zpty -w -n z "$2"$'\t'
+screen="" chunk=""
+for i in {1..300}; do
+  zpty -r -t z chunk && screen+=$chunk
+  [[ $screen == *' -- '*"$2"* ]] && break
+  sleep 0.1
+done
+zpty -d z
+print -r -- "$screen" > $3
+"""
+TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def zsh_listing(script: Path, capture: Path, words: str, out: Path) -> dict[frozenset[str], str]:
+    """What zsh shows on the terminal after WORDS and a TAB: the options of each line of its listing
+    (`--output  --out  -- description`: zsh puts spellings with one description on one line) -> the
+    description shown. The terminal is wider than any help text, so zsh cuts none."""
+    capture.write_text(ZSH_SCREEN)
+    subprocess.run(["zsh", "-f", str(capture), str(script), words, str(out), "400"], capture_output=True, text=True,
+                   timeout=60)
+    shown = {}
+    for line in (out.read_text() if out.exists() else "").split("\n"):
+        drawn = TERMINAL_ESCAPE.sub("", line.split("\r")[0])  # after a \r: the line redrawn over it
+        names, sep, description = drawn.partition(" -- ")
+        if sep and names.startswith("-"):
+            shown[frozenset(names.split())] = description.rstrip()
+    return shown
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_shows_the_description_of_an_option_with_two_long_spellings(tmp_path):
+    """-o/--output/--out (bmc, simulate, fuzz) and --force/--overwrite (generate): zsh lists the
+    spellings on one line with the option's whole help text (read from the terminal; the compadd
+    capture above sees the descriptions apart from the names)."""
+    script = tmp_path / "c.zsh"
+    script.write_text(run_cli("completion", "zsh")[1])
+    root = build_parser()
+    doubled = {name: a for name, parser in root.commands.items() for a in parser.arguments
+               if sum(s.startswith("--") for s in a.option_strings) > 1}
+    assert sorted(doubled) == ["bmc", "fuzz", "generate", "simulate"]
+    for n, (name, a) in enumerate(doubled.items()):
+        shown = zsh_listing(script, tmp_path / "screen.zsh", f"regcheck {name} --", tmp_path / f"out{n}.txt")
+        longs = frozenset(s for s in a.option_strings if s.startswith("--"))
+        assert shown.get(longs) == " ".join(a.help.split()), (name, shown)
+        assert not any(names & longs for names in shown if names != longs), (name, shown)  # listed once
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_zsh_shows_every_options_whole_help_text(tmp_path):
-    script, capture = tmp_path / "c.zsh", tmp_path / "capture.zsh"
+    script = tmp_path / "c.zsh"
     script.write_text(run_cli("completion", "zsh")[1])
-    capture.write_text(ZSH_CAPTURE_DESCRIPTIONS)
     root = build_parser()
     for n, (name, parser) in enumerate(root.commands.items()):
-        if any(sum(s.startswith("--") for s in a.option_strings) > 1 for a in parser.arguments):
-            continue  # two long spellings of one option (--out, --output): zsh lists the command's options in
-            # another form, without the descriptions this capture reads
-        shown = zsh_descriptions(script, capture, f"regcheck {name} --", tmp_path / f"out{n}.txt")
-        lines = [re.sub(r"\s+--\s+", " -- ", line, count=1) for line in shown.splitlines()]
+        shown = zsh_listing(script, tmp_path / "screen.zsh", f"regcheck {name} --", tmp_path / f"out{n}.txt")
         for a in parser.arguments:
-            longs = [s for s in a.option_strings if s.startswith("--")]
+            longs = frozenset(s for s in a.option_strings if s.startswith("--"))
             if longs and a.help:
-                assert any(line.endswith(f" -- {' '.join(a.help.split())}") for line in lines), (name, longs, shown)
+                assert shown.get(longs) == " ".join(a.help.split()), (name, sorted(longs), shown)
 
 
 def test_bash_completion_completes_commands_and_choices(tmp_path):
