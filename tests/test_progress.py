@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 
@@ -176,3 +177,44 @@ def test_generate_prints_no_bar_when_stderr_is_not_a_terminal(tmp_path):
     err = io.StringIO()
     assert main(["generate", "cupva", "-o", str(tmp_path / "s")], stdout=io.StringIO(), stderr=err) == 0
     assert err.getvalue() == ""
+
+
+# ---------------------------------------------------------------- what a bar's description may hold
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("a[bold]b.jsonl", "a[bold]b.jsonl"),  # rich read it as markup: "ab.jsonl" in bold
+    ("x\x1b]0;title\x07y.jsonl", "x\\x1b]0;title\\x07y.jsonl"),  # a terminal's title set
+    ("c\x1b[2Jd.jsonl", "c\\x1b[2Jd.jsonl"),  # the screen cleared
+    ("r\u202eevil.jsonl", "r\\u202eevil.jsonl"),  # the rest of the line read right to left
+])
+def test_a_bar_shows_a_file_name_as_written_with_control_characters_escaped(tmp_path, name, shown):
+    path = tmp_path / name
+    os.rename(long_trace(tmp_path, 3), path)
+    code, out, err = run("replay", str(path), stderr=Terminal())
+    assert code == 0 and f"replaying {shown} " in err, repr(err)
+    for raw in ("\x1b]", "\x1b[2J", "\x07", "\u202e"):
+        assert raw not in err
+
+
+MINIMAL_SPEC = """spec tiny "one call"
+source DOC "doc.txt" "a document"
+status int success 0
+var n: int = 0
+call poke(a: int) {
+  fails TINY-ONE: 1 when a == 1
+    cite DOC "one fails"
+  effect TINY-EFFECT: { n = n + 1 }
+    cite DOC "counts"
+}
+"""
+
+
+def test_a_bar_takes_brackets_in_a_path_for_text_not_markup(tmp_path, monkeypatch):
+    """`[/b]` closed no open rich tag: generate's bar raised MarkupError (a traceback, exit 3)."""
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("dir[")
+    with open("dir[/b]x.spec", "w") as f:
+        f.write(MINIMAL_SPEC)
+    code, out, err = run("generate", "dir[/b]x.spec", "--bmc-depth", "0", "--pytest", "t.py", stderr=Terminal())
+    assert code == 0 and "generating dir[/b]x.spec" in err, err

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 import orjson
 
-from ..language.diagnostics import Diagnostic, RegcheckError, error, render
+from ..language.diagnostics import CONTROL_CHARACTERS, Diagnostic, RegcheckError, error, escape_controls, render
 from ..language.source import SourceFile
 
 EXIT_OK = 0
@@ -46,9 +46,9 @@ class Output:
 
     def shown(self, text: str) -> str:
         """`text` as the terminal gets it: control characters escaped, this Output's colour marks made ANSI."""
-        if _CONTROL.search(text) is None:
+        if CONTROL_CHARACTERS.search(text) is None:
             return text
-        return "\x1b[".join(_CONTROL.sub(_escaped_control, part) for part in text.split(self.csi_mark))
+        return "\x1b[".join(escape_controls(part) for part in text.split(self.csi_mark))
 
     def json(self, obj) -> None:
         try:
@@ -183,17 +183,6 @@ def paint(text: str, role: str, csi: str = "\x1b[") -> str:
     for ESC [ (Output writes a mark there, which it turns into ESC [ as it writes)."""
     code = _COLOURS.get(role)
     return f"{csi}{code}m{text}{csi}0m" if code else text
-
-
-# C0 controls but \n and \t (the lines and columns of a report), DEL and C1 controls (\x9b is an 8-bit ESC [),
-# and the bidirectional overrides and isolates, which make a line read in another order than it is
-# written ("Trojan Source", CVE-2021-42574): a file name or a driver's message may hold them too.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped_control(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def use_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:

@@ -6,15 +6,19 @@
             bar.advance()
 
 `bar.update(completed, total, description)` sets the position instead (a run whose phases have
-their own totals: `regcheck prove`). The CLI passes its standard error; when that is not a terminal (a pipe, a file, CI logs, a test's
-StringIO) the bar is a no-op, so output meant for machines never carries escape codes. The bar is
-transient: it disappears when the run ends, leaving only the report.
+their own totals: `regcheck prove`). A description is drawn as written (file names may hold `[`,
+which rich would read as markup) with control characters and bidirectional overrides escaped, as
+the CLI's text output has them. The CLI passes its standard error; when that is not a terminal (a
+pipe, a file, CI logs, a test's StringIO) the bar is a no-op, so output meant for machines never
+carries escape codes. The bar is transient: it disappears when the run ends, leaving only the report.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from typing import Iterator, TextIO
+
+from ..language.diagnostics import escape_controls
 
 
 class QuietBar:
@@ -39,11 +43,12 @@ class RichBar:
         self._progress.advance(self._task, n)
 
     def describe(self, text: str) -> None:
-        self._progress.update(self._task, description=text)
+        self._progress.update(self._task, description=escape_controls(text))
 
     def update(self, completed: int, total: int | None = None, description: str | None = None) -> None:
         """Move to `completed` of `total` steps (None: the total stays), with a new description."""
-        self._progress.update(self._task, completed=completed, total=total, description=description)
+        self._progress.update(self._task, completed=completed, total=total,
+                              description=None if description is None else escape_controls(description))
 
 
 def is_terminal(stream: TextIO | None) -> bool:
@@ -65,7 +70,9 @@ def progress_bar(stream: TextIO | None, total: int | None, description: str) -> 
                                TimeRemainingColumn)
 
     console = Console(file=stream)
-    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
+    # A description holds file names and spec text: shown as written, never read as rich markup
+    # (`a[bold]b.jsonl` lost its brackets, `dir[/b]x.spec` raised MarkupError), controls escaped.
+    columns = (TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as p:
-        yield RichBar(p, p.add_task(description, total=total))
+        yield RichBar(p, p.add_task(escape_controls(description), total=total))

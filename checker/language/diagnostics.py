@@ -10,6 +10,7 @@ Codes are stable and grouped by stage:
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Iterable
@@ -104,6 +105,24 @@ def excerpt(value: object, limit: int = 60) -> str:
         return f"{value[:limit]!r}... ({len(value)} characters)"
     text = repr(value) if type(value) is not int or value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
     return text if len(text) <= limit + 20 else text[:limit] + f"... ({len(text)} characters)"
+
+
+# C0 controls but \n and \t (the lines and columns of a report), DEL and C1 controls (\x9b is an 8-bit ESC [),
+# and the bidirectional overrides and isolates, which make a line read in another order than it is
+# written ("Trojan Source", CVE-2021-42574): a file name, a spec's text or a driver's message may hold them.
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with each of CONTROL_CHARACTERS written as its escape (`\\x1b`, `\\u202e`): what every
+    text the CLI writes for a terminal goes through, so that no input can move the cursor, retitle
+    the window or reorder a line."""
+    return CONTROL_CHARACTERS.sub(_escaped_control, text)
+
+
+def _escaped_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def has_errors(diags: Iterable[Diagnostic]) -> bool:
