@@ -187,6 +187,30 @@ def test_cli_formats(tmp_path):
     assert target.read_text() == to_mermaid(calls_graph(load_spec("acl")))
 
 
+TITLED = """spec titled "a\x1b[2J b\u202ec\\n```\\n\\t d"
+source DOC "doc.txt" "a document"
+status int success 0
+var n: int = 0
+call poke(a: int) {
+  fails T-ONE: 1 when a == 1
+    cite DOC "one fails"
+  effect T-EFFECT: { n = n + 1 }
+    cite DOC "counts"
+}
+"""
+
+
+def test_markdown_writes_a_spec_title_as_one_line_with_control_characters_escaped(tmp_path):
+    """The title is the spec's own text: a raw ESC or U+202E in it reached the terminal, and `\\n```\\n`
+    opened a code fence that swallowed the diagrams below it."""
+    spec = tmp_path / "t.spec"
+    spec.write_text(TITLED)
+    code, out, err = diagram(str(spec), "--format", "markdown")
+    assert code == 0 and err == "", err
+    assert out.splitlines()[:4] == ["# Spec titled", "", "a\\x1b[2J b\\u202ec ``` d", ""]
+    assert out.count("```") == 5 and out.count("```mermaid") == 2  # two fenced blocks and the title's
+
+
 def test_cli_bad_input(tmp_path):
     code, out, err = diagram("nosuchspec")
     assert code == 2 and "error[E0601]" in err

@@ -24,6 +24,7 @@ from typing import Iterable
 from ..language import syntax as S
 from ..language.analysis import identifier
 from ..language.checked import CheckedSpec
+from ..language.diagnostics import escape_controls
 from ..language.printer import print_expr
 
 VIEWS = ("calls", "states")
@@ -417,7 +418,15 @@ def spec_diagram(spec: CheckedSpec, view: str = "calls") -> Graph:
 
 def to_markdown(spec: CheckedSpec) -> str:
     """Both views as Mermaid blocks in Markdown (GitHub and most wikis render them)."""
-    parts = [f"# Spec {spec.name}", "", spec.title, ""]
+    parts = [f"# Spec {spec.name}", "", _markdown_line(spec.title), ""]
     for view in VIEWS:
         parts += [f"## {view}", "", "```mermaid", to_mermaid(spec_diagram(spec, view)).rstrip(), "```", ""]
     return "\n".join(parts)
+
+
+def _markdown_line(text: str) -> str:
+    """A spec's own text (its title) as one line of the document: a string may hold `\\n` (which
+    could open a code fence and swallow the diagrams below) and, raw, any control character (which
+    `regcheck diagram` would write to the terminal): whitespace runs become one space, controls
+    their escapes."""
+    return escape_controls(" ".join(text.split()))
