@@ -263,6 +263,20 @@ def test_cli_junit_is_well_formed_when_a_driver_error_holds_control_characters(s
     assert "boom\\x01\\x1b[31m\\x00\\ufffe end" in failures[0].text
 
 
+def test_cli_junit_escapes_what_the_text_output_escapes(small_suite):
+    """\\r, DEL, the 8-bit ESC [ and U+202E are XML characters, so a driver's message held them raw in
+    the report, which goes to the terminal (or a dashboard) like the text output, where they are
+    escapes: \\r overwrote the line and U+202E reordered it."""
+    path, _ = small_suite
+    code, out, _ = run_cli("conform", "acl", "--driver", "tests.drivers.sloppy:RegisterRaisesTerminalControls",
+                           "--suite", str(path), "--format", "junit")
+    root = ET.fromstring(out.split("\n", 1)[1])
+    failures = [f for f in root.iter("failure") if "RuntimeError" in f.text]
+    assert code == 1 and failures
+    assert "boom\\x0d\\x7f\\x9b2J\\u202e end" in failures[0].text
+    assert not any(c in out for c in "\r\x7f\x9b\u202e")
+
+
 @pytest.mark.parametrize("colour", ["0", "1"])
 def test_cli_text_escapes_control_characters_of_a_driver_error(small_suite, colour, monkeypatch):
     """Found by testing: a driver exception message went to the terminal raw, so `\\x1b[2J` cleared

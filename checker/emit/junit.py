@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 from typing import TYPE_CHECKING
 
+from ..language.diagnostics import escape_controls
 from ..testgen.conform import FAIL, INCONCLUSIVE, ConformReport
 
 if TYPE_CHECKING:
@@ -61,13 +62,20 @@ def _escape_character(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group()):02x}" if ord(match.group()) < 0x100 else f"\\u{ord(match.group()):04x}"
 
 
+def _shown(text: str) -> str:
+    """`text` as the report holds it: what XML cannot write, and what the CLI's text output escapes
+    (\\r, DEL, C1 controls, bidirectional overrides: XML holds them, but the report goes to a
+    terminal or a dashboard, where they overwrite or reorder the failure they are in), as escapes."""
+    return _NOT_XML_CHARACTERS.sub(_escape_character, escape_controls(text))
+
+
 def _replace_characters_xml_cannot_hold(root: ET.Element) -> None:
     """Writes each such character of the texts and attribute values as its Python escape (`\\x01`)."""
     for element in root.iter():
         if element.text:
-            element.text = _NOT_XML_CHARACTERS.sub(_escape_character, element.text)
+            element.text = _shown(element.text)
         for name, value in list(element.attrib.items()):
-            element.set(name, _NOT_XML_CHARACTERS.sub(_escape_character, value))
+            element.set(name, _shown(value))
 
 
 def _fuzz_case(suite: ET.Element, spec: str, fuzzed: FuzzResult, trace_file: str | None) -> None:

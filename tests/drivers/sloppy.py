@@ -67,6 +67,15 @@ class RegisterRaisesControlCharacters(ReferenceDriver):
         return super().call(name, args)
 
 
+class RegisterRaisesTerminalControls(ReferenceDriver):
+    """aclrtHostRegisterV2 raises with a message holding characters XML can write but a terminal acts on."""
+
+    def call(self, name, args):
+        if name == "aclrtHostRegisterV2":
+            raise RuntimeError("boom\r\x7f\x9b2J\u202e end")
+        return super().call(name, args)
+
+
 def no_driver():
     """A factory that raises."""
     raise RuntimeError("no device")
