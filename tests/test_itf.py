@@ -237,6 +237,16 @@ def test_cli_stdout_and_auto_ints(tmp_path):
     assert doc["states"][1]["host_allocs"]["#map"][0][0] == BUF
 
 
+def test_cli_stdout_holds_no_raw_terminal_controls(tmp_path):
+    """The trace's name is in #meta: DEL, the 8-bit ESC [ and U+202E in it went to standard output raw
+    (the JSON writer escapes only C0 controls); they are \\u escapes now, the same string to a reader."""
+    src = tmp_path / "t\x7f\x9b2J\u202e.jsonl"
+    Path(acl_trace(tmp_path)).rename(src)
+    code, stdout, _ = itf_cli(str(src))
+    assert code == 0 and str(src) in json.dumps(json.loads(stdout)["#meta"], ensure_ascii=False)
+    assert "\\u202e" in stdout and not any(c in stdout for c in "\x7f\x9b\u202e")
+
+
 def test_cli_input_error_leaves_no_file(tmp_path):
     path = write(tmp_path, ACL, {"call": "malloc", "args": {"size": 4096}, "out": {"ptr": "0x10000"}},
                  {"call": "mmap", "args": {}})

@@ -2,6 +2,7 @@
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,23 @@ def test_shrink_to_dash_writes_the_trace_to_standard_output(tmp_path, monkeypatc
         assert (doc["output"], doc["rule"], doc["events"]) == ("-", "ACL-REG-OVERLAP", 3)
     else:
         assert err.getvalue().endswith("wrote standard output\n")
+
+
+TERMINAL_CONTROLS = "\x7f\x9b2J\u202e"  # DEL, the 8-bit ESC [ (xterm acts on it in UTF-8 too), right-to-left
+
+
+def test_json_to_standard_output_holds_no_raw_terminal_controls(tmp_path, monkeypatch):
+    """A JSON writer escapes C0 controls itself, not DEL, C1 controls or bidirectional overrides: a
+    trace's file name and its header's meta put them raw on standard output (`-o -`, `--format json`).
+    They are written as \\u escapes instead, which every JSON reader reads as the same strings."""
+    note = f"a{TERMINAL_CONTROLS} b"
+    src = tmp_path / f"t{TERMINAL_CONTROLS}.jsonl"
+    events = [json.loads(line) for line in Path(noisy_overlap_trace(tmp_path)).read_text().splitlines()[1:]]
+    write(src, events, header={**HEADER, "meta": {"note": note}})
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["shrink", str(src), "-o", "-", "--format", "json"], stdout=out, stderr=err) == 0
+    assert json.loads(out.getvalue().splitlines()[0])["meta"]["note"] == note
+    assert json.loads(err.getvalue())["trace"] == str(src)
+    for text in (out.getvalue(), err.getvalue()):
+        assert "\\u202e" in text and not any(c in text for c in "\x7f\x9b\u202e")

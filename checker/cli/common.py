@@ -10,7 +10,8 @@ from typing import Any, Iterable, Mapping, TextIO
 
 import orjson
 
-from ..language.diagnostics import CONTROL_CHARACTERS, Diagnostic, RegcheckError, error, escape_controls, render
+from ..language.diagnostics import (CONTROL_CHARACTERS, Diagnostic, RegcheckError, error, escape_controls,
+                                    escape_controls_in_json, render)
 from ..language.source import SourceFile
 
 EXIT_OK = 0
@@ -56,7 +57,7 @@ class Output:
         except TypeError:  # an integer past 64 bits (an `int` of a spec can be any size): the stdlib writes it
             import json
             text = json.dumps(obj, indent=2, ensure_ascii=False)
-        self.stdout.write(text + "\n")
+        self.stdout.write(escape_controls_in_json(text) + "\n")
 
 
 def add_format(parser, choices: Iterable[str] = FORMATS) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from ..emit.itf import DEFAULT_MAX_ITF_BYTES, INT_MODES, TraceWalk, trace_meta, write_itf
-from ..language.diagnostics import RegcheckError
+from ..language.diagnostics import RegcheckError, escape_controls_in_json
 from ..language.files import OutputFile, cannot_write
 from .common import EXIT_OK, add_trace_limits, nonneg_int, render_all
 
@@ -42,7 +42,7 @@ def run(args, out) -> int:
         # Buffered, so that an input error part-way leaves no half document on standard output.
         buf = io.BytesIO()
         write_itf(buf, sem.spec, sem.config, walk, lambda: trace_meta(walk), args.ints, args.max_bytes)
-        out.stdout.write(buf.getvalue().decode())
+        out.stdout.write(escape_controls_in_json(buf.getvalue().decode()))
         return EXIT_OK
     try:
         target = OutputFile(args.output)  # atomic for a regular file; a device or FIFO is written in place

@@ -9,6 +9,7 @@ from dataclasses import replace
 from ..engines.shrink import shrink_trace
 from ..trace.reader import spec_ref_for_output
 from ..trace.writer import write_trace
+from ..language.diagnostics import escape_controls_in_json
 from ..language.files import STDIN
 from .common import EXIT_OK, Output, add_format, add_trace_limits, render_all
 
@@ -61,7 +62,7 @@ def _trace_on_stdout(out: Output, header, events) -> Output:
     and return where the report goes instead: standard error, so that stdout is the trace alone."""
     buf = io.BytesIO()
     write_trace(buf, header, events)
-    out.stdout.write(buf.getvalue().decode("utf-8"))
+    out.stdout.write(escape_controls_in_json(buf.getvalue().decode("utf-8")))
     out.stdout.flush()
     return Output(out.stderr, out.stderr)
 

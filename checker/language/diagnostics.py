@@ -125,6 +125,17 @@ def _escaped_control(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+# What a JSON writer leaves raw of CONTROL_CHARACTERS (it writes C0 controls as \u00XX itself).
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls_in_json(text: str) -> str:
+    """JSON text with DEL, the C1 controls and the bidirectional overrides and isolates written as
+    `\\u` escapes: the same document to every JSON reader (they occur only inside strings), but none
+    of them raw on a terminal (xterm takes a UTF-8 U+009B for ESC [)."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def has_errors(diags: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diags)
 
