@@ -181,6 +181,12 @@ def test_versions_compare_as_numbers_and_normalise():
     # Found by testing: a table compared or defined as a value passed the check and crashed replay.
     ("record R { size: u64 }\ntable t: addr -> R\ndef d = t == t\n", "E0301"),
     ("record R { size: u64 }\ntable t: addr -> R\ndef d = t\ndef e = 5 in d\n", "E0301"),
+    # Found by testing: a table as a set's element passed the check and crashed replay and simulate (exit 3);
+    # entries and sets as elements are no values either (no back end compares them).
+    ("record R { size: u64 }\ntable t: addr -> R\ndef d = t in {t}\n", "E0301"),
+    ("record R { size: u64 }\ntable t: addr -> R\ngroup g when t in {t}\n", "E0301"),
+    ("record R { size: u64 }\ntable t: addr -> R\ndef d = exists r in t: r in {r}\n", "E0301"),
+    ("def d = {1} in {{1}, {2}}\n", "E0301 E0301"),
     # Found by testing: values outside their declared type were accepted.
     ("const B: u32 = -1\n", "E0304"),
     ("const A: u64 = 0x1ffffffffffffffff\n", "E0304"),

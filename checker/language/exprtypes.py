@@ -81,6 +81,11 @@ def _comparable(a: Type, b: Type) -> bool:
     return a == b
 
 
+# Kinds of expression a set literal cannot hold, with how to name them: sets are for `in` and status
+# codes, and no back end compares tables, entries or sets as elements (the encoder cannot, the
+# replayer's code cannot hash an entry, and a table is read by its name alone).
+NOT_SET_ELEMENTS = {"table": "table {}", "entry": "an entry of {}", "set": "a set"}
+
 # Names that an expression can use as a value, by the category `globals` records them under.
 VALUE_CATEGORIES = ("var", "param", "const", "def", "table")
 BUILTIN_FUNCTIONS = {"range": 2, "aligned": 2, "min": 2, "max": 2}  # name -> arity
@@ -170,6 +175,11 @@ class ExpressionTyper:
                 return BOOL
             case S.SetLit(items=items):
                 types = [self.expr(x, scope) for x in items]
+                rejected = [(x, t) for x, t in zip(items, types) if t.kind in NOT_SET_ELEMENTS]
+                for x, t in rejected:  # (replay crashed on `t in {t}`, which passed this check)
+                    self.err("E0301", f"a set holds values, not {NOT_SET_ELEMENTS[t.kind].format(t.name)}", x.span)
+                if rejected:
+                    return ANY  # (no second error where the set is used)
                 first = next((t for t in types if t != ANY), ANY)
                 for x, t in zip(items, types):
                     if not _comparable(first, t):
