@@ -209,6 +209,14 @@ def test_single_errors(snippet, code):
     assert codes(HEADER + snippet) == code.split()
 
 
+@pytest.mark.parametrize("status", ["bool success true", "version success 1.0"])
+def test_a_status_no_trace_can_give_is_an_error(status):
+    """Found by testing: `status bool` and `status version` passed the check, and no trace could
+    then give a call's result (`ret` is an integer or an enum member's name: T0705, T0706)."""
+    diags = errors(f'spec demo "t"\nsource DOC "doc.txt" "a document"\nstatus {status}\n')
+    assert [(d.code, d.span.line, d.span.column) for d in diags] == [("E0301", 3, 8)]
+
+
 def test_negating_a_non_integer_constant_is_a_diagnostic_not_a_crash():
     # regression: the constant folder used to raise TypeError on `-Off`
     diags = errors('spec demo "t"\nenum Mode { Off, On }\nstatus Mode success -Off\n')

@@ -355,6 +355,9 @@ class _Checker(ExpressionTyper):
             return
         self.status = d
         self.status_type = self.resolve_type(d.type)
+        if self.status_type.kind in ("bool", "version", "range"):  # (a trace's `ret` is an integer or a name)
+            self.err("E0301", f"a status cannot be a {self.status_type.kind}: no trace can give one (a call's "
+                              "`ret` is an integer or the name of an enum member)", d.type.span)
         self.expect(d.success, self.status_type, Scope(state=False, where="status value"))
         self.success = self.constant(d.success)
 
