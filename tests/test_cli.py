@@ -157,6 +157,18 @@ def test_parse_env_converts_by_the_specs_parameter_types():
     assert parse_env(["x=12", "y=-3", "z=1.5"]) == {"x": 12, "y": -3, "z": "1.5"}
 
 
+def test_a_flags_parameter_takes_a_decimal_value_on_the_command_line(tmp_path):
+    """Found by testing: `--env fl=3` for a flags parameter stayed the string "3", rejected as "not an
+    integer" (T0721), while `--env fl=0x3` and an int parameter's `--env n=3` were taken."""
+    spec = tmp_path / "f.spec"
+    spec.write_text('spec f "flags parameter"\nsource DOC "d" "d"\nstatus int success 0\n'
+                    'flags Fl: u32 { FA = 1, FB = 2 }\nparam fl: Fl = 0\nvar n: int = 0\n'
+                    'call c() {\n  effect F-E: { n = fl }\n    cite DOC "d"\n}\n')
+    for value in ("3", "0x3", "FB"):
+        code, out, err = run_cli("simulate", str(spec), "--runs", "1", "--steps", "1", "--env", f"fl={value}")
+        assert code == 0, (value, err)
+
+
 @pytest.mark.parametrize("command", [["generate", "cupva", "--pytest", "t.py"], ["conform", "cupva"],
                                      ["simulate", "cupva"], ["bmc", "cupva", "--depth", "1"], ["fuzz", "cupva"]])
 def test_an_unknown_env_parameter_is_an_input_error(command, tmp_path, monkeypatch):

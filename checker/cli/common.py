@@ -226,7 +226,7 @@ def add_env(parser, help: str) -> None:
 
 def parse_env(items: Iterable[str], spec=None) -> dict[str, Any]:
     """NAME=VALUE pairs as trace header values: true/false become booleans; a decimal VALUE (ASCII
-    digits, optionally after `-`) becomes an integer when the parameter is an integer one of `spec`
+    digits, optionally after `-`) becomes an integer when the parameter is an integer or flags one of `spec`
     (any parameter without a spec); everything else stays a string. The spec's own checks
     (semantics_for) then reject unknown names and bad values."""
     env: dict[str, Any] = {}
@@ -236,7 +236,7 @@ def parse_env(items: Iterable[str], spec=None) -> dict[str, Any]:
             raise RegcheckError([error("T0721", f"--env {item!r}: expected NAME=VALUE")])
         if spec is not None:
             declared = spec.params.get(name)
-            is_int = declared is not None and declared[0].kind == "int"
+            is_int = declared is not None and declared[0].numeric  # (a flags parameter is an integer too)
         else:
             is_int = True
         if is_int and _DECIMAL(value):
