@@ -293,6 +293,19 @@ def test_parse_int_rejects(value):
     assert str(exc.value).startswith("ptr")
 
 
+@pytest.mark.parametrize("text", ["0x10000000000000000", "-0x10000000000000000", "0x" + "f" * 40])
+def test_a_hex_string_past_64_bits_is_told_so(text):
+    """Found by testing: a "0x..." string with more than 16 hex digits was "not a valid integer; write a
+    JSON number or a "0x..." hex string", which it is: what is wrong is its size."""
+    with pytest.raises(RegcheckError) as exc:
+        read_all(HEADER + b'{"call":"free","args":{"ptr":"%s"}}\n' % text.encode())
+    diag = only_diagnostic(exc)
+    assert diag.code == "T0706" and "outside the 64-bit range" in diag.message, diag
+    with pytest.raises(BadInteger) as bad:
+        parse_int(text, what="ptr")
+    assert "outside the 64-bit range" in str(bad.value)
+
+
 # ---------------------------------------------------------------- writing
 
 def test_write_then_read_round_trip(tmp_path):

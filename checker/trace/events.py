@@ -56,6 +56,10 @@ EXPECT_OUTCOMES = ("success", "failure")
 # At most 16 significant hex digits, so a match never exceeds INT_MAX; the negative bound is
 # checked separately (rare).
 HEX_INT = re.compile(r"-?0[xX]0*[0-9a-fA-F]{1,16}").fullmatch
+# A "0x..." string of any length: one that is not HEX_INT lies outside the 64-bit range (more than 16
+# significant digits), and is told so rather than "not an integer". (Not parsed: its length is unbounded.)
+_LONG_HEX = re.compile(r"-?0[xX][0-9a-fA-F]+").fullmatch
+_OUT_OF_RANGE = "is outside the 64-bit range -2**63 .. 2**64-1"
 HEX_UINT = re.compile(r"0[xX]0*[0-9a-fA-F]{1,16}").fullmatch  # the fast path's non-negative case
 NUMERIC_START = frozenset("0123456789-")  # a string starting so is read as an integer
 
@@ -79,12 +83,14 @@ def parse_int(value: object, *, what: str = "value") -> int:
         n = value
     elif t is str and HEX_INT(value):
         n = int(value, 16)
+    elif t is str and _LONG_HEX(value):
+        raise BadInteger(f"{what}: {excerpt(value)} {_OUT_OF_RANGE}")
     elif t is str:
         raise BadInteger(f"{what}: {excerpt(value)} is not an integer; write a JSON number or a \"0x...\" hex string")
     else:
         raise BadInteger(f"{what}: expected an integer, got {_json_type(value)}")
     if not INT_MIN <= n <= INT_MAX:
-        raise BadInteger(f"{what}: {excerpt(value)} is outside the 64-bit range -2**63 .. 2**64-1")
+        raise BadInteger(f"{what}: {excerpt(value)} {_OUT_OF_RANGE}")
     return n
 
 
@@ -229,6 +235,8 @@ def _check_int_string(s: str, what: str, key: str | None) -> None:
         return
     if HEX_INT(s):
         raise BadLine("T0706", f"{what}: {excerpt(s)} is below -2**63", key)
+    if _LONG_HEX(s):
+        raise BadLine("T0706", f"{what}: {excerpt(s)} {_OUT_OF_RANGE}", key)
     # (a version, in args or out, is the list of its numbers: a string "5.11" would read as an integer)
     hint = "; a version is written there as the list of its numbers, e.g. [5, 11]" if _VERSIONISH(s) else ""
     raise BadLine(
