@@ -3,7 +3,8 @@
 A generated spec has a header, a source, `status int success 0`, an enum, a flags type, constants
 (positive and negative), configuration parameters (int, bool, and sometimes an enum and a
 version), one to three state variables (int, i64, u64, bool, enum), one or two tables (the first
-sized by a size field and keyed by `addr`), sometimes an API group, definitions, invariants and one
+sized by a size field, mostly a u64 keyed by `addr`, sometimes an i64 (negative sizes) or keyed by
+an i64; others also keyed by an enum or a boolean), sometimes an API group, definitions, invariants and one
 to three calls or events using every kind of clause and statement. Expressions are built by type
 and cover the operators of the language: `%` by positive and negative constants and by values that
 may be zero, `**`, `&`, `|`, `~`, `min`/`max`, comparisons, ranges, flag and set membership,
@@ -124,6 +125,9 @@ RAISING_PROBE_PREDICATES = True
 # (test_bits_of_a_variable_past_its_bound_are_not_claimed), so exact agreement cannot be asked.
 # Inputs and outputs, which nothing assigns, are used either way.
 BITWISE_OF_BOUNDED_STATE = False
+# Tables keyed by an enum or a boolean, or by a signed integer, and sized by a signed field (negative
+# sizes): shapes the bundled specs never have.
+ENUM_AND_NEGATIVE_KEYS = True
 KIND_INT = {"int", "i64", "u64", "u32", "addr"}
 NONNEG = {"u64", "u32", "addr", "Fl"}  # bounded, non-negative: `&` of two such values is encodable
 
@@ -162,7 +166,8 @@ class _Gen:
         out += [(n, "nonneg" if t in NONNEG else "sym") for n, t in s.locals.items() if t in KIND_INT or t == "Fl"]
         for v, tname in s.bound.items():
             t = self.table(tname)
-            out.append((f"{v}.key", state_kind if t.key in NONNEG else "sym"))
+            if t.key in KIND_INT:
+                out.append((f"{v}.key", state_kind if t.key in NONNEG else "sym"))
             out += [(f"{v}.{f}", state_kind if ft in NONNEG else "sym") for f, ft in t.fields
                     if ft in KIND_INT or ft == "Fl"]
             if t.sized:
@@ -180,7 +185,8 @@ class _Gen:
             out += [n for n, k in self.defs.items() if k == "bool" and self.def_ok(n, s)]
         out += [n for n, t in s.locals.items() if t == "bool"]
         for v, tname in s.bound.items():
-            out += [f"{v}.{f}" for f, ft in self.table(tname).fields if ft == "bool"]
+            t = self.table(tname)
+            out += [f"{v}.{f}" for f, ft in t.fields if ft == "bool"] + ([f"{v}.key"] if t.key == "bool" else [])
         return out
 
     def enum_atoms(self, s: Scope) -> list[str]:
@@ -189,7 +195,8 @@ class _Gen:
             out += [n for n, t in self.vars.items() if t == "Mode"]
         out += [n for n, t in s.locals.items() if t == "Mode"]
         for v, tname in s.bound.items():
-            out += [f"{v}.{f}" for f, ft in self.table(tname).fields if ft == "Mode"]
+            t = self.table(tname)
+            out += [f"{v}.{f}" for f, ft in t.fields if ft == "Mode"] + ([f"{v}.key"] if t.key == "Mode" else [])
         return out
 
     def flag_atoms(self, s: Scope) -> list[str]:
@@ -200,7 +207,7 @@ class _Gen:
 
     def addr_atoms(self, s: Scope) -> list[str]:
         out = [n for n, t in s.locals.items() if t in ("addr", "u64")]
-        out += [f"{v}.key" for v in s.bound]
+        out += [f"{v}.key" for v, tname in s.bound.items() if self.table(tname).key in KIND_INT]
         return out or ["4096"]
 
     def table(self, name: str) -> TableSpec:
@@ -251,13 +258,19 @@ class _Gen:
         # a lookup: the key may be absent
         t = c.pick(self.tables)
         f, _ = c.pick([(f, ft) for f, ft in t.fields if ft in KIND_INT] or [("key", "addr")])
-        key = self.key_expr(s)
+        if f == "key" and t.key not in KIND_INT:
+            return "(-1)", "const"
+        key = self.key_expr(s, t)
         return f"{t.name}[{key}].{f}", "sym"
 
-    def key_expr(self, s: Scope) -> str:
+    def key_expr(self, s: Scope, t: TableSpec) -> str:
         c = self.c
+        if t.key == "Mode":
+            return c.pick(self.enum_atoms(s))
+        if t.key == "bool":
+            return c.pick(self.bool_atoms(s))
         a = c.pick(self.addr_atoms(s))
-        return c.pick([a, a, a, f"({a} + 4096)", "4096", "0"])
+        return c.pick([a, a, a, f"({a} + 4096)", "4096", "0"] + (["(-4096)"] if t.key in ("i64", "int") else []))
 
     # ---- boolean expressions
     def boolean(self, s: Scope, depth: int) -> str:
@@ -315,10 +328,10 @@ class _Gen:
             return f"aligned({a}, {d})"
         if kind == "member":
             t = c.pick(self.tables)
-            return f"({self.key_expr(s)} in {t.name})"
+            return f"({self.key_expr(s, t)} in {t.name})"
         if kind == "lookup":
             t = c.pick(self.tables)
-            key = self.key_expr(s)
+            key = self.key_expr(s, t)
             f, ft = c.pick(t.fields)
             test = {"bool": f"{t.name}[{key}].{f}", "Mode": f"({t.name}[{key}].{f} == {c.pick(ENUM[1])})"}.get(
                 ft, f"({t.name}[{key}].{f} > {c.pick(['0', '1', '4096'])})")
@@ -336,7 +349,8 @@ class _Gen:
         opts += [f"{v}.range" for v, t in s.bound.items() if self.table(t).sized]
         sized = [t for t in self.tables if t.sized]
         if s.state and sized and not s.safe:
-            opts.append(f"{c.pick(sized).name}[{self.key_expr(s)}].range")
+            t = c.pick(sized)
+            opts.append(f"{t.name}[{self.key_expr(s, t)}].range")
         return c.pick(opts)
 
     def quant(self, s: Scope, depth: int) -> str:
@@ -378,7 +392,7 @@ class _Gen:
         c = self.c
         t = c.pick(self.tables)
         inner = s.sub(bound={**s.bound, v: t.name})
-        x = self.key_expr(s)
+        x = self.key_expr(s, t)
         if t.sized and c.coin(0.5):
             tests = [c.pick([f"{v}.key <= {x}", f"{x} >= {v}.key"]),
                      c.pick([f"{x} < {v}.key + {v}.sz", f"{v}.sz + {v}.key > {x}"])]
@@ -423,18 +437,18 @@ class _Gen:
             v, vt = c.pick(list(self.vars.items()))
             if kind == "assign_mod" and vt in KIND_INT:
                 return f"{v} = ({c.pick(self.num_atoms(s))[0]} % {c.pick([x for x, _ in self.num_atoms(s)])})"
-            if kind == "assign_lookup" and vt in KIND_INT:
-                f = c.pick([f for f, ft in t.fields if ft in KIND_INT] or ["key"])
-                return f"{v} = {t.name}[{self.key_expr(s)}].{f}"
+            ints = [f for f, ft in t.fields if ft in KIND_INT] + (["key"] if t.key in KIND_INT else [])
+            if kind == "assign_lookup" and vt in KIND_INT and ints:
+                return f"{v} = {t.name}[{self.key_expr(s, t)}].{c.pick(ints)}"
             return f"{v} = {self.value_of(vt, s, 2)}"
         if kind == "insert":
             fields = ", ".join(f"{f}: {self.value_of(ft, s, 1)}" for f, ft in t.fields)
-            return f"{t.name}[{self.key_expr(s)}] = {{ {fields} }}"
+            return f"{t.name}[{self.key_expr(s, t)}] = {{ {fields} }}"
         if kind == "update":
             f, ft = c.pick(t.fields)
-            return f"{t.name}[{self.key_expr(s)}].{f} = {self.value_of(ft, s, 1)}"
+            return f"{t.name}[{self.key_expr(s, t)}].{f} = {self.value_of(ft, s, 1)}"
         if kind == "delete":
-            return f"delete {t.name}[{self.key_expr(s)}]"
+            return f"delete {t.name}[{self.key_expr(s, t)}]"
         cond = self.boolean(s, 2)
         then = " ".join(self.stmts(s, c.int(1, 2), depth - 1, False))
         if c.coin(0.5):
@@ -489,8 +503,16 @@ def gen_spec(c: Chooser) -> GenSpec:
         sized = i == 0 or c.coin(0.5)
         names = ["tag", "on", "md", "fl", "lim"]
         chosen = [f for f in names if c.coin(0.45)] or ["tag"]
-        fields = ([("sz", "u64")] if sized else []) + [(f, FIELD_TYPES[f]) for f in chosen]
-        key = "addr" if sized or c.coin(0.7) else "i64"
+        # sizes and keys: mostly what memory has (u64, addr), sometimes negative ones (an i64 size, an
+        # i64 key), and tables keyed by an enum or a boolean (no interval index there)
+        size = "u64" if not ENUM_AND_NEGATIVE_KEYS or c.coin(0.8) else "i64"
+        fields = ([("sz", size)] if sized else []) + [(f, FIELD_TYPES[f]) for f in chosen]
+        if not ENUM_AND_NEGATIVE_KEYS:
+            key = "addr" if sized or c.coin(0.7) else "i64"
+        elif sized:
+            key = "addr" if c.coin(0.85) else "i64"
+        else:
+            key = "addr" if c.coin(0.6) else c.pick(["i64", "Mode", "bool"])
         t = TableSpec(f"tbl{i}", f"Rec{i}", key, fields, sized)
         g.tables.append(t)
         lines.append(f"record Rec{i} {{ {', '.join(f'{f}: {ft}' for f, ft in fields)} }}")

@@ -144,6 +144,7 @@ def value(rng: random.Random, spec, t, keys=()):
             if rng.random() < 0.3:
                 v |= bit
         return v
+    keys = [k for k in keys if type(k) is int]  # (a table may be keyed by an enum or a boolean)
     if keys and t.name in ("addr", "u64", "int", "i64") and rng.random() < 0.4:
         k = rng.choice(keys)
         lo, hi = value_bounds(t) or (k, k)
@@ -508,6 +509,9 @@ def test_coverage_of_the_generator():
         for word in ("requires", "undefined", "fails", "may fail", "unspecified", "ensures", "order", "only in",
                      "forall", "exists", "delete", "else", "**", "~", "min(", "max(", "% (-", "aligned("):
             seen[word] += word in text
+        for t in c.spec.tables.values():  # keys and sizes the bundled specs never have
+            seen["key " + str(t.key)] += 1
+            seen["signed size"] += t.sized_by is not None and dict(t.fields)[t.sized_by].name == "i64"
         sem = Semantics(c.spec, {})
         if NATIVE is not None:
             r = Replayer(sem, "t.jsonl")
@@ -525,7 +529,8 @@ def test_coverage_of_the_generator():
     for word, at_least in {"requires": 40, "undefined": 25, "fails": 100, "may fail": 40, "unspecified": 25,
                            "ensures": 15, "order": 5, "only in": 5, "forall": 30, "exists": 60, "delete": 40,
                            "else": 30, "**": 20, "~": 40, "min(": 20, "% (-": 40, "aligned(": 20,
-                           "undone": 100, "unevaluable effect": 50}.items():
+                           "undone": 100, "unevaluable effect": 50, "key Mode": 2, "key bool": 2, "key i64": 15,
+                           "signed size": 15}.items():
         assert seen[word] >= at_least, (word, dict(seen))
     if NATIVE is not None:
         assert seen["machine"] >= 60, dict(seen)
