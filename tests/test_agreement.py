@@ -50,9 +50,9 @@ from checker.language.diagnostics import RegcheckError
 from checker.fast.fastpath import fast_path
 from checker.language.load import check_source
 from checker.engines.prover import prove
-from checker.engines.proof import ProveOptions
+from checker.engines.proof import ProveOptions, properties_of
 from checker.engines.replay import Replayer
-from checker.engines.runs import semantics_for
+from checker.engines.runs import semantics_for, well_typed
 from checker.model.semantics import Semantics
 from checker.model.state import Table
 from checker.model.outcomes import EvalError
@@ -458,6 +458,88 @@ def test_what_the_prover_proves_simulation_and_bmc_do_not_break(gen, seed):
         return
     assert bmc.witness is not Witness.FOUND, (bmc.violation, gen.text)
     STATS["prover: bmc"] += 1
+
+
+def unsound_steps(spec, report, rng: random.Random, tries: int) -> list:
+    """Concrete induction steps that break what `report` proved: from random states that satisfy
+    every invariant and TYPES (the prover's hypotheses; any number of entries, not only reachable
+    states), a call whose caller keeps every obligation and whose success (documented or where the
+    documents are silent) the semantics allows, with outputs that keep `ensures`. Each PROVED
+    obligation (call, branch, property), by the solver, the frame argument or trivially, must hold
+    after every such step. Far more sensitive than walks from the initial state: most unsound
+    encodings break induction in a state no short walk reaches. Whatever cannot be evaluated (the
+    encoding leaves definedness out of clauses and invariants) is skipped."""
+    proved = {(o.property, o.call, o.branch) for o in report.obligations if o.verdict is Verdict.PROVED}
+    props = properties_of(spec)
+    sem = semantics_for(spec, config(rng, spec))
+    found = []
+    for _ in range(tries):
+        pre = random_state(rng, spec, slots=rng.choice([1, 2, 3, 4]))
+        call = rng.choice(sorted(spec.calls))
+        inputs, outputs = call_io(rng, spec, call, keys_of(pre))
+        try:
+            if sem.holds(pre) or not well_typed(spec, pre):
+                continue
+            al = sem.allowed(pre, call, inputs)
+            branch = "unspecified" if al.unspecified else "success" if al.success else None
+            if al.broken or branch is None or sem.ensures_broken(pre, call, inputs, outputs):
+                continue
+        except (RegcheckError, EvalError, KeyError):
+            continue
+        post = sem.successor(pre, call, inputs, outputs)
+        for prop in props:
+            if (prop.id, call, branch) not in proved:
+                continue
+            try:
+                sem.holds(post)  # (an invariant that raises after the step is definedness: skipped)
+                holds = prop.concrete(sem, pre, call, post)
+            except (RegcheckError, EvalError, KeyError):
+                continue
+            STATS["induction steps: checked"] += 1
+            if not holds:
+                found.append((prop.id, call, branch, sem.config, pre, inputs, outputs, post))
+    return found
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=150)
+@given(specs(), st.integers(0, 2**16))
+def test_what_the_prover_proves_no_concrete_induction_step_breaks(gen, seed):
+    c = checked(gen)
+    report = prove(c.spec, "<gen>", PROVER)
+    assert unsound_steps(c.spec, report, random.Random(seed), 300) == [], gen.text
+
+
+MOVE_SPEC = """spec move "an entry moved onto its own key is gone"
+source DOC "d" "d"
+status int success 0
+record R { n: int }
+table t: addr -> R
+var live: int = 0
+call add(p: addr) {
+  requires MOVE-NEW: not (p in t) cite DOC "d"
+  effect MOVE-ADD: { t[p] = { n: 1 }  live = live + 1 } cite DOC "d"
+}
+call move(p: addr, q: addr) {
+  requires MOVE-HAS: p in t cite DOC "d"
+  effect MOVE-MOVE: { t[q] = { n: t[p].n }  delete t[p] } cite DOC "d"
+}
+invariant MOVE-INV: live > 0 implies (exists r in t: true) cite DOC "d"
+"""
+
+
+def test_the_induction_step_property_can_fail(monkeypatch):
+    """With the frame argument claiming every obligation (an effect read as writing nothing), the
+    steps find what the prover then wrongly proves: `move(p, p)` empties the table."""
+    from checker.engines import prover as prover_mod
+
+    spec = check_source(SourceFile.of("<move>", MOVE_SPEC))
+    assert unsound_steps(spec, prove(spec, "<move>", PROVER), random.Random(1), 2000) == []
+    monkeypatch.setattr(prover_mod._Prover, "touches", lambda self, prop, call: False)
+    report = prove(spec, "<move>", PROVER)
+    assert report.proved
+    found = unsound_steps(spec, report, random.Random(1), 2000)
+    assert {(f[0], f[1]) for f in found} == {("MOVE-INV", "move")}
 
 
 # ---------------------------------------------------------------- the generator itself
