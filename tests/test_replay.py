@@ -588,3 +588,43 @@ def test_a_users_own_spec_keeps_its_documents_location(trace, tmp_path):
     path = trace({**ACL, "spec": str(own)}, malloc(), register(ptr="0x7f3a2c000010", size=4096))
     (f,) = [f for f in findings(path) if f["rule"] == "ACL-REG-ALIGN"]
     assert f["document"]["link"] == "seeds/001_8b884f9a7c0d2d5e.txt"  # no sources.md entry for it
+
+
+GROUPS_SPEC = """spec groups "a group that cannot be evaluated"
+source DOC "d" "d"
+status int success 0
+var n: int = 0
+var on: bool = false
+group Ready when on
+group Odd when 10 % n == 0
+call c() {
+  usage G-U: only in Ready cite DOC "outside Ready"
+  effect G-E: { n = n } cite DOC "nothing"
+}
+"""
+
+
+def test_a_usage_finding_lists_the_active_groups_past_one_that_cannot_be_evaluated(tmp_path):
+    """Found by testing: the finding for a call outside its API group lists the active groups, and a
+    group the rule does not name whose condition cannot be evaluated (`10 % n` with n 0) raised out
+    of the replay: a traceback, exit 3 (with REGCHECK_PURE_PYTHON=1 too). Every replay path agrees."""
+    spec = tmp_path / "groups.spec"
+    spec.write_text(GROUPS_SPEC, encoding="utf-8")
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"regcheck":1,"spec":"groups","env":{}}\n{"call":"c","ret":0}\n', encoding="utf-8")
+    code, out, err = run_cli("replay", "--spec", str(spec), str(path))
+    assert code == 1 and "Traceback" not in err, err
+    assert "usage[G-U]: c: called outside its API group (active group: none; Odd cannot be evaluated: remainder " \
+           "by zero)" in out
+    text = path.read_bytes()
+    general = outcome(text, False, sem=_semantics(GROUPS_SPEC))
+    for python_loop, machine in [(True, False)] + ([(False, True), (False, False)] if NATIVE is not None else []):
+        assert outcome(text, True, None, python_loop, machine, sem=_semantics(GROUPS_SPEC)) == general
+
+
+def _semantics(text: str):
+    from checker.language.load import check_source
+    from checker.language.source import SourceFile
+    from checker.model.semantics import Semantics
+
+    return Semantics(check_source(SourceFile.of("<groups>", text)), {})

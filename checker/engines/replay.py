@@ -465,7 +465,9 @@ class Replayer:
         """A broken obligation; `rejected_with`: the documented error status the runtime returned."""
         info = self.spec.rules[rule]
         if info.kind == "usage":
-            groups = ", ".join(self.sem.group_of(self.state)) or "none"
+            active, unknown = self.sem.active_groups(self.state)
+            groups = ", ".join(active) or "none"
+            groups += "".join(f"; {g} cannot be evaluated: {why}" for g, why in unknown)
             msg = f"called outside its API group (active group: {groups})"
         else:
             msg = "caller obligation broken" + ("; the documents leave the outcome undefined" if info.kind == "undefined" else "")

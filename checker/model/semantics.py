@@ -310,6 +310,19 @@ class Semantics:
     def group_of(self, st: State) -> tuple[str, ...]:
         return tuple(g for g, f in self._groups.items() if f(st, _EMPTY))
 
+    def active_groups(self, st: State) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """The groups active in st, and (group, why) for those whose condition cannot be evaluated
+        there: for a finding that lists the active groups, which must not stop at a group the
+        call's rule does not name (a usage rule that names one stops the replay itself, E0310)."""
+        active, unknown = [], []
+        for g, f in self._groups.items():
+            try:
+                if f(st, _EMPTY):
+                    active.append(g)
+            except EvalError as exc:
+                unknown.append((g, str(exc)))
+        return tuple(active), tuple(unknown)
+
     def eval(self, e: S.Expr, st: State, scope: Mapping | None = None):
         """Evaluate one checked expression of this spec (tests, the prover's cross-check)."""
         scope = dict(scope or {})
