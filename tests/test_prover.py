@@ -465,3 +465,30 @@ def test_an_effect_that_reads_an_absent_entry_or_divides_by_zero_is_undone(tmp_p
     assert replay_prefix(sem, [Step("rd", {"k": 1, "d": 3}, {}, 0)]) == sem.initial_state()
     assert replay_prefix(sem, [Step("put", {"k": 1, "s": 3}, {}, 0), Step("rd", {"k": 1, "d": 0}, {}, 0)]
                          ).vars == {"n": 0}
+
+
+UNEVALUABLE_GROUP_SPEC = """spec groups "a group that cannot be evaluated, in a counterexample"
+source DOC "d" "d"
+status int success 0
+var n: int = 0
+var x: int = 0
+group Ready when x >= 0
+group Odd when 10 % n == 0
+call c(v: int) {
+  usage GRP-U: only in Ready cite DOC "d"
+  effect GRP-E: { x = v } cite DOC "d"
+}
+invariant GRP-I: x < 5 cite DOC "d"
+"""
+
+
+def test_a_group_that_cannot_be_evaluated_in_a_counterexample_is_not_active(tmp_path):
+    """Found by testing: the properties a counterexample breaks are listed by asking each property of
+    it, and API-GROUPS(x) asked every group; `Odd` (no rule of `c` names it) cannot be evaluated in
+    the solver's pre-state (n is 0 there, the encoding leaves definedness out), and its EvalError
+    came out of `prove`: a traceback, exit 3."""
+    path = tmp_path / "groups.spec"
+    path.write_text(UNEVALUABLE_GROUP_SPEC, encoding="utf-8")
+    code, out, err = run_cli("prove", str(path), "--no-consistency", "--no-guards")
+    assert code == 1 and "Traceback" not in err, err
+    assert "REFUTED  GRP-I" in out and "PROVED   API-GROUPS(x)  c success" in out
