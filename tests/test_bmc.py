@@ -273,3 +273,28 @@ def test_a_configured_version_longer_than_the_literals_is_encoded_exactly(tmp_pa
     want = tuple(int(p) for p in kv.split("."))
     assert result.violation.run.env["kv"] == want
     assert (1, 2) < result.violation.run.steps[0].inputs["w"] < want
+
+
+UNEVALUABLE_INVARIANT_SPEC = """spec unevaluable "an invariant that cannot be evaluated where bmc finds it broken"
+source DOC "d" "d"
+status int success 0
+var n: int = 1
+call setn(v: int) {
+  effect UNEV-E: { n = v } cite DOC "d"
+}
+invariant UNEV-I: 10 % n != 7 cite DOC "d"
+"""
+
+
+@pytest.mark.parametrize("command", [["bmc", "--depth", "2"], ["prove", "--no-consistency", "--no-guards"]])
+def test_an_invariant_that_cannot_be_evaluated_where_the_search_finds_it_is_broken(tmp_path, monkeypatch, command):
+    """Found by testing: the encoding leaves definedness out, so the solver may take `10 % 0` to be 7
+    and find UNEV-I broken at n = 0; confirming that run with the concrete semantics raised
+    EvalError out of `bmc` and `prove`'s reachability search (a traceback, exit 3). An invariant that
+    cannot be evaluated breaks them all, as `simulate` has it (`failing_invariants`)."""
+    monkeypatch.chdir(tmp_path)  # (bmc writes its trace here)
+    path = tmp_path / "unevaluable.spec"
+    path.write_text(UNEVALUABLE_INVARIANT_SPEC, encoding="utf-8")
+    code, out, err = run_cli(command[0], str(path), *command[1:])
+    assert code == 1 and "Traceback" not in err, err
+    assert "setn(v=0)" in out and "breaks UNEV-I" in out

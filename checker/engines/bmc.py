@@ -25,7 +25,7 @@ from ..symbolic.encode import Encoder, concrete_config, read_config, symbolic_co
 from ..symbolic.solver import Session, SolverOptions, Witness
 from ..symbolic.tables import SymState
 from ..symbolic.terms import conj, disj, fresh_int, holds_in, implies, int_in, neg
-from .runs import TYPES, Run, Step, Violation, replay_prefix, semantics_for, shrink, well_typed
+from .runs import TYPES, Run, Step, Violation, failing_invariants, replay_prefix, semantics_for, shrink
 
 
 # ---------------------------------------------------------------- the unrolling
@@ -192,8 +192,10 @@ def _confirm_violation(spec: CheckedSpec, run: Run, rules: list[str]) -> Violati
     sem = semantics_for(spec, run.env)
 
     def failing(st: State) -> list[str]:
-        out = [r for r in sem.holds(st) if r in rules]
-        return out + [TYPES] if TYPES in rules and not well_typed(spec, st) else out
+        # `failing_invariants`, as simulation asks: an invariant that cannot be evaluated in the state
+        # (the encoding leaves definedness out, so the solver may find such a state) breaks them all,
+        # where `sem.holds` raised out of `bmc` and `prove` (exit 3)
+        return [r for r in failing_invariants(sem, st) if r in rules]
 
     def broken(st: State) -> bool:
         return bool(failing(st))
