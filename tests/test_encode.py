@@ -361,3 +361,48 @@ def test_versions_compare_like_the_semantics():
     assert z3.is_true(z3.simplify(equal(v((5, 10)), v((5, 10, 0)))))
     assert z3.is_true(z3.simplify(_version_cmp(">", v((5, 10, 0, 0, 3)), v((5, 10)))))
     assert z3.is_true(z3.simplify(_version_cmp("<", v((5, 9, 9, 9)), v((5, 10)))))
+
+
+@pytest.mark.parametrize("value", [0, -1, 2**8191, -(2**8192), 2**51_100 + 12345, -(3**40_000)],
+                         ids=["0", "-1", "2**8191", "-2**8192", "2**51100+12345", "-3**40000"])
+def test_an_integer_past_python_s_decimal_limit_is_exact_in_z3(value):
+    """Z3 takes and gives numerals in decimal, and Python converts an int of more than 4,300 digits
+    to or from decimal only on request: such a constant (a spec's may have 65,536 bits) crashed the
+    encoder (ValueError, exit 3). `numeral` builds it exactly, and `int_value` reads it back."""
+    from checker.symbolic.terms import int_value, numeral
+
+    assert int_value(z3.simplify(numeral(value))) == value
+    solver = z3.Solver()
+    x = z3.Int("x")
+    solver.add(x == numeral(value))
+    assert solver.check() == z3.sat and int_value(solver.model()[x]) == value
+
+
+WIDE_SPEC = """spec wide "integers wider than 4,300 digits"
+source DOC "d" "d"
+status int success 0
+const BIG: int = (2 ** 511) ** 100
+var n: int = 0
+call setn(v: int) {
+  effect WIDE-E: { n = v } cite DOC "d"
+}
+invariant WIDE-BIG: n < BIG cite DOC "d"
+invariant WIDE-POWER: n < (2 ** 64) ** 4000 or n >= 0 cite DOC "d"
+"""
+
+
+@pytest.mark.parametrize("command", [["prove"], ["bmc", "--depth", "1"], ["simulate", "--runs", "3"]])
+def test_a_spec_with_integers_wider_than_4300_digits_runs(tmp_path, monkeypatch, command):
+    """Found by testing: a constant of 51,100 bits (the checker allows 65,536) and a power of
+    constants wider than any value the semantics evaluates were a traceback (exit 3) in `prove`,
+    `bmc` and `simulate`: the generated code and Z3 write integers in decimal. The power, which
+    the concrete semantics cannot evaluate (E0310 where it is reached), is an unspecified value
+    to the encoder, as `x % 0` is."""
+    from tests.helpers import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "wide.spec").write_text(WIDE_SPEC, encoding="utf-8")
+    code, out, err = run_cli(command[0], "wide.spec", *command[1:])
+    assert "Traceback" not in err and code in (0, 1), err
+    if command[0] == "prove":
+        assert "REFUTED  WIDE-BIG" in out  # n = BIG: an int holds it

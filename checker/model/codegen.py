@@ -188,9 +188,9 @@ class Emitter:
         """Code for a value: booleans and ints inline, anything else through K."""
         if value is True or value is False:
             return repr(value)
-        if type(value) is int:
+        if type(value) is int and value.bit_length() <= _INLINE_BITS:
             return f"({value!r})"
-        return self.k(value)
+        return self.k(value)  # (a wider int too: Python writes no more than 4,300 digits unasked)
 
     def _code(self, e: S.Expr, scope: CodeScope) -> str:
         match e:
@@ -579,6 +579,7 @@ def name_meaning(spec: CheckedSpec, config: Mapping[str, Any], b: Binding) -> tu
 
 
 NOT_CONSTANT = object()  # what `Emitter.fold` and `Emitter.constant` return for a value not fixed yet
+_INLINE_BITS = 8192  # the widest int written into generated code (2,467 digits); wider ones go through K
 _MISSING = object()
 _SIMPLE = re.compile(r"L_\w+|\(-?[0-9]+\)")  # generated code that is a local or an integer literal
 _NONZERO_LITERAL = re.compile(r"\(-?[1-9][0-9]*\)")

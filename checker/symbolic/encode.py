@@ -55,7 +55,7 @@ from ..language.checked import ANY, FLAGS_BOUNDS, INT_BOUNDS, CheckedSpec, Type,
 from ..language.diagnostics import RegcheckError
 from ..model.codegen import MAX_POWER_BITS
 from .tables import ArrayTable, SlotTable, SymState
-from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, unsupported
+from .terms import Entry, Rng, TableName, Types, Ver, equal, int_value, is_const, numeral, unsupported
 
 
 # ---------------------------------------------------------------- the outcome conditions of one call
@@ -215,8 +215,8 @@ class Encoder:
                 if op == "not":
                     return z3.Not(v)
                 if op == "-":
-                    return z3.IntVal(-int_value(v)) if is_const(v) else -v
-                return z3.IntVal(~int_value(v)) if is_const(v) else -v - 1
+                    return numeral(-int_value(v)) if is_const(v) else -v
+                return numeral(~int_value(v)) if is_const(v) else -v - 1
             case S.Binary():
                 try:
                     return self.binary(e, st, env)
@@ -308,7 +308,7 @@ class Encoder:
             case "+" | "-" | "*":
                 if is_const(a) and is_const(b):
                     x, y = int_value(a), int_value(b)
-                    return z3.IntVal(x + y if op == "+" else x - y if op == "-" else x * y)
+                    return numeral(x + y if op == "+" else x - y if op == "-" else x * y)
                 return a + b if op == "+" else a - b if op == "-" else a * b
             case "%":
                 return self.mod(a, b)
@@ -341,7 +341,7 @@ class Encoder:
 
     def mod(self, a, b):
         if is_const(a) and is_const(b) and int_value(b) != 0:
-            return z3.IntVal(int_value(a) % int_value(b))
+            return numeral(int_value(a) % int_value(b))
         if is_const(b):
             d = int_value(b)
             if d > 0:
@@ -412,7 +412,12 @@ class Encoder:
 
     def power(self, a, b, e):
         if is_const(a) and is_const(b) and 0 <= int_value(b) <= 4096:
-            return z3.IntVal(int_value(a) ** int_value(b))
+            x, n = int_value(a), int_value(b)
+            if n > 1 and abs(x) > 1 and (abs(x).bit_length() - 1) * n > MAX_POWER_BITS:
+                # too wide: the concrete semantics cannot evaluate it (`_pow`, `_power_defined`), so it
+                # denotes an unspecified value, as `x % 0` does (and nothing computes the power)
+                return z3.Int(self.fresh_name("power"))
+            return numeral(x ** n)
         if is_const(b) and 0 <= int_value(b) <= 8:
             out = z3.IntVal(1)
             for _ in range(int_value(b)):
@@ -443,7 +448,7 @@ class Encoder:
 
     def bitand(self, a, at: Type, b, bt: Type, e):
         if is_const(a) and is_const(b):
-            return z3.IntVal(int_value(a) & int_value(b))
+            return numeral(int_value(a) & int_value(b))
         if is_const(b):
             return self._and_const(a, int_value(b))
         if is_const(a):
@@ -462,7 +467,7 @@ class Encoder:
 
     def bitor(self, a, at: Type, b, bt: Type, e):
         if is_const(a) and is_const(b):
-            return z3.IntVal(int_value(a) | int_value(b))
+            return numeral(int_value(a) | int_value(b))
         return a + b - self.bitand(a, at, b, bt, e)
 
     # ---- a call's clauses

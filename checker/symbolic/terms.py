@@ -101,7 +101,7 @@ class Types:
             case "bool":
                 return z3.BoolVal(bool(value))
             case "int" | "flags":
-                return z3.IntVal(int(value))
+                return numeral(int(value))
             case "enum":
                 return z3.IntVal(self.spec.enums[t.name].index(value))
             case "version":
@@ -120,7 +120,7 @@ class Types:
             case "bool":
                 return z3.is_true(model.eval(v, model_completion=True))
             case "int" | "flags":
-                return model.eval(v, model_completion=True).as_long()
+                return int_in(model, v)
             case "enum":
                 members = self.spec.enums[t.name]
                 i = model.eval(v, model_completion=True).as_long()
@@ -195,7 +195,32 @@ def is_const(v) -> bool:
 
 
 def int_value(v) -> int:
-    return v.as_long()
+    return _decimal(v.as_string())
+
+
+# Z3 takes and gives integer numerals in decimal, and Python converts an int of more than 4,300
+# decimal digits to or from a string only on request (ValueError otherwise): a spec's constants may
+# have 65,536 bits (about 19,700 digits), and its arithmetic has no bound at all.
+_NUMERAL_BITS = 8192  # (2,467 digits)
+
+
+def numeral(v: int):
+    """v as a Z3 integer, exactly, however wide: as a numeral within _NUMERAL_BITS, else as the term
+    hi * 2**_NUMERAL_BITS + lo, which Z3 evaluates exactly (it is no numeral: `is_const` says no)."""
+    if -(1 << _NUMERAL_BITS) < v < (1 << _NUMERAL_BITS):
+        return z3.IntVal(v)
+    hi, lo = divmod(v, 1 << _NUMERAL_BITS)
+    return numeral(hi) * z3.IntVal(1 << _NUMERAL_BITS) + z3.IntVal(lo)
+
+
+def _decimal(text: str) -> int:
+    """int(text) for a decimal numeral of any length (in halves past 4,000 digits)."""
+    digits = text.lstrip("-")
+    if len(digits) <= 4000:
+        return int(text)
+    half = len(digits) // 2
+    value = _decimal(digits[:half]) * 10 ** (len(digits) - half) + _decimal(digits[half:])
+    return -value if text.startswith("-") else value
 
 
 # ---------------------------------------------------------------- formulas for the layers above
@@ -240,4 +265,4 @@ def holds_in(model, f) -> bool:
 
 
 def int_in(model, term) -> int:
-    return model.eval(term, model_completion=True).as_long()
+    return int_value(model.eval(term, model_completion=True))
