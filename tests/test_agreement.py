@@ -809,3 +809,33 @@ def test_a_quantifier_whose_body_may_fail_is_read_strictly_by_every_replay_path(
     for general, call in ((effect, "some"), (guard, "guard")):
         for python_loop, machine in modes:
             assert outcome(sem, _strict_trace(rows, call), True, python_loop, machine) == general, (call, machine)
+
+
+UPDATE_SPEC = """spec update "an update whose value looks an entry up"
+source DOC "d" "d"
+status int success 0
+record Rec { sz: u64, on: bool }
+table recs: addr -> Rec sized by sz
+call put(p: addr, s: u64) {
+  effect UPD-PUT: { recs[p] = { sz: s, on: true } }
+    cite DOC "d"
+}
+call upd(p: addr, q: addr) {
+  effect UPD-UPD: { recs[p].on = not (recs[q].range.size > 0) }
+    cite DOC "d"
+}
+"""
+
+
+def test_an_update_goes_to_its_own_key_when_its_value_looks_another_entry_up():
+    """Found by the agreement properties on generated specs: the fast path's inline update kept its
+    key in the local `_k`, which the value's code (`recs[q].range`) reassigned, so that the update
+    of the absent recs[8192] (an effect the general path undoes) set recs[4096].on instead."""
+    sem = Semantics(check_source(SourceFile.of("<update>", UPDATE_SPEC)), {})
+    text = (b'{"regcheck":1,"spec":"update","env":{}}\n{"call":"put","args":{"p":4096,"s":16},"ret":0}\n'
+            b'{"call":"upd","args":{"p":8192,"q":4096},"ret":0}\n')
+    general = outcome(sem, text, False)
+    assert general[4][1] == (("recs", ((4096, (("on", True), ("sz", 16))),)),)  # the update undone
+    modes = [(True, False)] + ([(False, True), (False, False)] if NATIVE is not None else [])
+    for python_loop, machine in modes:
+        assert outcome(sem, text, True, python_loop, machine) == general, (python_loop, machine)

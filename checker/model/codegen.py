@@ -529,10 +529,13 @@ class Emitter:
                 return [f"{ind}{self._table(t, scope)}.put({self.expr(k, scope)}, {{{rec}}})"]
             case S.Update(table=t, key=k, field=n, value=x):
                 if scope.tables:  # `_upd` inline: a missing entry raises KeyError here
-                    return [f"{ind}_k = {self.expr(k, scope)}", f"{ind}_v = {self.expr(x, scope)}",
-                            f"{ind}_o = {self._rows(t, scope)}[_k].get({n!r}, _MISSING)",
+                    # The key's own local, `_uk`: the value's code may look entries up through `_k`
+                    # (`T[k].f`, `T[k].range`), which held the key, so that the update went to the
+                    # entry the value read last (found by the agreement batch on generated specs).
+                    return [f"{ind}_uk = {self.expr(k, scope)}", f"{ind}_v = {self.expr(x, scope)}",
+                            f"{ind}_o = {self._rows(t, scope)}[_uk].get({n!r}, _MISSING)",
                             f"{ind}if _o != _v or type(_o) is not type(_v):",
-                            f"{ind}    {self._table(t, scope)}.set_field(_k, {n!r}, _v)"]
+                            f"{ind}    {self._table(t, scope)}.set_field(_uk, {n!r}, _v)"]
                 return [f"{ind}_upd({self._table(t, scope)}, {t!r}, {self.expr(k, scope)}, {n!r}, {self.expr(x, scope)})"]
             case S.Delete(table=t, key=k):
                 return [f"{ind}{self._table(t, scope)}.remove({self.expr(k, scope)})"]
