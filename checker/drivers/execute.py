@@ -48,6 +48,7 @@ from ..engines.replay import Finding, Replayer, ReplayReport, semantics_for, sho
 from ..fast.fastpath import DECODE_ERRORS, EventMaker, LineValues, event_makers, fast_path, line_readers
 from ..fast.stepcode import INT64_MAX, INT64_MIN
 from ..language.analysis import memory_shape
+from ..language.checked import UNBOUNDED, value_bounds
 from ..language.diagnostics import RegcheckError, error
 from ..language.source import Span
 from ..model.outcomes import CONFORMS, Judgement, describe_outcomes
@@ -56,7 +57,7 @@ from ..model.state import State
 from ..model.values import type_problem
 from ..trace.reader import UNDECODED, EventStream, header_spec_ref, read_trace
 from .executor import ReferenceDriver
-from .lockcheck import LockCheck
+from .lockcheck import LockCheck, Mismatch
 from .ordered import IntMap
 from .pinning import PAGE_SIZE, forget_locked_reading
 from .observed import ObservedDriver
@@ -168,6 +169,40 @@ class Relocator:
 # ---------------------------------------------------------------- the run
 
 
+class _CallPlan:
+    """What every event of one call needs of the spec, read once per call: its address arguments
+    (each with whether it names an allocation to release), its allocator (or None), the arguments
+    it releases (or None), whether it touches the driver's own memory (`_follow_own_memory`), and
+    the quick check of a success's outputs (`outputs_fine`)."""
+
+    __slots__ = ("addr", "alloc", "released", "own_memory", "int_outputs")
+
+    def __init__(self, sem: Semantics, name: str, params: tuple[str, ...], shape) -> None:
+        released = shape.releases.get(name)
+        self.addr = tuple((p, p in (released or ())) for p in params)
+        self.alloc = shape.allocators.get(name)
+        self.released = released
+        self.own_memory = self.alloc is not None or name in shape.releases
+        # (name, lo, hi) of each output, where every output is an int or flags value (the common
+        # case): `output_problem` finds nothing in outputs that are exact ints within these bounds.
+        outputs = sem.calls[name].info.outputs
+        self.int_outputs = tuple((n, *(value_bounds(t) or UNBOUNDED)) for n, t in outputs) \
+            if all(t.kind in ("int", "flags") for _, t in outputs) else None
+
+    def outputs_fine(self, out: Any) -> bool:
+        """True when `output_problem` would find nothing in a success's outputs `out`; False when
+        it must be asked (it may still find nothing)."""
+        checks = self.int_outputs
+        if checks is None or type(out) is not dict:
+            return False
+        for n, lo, hi in checks:
+            v = out.get(n)
+            if type(v) is not int or not lo <= v <= hi:
+                return False
+        return True
+
+
+
 class Execution:
     """One trace against one driver; `step` checks one event."""
 
@@ -176,11 +211,9 @@ class Execution:
         self.replayer = Replayer(sem, path)
         self.shape = memory_shape(sem.spec, computed_sizes=True)  # (mmap: whole pages of its length)
         self._partial_tables = tuple(sorted({a.table for a in self.shape.allocators.values() if not a.exact}))
-        # Per call: its address arguments, each with whether it names an allocation to release, and
-        # its allocator (or None); read from the shape once, since every event asks.
-        self.plans = {name: (tuple((p, p in self.shape.releases.get(name, ())) for p in params),
-                             self.shape.allocators.get(name))
-                      for name, params in self.shape.addr_params.items()}
+        # Per call, what every event of it needs (its address arguments, allocator, releases, the
+        # checks of a success's outputs): read from the shape once, since every event asks.
+        self.plans = {name: _CallPlan(sem, name, params, self.shape) for name, params in self.shape.addr_params.items()}
         self.relocator = Relocator()
         self.driver_state: State = sem.initial_state()  # the model, following the driver's results
         self.driver_model = ModelSteps(sem, self.driver_state, FAST_STEPS)
@@ -217,28 +250,34 @@ class Execution:
     def _drive(self, ev, name: str, args: dict, status, outs: dict, findings: list[Finding],
                last: bool, inputs: tuple | None = None) -> list[Finding]:
         """The driver's side of one event, after the recording's (`findings`)."""
-        rep = self.replayer
-        driver_args, unowned = self._relocate_args(name, args, outs)
+        plan = self.plans[name]
+        driver_args, unowned = self._relocate_args(plan, args, outs)
         if unowned is not None:
-            findings.append(rep.finding(ev, "refused", EXEC_ADDRESS_UNOWNED,
-                                        f"argument {unowned} = {show_value(args[unowned])} lies in no memory this trace "
-                                        "allocated; the call was not made"))
+            findings.append(self.replayer.finding(
+                ev, "refused", EXEC_ADDRESS_UNOWNED, f"argument {unowned} = {show_value(args[unowned])} lies in no "
+                "memory this trace allocated; the call was not made"))
             return findings
-        result = self._call_driver(name, driver_args)
+        result = self._call_driver(name, driver_args, plan)
         incident = getattr(self.driver, "last_incident", None)
         refused = incident is not None and incident.kind.value == "refused"
-        self._judge_driver(ev, name, args, status, outs, result, refused, inputs, findings)
-        if result.ret == self.sem.success and not refused:
+        self._judge_driver(ev, name, plan, args, status, outs, result, refused, inputs, findings)
+        if plan.own_memory and not refused and result.ret == self.sem.success:
             self._follow_own_memory(ev, name, driver_args, result.out, findings)
         if incident is not None:
             kind = "refused" if incident.kind.value == "refused" else "divergence"
             rule = EXEC_ADDRESS_UNOWNED if kind == "refused" else EXEC_DIVERGENCE
-            findings.append(rep.finding(ev, kind, rule, f"the driver reports: {incident.message} ({incident.code})"))
-        if self.locks is not None:
-            self._compare_locks(ev, last, findings)
+            findings.append(self.replayer.finding(ev, kind, rule,
+                                                  f"the driver reports: {incident.message} ({incident.code})"))
+        locks = self.locks
+        if locks is not None:
+            if last:
+                forget_locked_reading()  # a fresh reading of smaps, not one reused
+            mismatch = locks.after_event(self.driver_state, self.applied, last)
+            if mismatch is not None:
+                self._report_mismatch(ev, mismatch, findings)
         return findings
 
-    def _call_driver(self, name: str, args: dict) -> Result:
+    def _call_driver(self, name: str, args: dict, plan: _CallPlan | None = None) -> Result:
         """The driver's result; DriverRaised where it raised (a RegcheckError is its refusal of the
         input, an input error, passed on as it is), returned no Result, or a success whose outputs
         are missing or not of their declared types (`output_problem`)."""
@@ -248,10 +287,10 @@ class Execution:
             raise
         except Exception as exc:  # noqa: BLE001 - any crash of the driver under test is its finding
             raise DriverRaised(name, exc) from exc
-        if not isinstance(result, Result):
+        if type(result) is not Result and not isinstance(result, Result):
             raise DriverRaised(name, TypeError(f"call() returned {_shown(result)}, "
                                                "not a checker.drivers.protocol.Result"))
-        if result.ret == self.sem.success:
+        if result.ret == self.sem.success and not (plan or self.plans[name]).outputs_fine(result.out):
             problem = output_problem(self.sem, name, result.out)
             if problem is not None:
                 raise DriverRaised(name, ValueError(problem))
@@ -266,32 +305,39 @@ class Execution:
             self._compare_locks(ev, True, found)
         return found
 
-    def _relocate_args(self, name: str, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
+    def _relocate_args(self, plan: _CallPlan, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
         out = dict(args)
-        params, alloc = self.plans[name]
         relocator = self.relocator
-        for p, release in params:
-            moved = (relocator.relocate_base if release else relocator.relocate)(args[p])
+        by_base = relocator._by_base
+        for p, release in plan.addr:
+            address = args[p]
+            entry = by_base.get(address)  # the usual case, an allocation's own base: relocate(_base) inline
+            if entry is not None and address != 0:
+                out[p] = entry[1] - entry[2] if release else entry[1]
+                continue
+            moved = (relocator.relocate_base if release else relocator.relocate)(address)
             if moved is None:
                 return out, p
             out[p] = moved
+        alloc = plan.alloc
         recorded_base = outs.get(alloc.output) if alloc is not None else None
         if recorded_base is not None:
             # Ask for the recorded base's offset in its page in front, so the relocated base keeps it.
-            out[alloc.size_param] = args[alloc.size_param] + Relocator.shift_of(recorded_base)
+            out[alloc.size_param] = args[alloc.size_param] + Relocator.shift_of(recorded_base)  # type: ignore[union-attr]
         return out, None
 
-    def _judge_driver(self, ev, name, args, status, outs, result: Result, refused: bool,
+    def _judge_driver(self, ev, name, plan: _CallPlan, args, status, outs, result: Result, refused: bool,
                       inputs: tuple | None, found: list[Finding]) -> None:
         """The driver's result against the spec, in the model that follows the driver's results
         (`inputs`: the arguments' values in declaration order as the decoder gave them, if it did);
         its findings go into `found`."""
-        sem, rep = self.sem, self.replayer
+        sem = self.sem
+        success = sem.success
         driver_status = result.ret
-        alloc = self.plans[name][1]
+        alloc = plan.alloc
         model_outs: Mapping[str, Any] | None = result.out  # read only, as the driver's own
         substituted = False
-        if alloc is not None and driver_status == sem.success:
+        if alloc is not None and driver_status == success:
             recorded_base = outs.get(alloc.output)
             block = result.out.get(alloc.output)
             if recorded_base is not None and block is not None:
@@ -309,7 +355,7 @@ class Execution:
         # would find nothing) and, for a success, applied its effect, as `sem.apply` below would.
         took = model_outs is not None and not refused and self.driver_model.took(name, args, driver_status, model_outs,
                                                                                 inputs)
-        if not took and (model_outs is not None or driver_status != sem.success):
+        if not took and (model_outs is not None or driver_status != success):
             allowed = sem.allowed(st, name, args)
             # A substituted output is the recording's address, so promises about it (fresh, aligned)
             # speak of the recording, not of the driver: judge the status alone then (the driver's
@@ -318,18 +364,18 @@ class Execution:
                 _status_only(sem, allowed, driver_status)
             if not judgement.conforms:
                 rule = (judgement.rules or (EXEC_DIVERGENCE,))[0]
-                found.append(rep.finding(ev, "executor", rule, f"the driver returned {driver_status!r}; the spec allows "
-                                         f"{judgement.expected}"))
+                found.append(self.replayer.finding(ev, "executor", rule, f"the driver returned {driver_status!r}; "
+                                                   f"the spec allows {judgement.expected}"))
         if driver_status != status:
-            found.append(rep.finding(ev, "divergence", EXEC_DIVERGENCE,
-                                     f"recorded {status!r}, the driver returned {driver_status!r}"))
-        if driver_status == sem.success and model_outs is not None and not refused:
+            found.append(self.replayer.finding(ev, "divergence", EXEC_DIVERGENCE,
+                                               f"recorded {status!r}, the driver returned {driver_status!r}"))
+        if model_outs is not None and not refused and driver_status == success:
             if not took:
                 sem.apply(st, name, args, model_outs)  # a refused event changed nothing in the driver
             # Its changes, for the lock check; the recorded allocations it released relocate to
             # nothing any more.
             self.applied = st.journal
-            released = self.shape.releases.get(name)
+            released = plan.released
             if released:
                 for p in released:
                     self.relocator.forget(args[p], self._left_of(args[p]))
@@ -339,7 +385,7 @@ class Execution:
         """A successful allocation's promises about its address, judged on the driver's own address
         among the driver's own live blocks (findings into `found`), then recorded there; a release
         forgets its block there."""
-        sem, alloc = self.sem, self.plans[name][1]
+        sem, alloc = self.sem, self.plans[name].alloc
         if alloc is not None:
             for rule in sem.ensures_broken(self.handed_out, name, driver_args, out):
                 found.append(self.replayer.finding(
@@ -375,8 +421,10 @@ class Execution:
         if last:
             forget_locked_reading()  # a fresh reading of smaps, not one reused
         mismatch = self.locks.after_event(self.driver_state, self.applied, last)  # type: ignore[union-attr]
-        if mismatch is None:
-            return
+        if mismatch is not None:
+            self._report_mismatch(ev, mismatch, found)
+
+    def _report_mismatch(self, ev, mismatch: Mismatch, found: list[Finding]) -> None:
         if mismatch.missing:
             found.append(self.replayer.finding(
                 ev, "pinning", mismatch.rule,
@@ -411,39 +459,49 @@ class ModelSteps:
             if all(b is not None for b in maker.bounds):
                 info = sem.calls[call].info
                 self.steps[call] = (maker, tuple(n for n, _ in info.params), tuple(n for n, _ in info.outputs))
+        # Per call with a step: (step, make, (name, lo, hi) per input, the same per output), so that
+        # `took` reads no tuple of bounds by position per event.
+        self._plans = {call: (maker.step, maker.make, _bounded(params, maker.bounds, 0),
+                              _bounded(outputs, maker.bounds, len(params)))
+                       for call, (maker, params, outputs) in self.steps.items()}
 
     def took(self, call: str, args: Mapping[str, Any], status: Any, outs: Mapping[str, Any],
              inputs: tuple | None = None) -> bool:
         """`inputs`: the values of `args` in declaration order as the decoder gave them (so within
         its bounds), where they were decoded."""
-        entry = self.steps.get(call)
-        if entry is None:
+        plan = self._plans.get(call)
+        if plan is None:
             return False
         if self.members is None:
             if type(status) is not int or not INT64_MIN <= status <= INT64_MAX:
                 return False
         elif type(status) is not str or status not in self.members:
             return False
-        maker, params, outputs = entry
-        bounds = maker.bounds
+        step, make, in_bounds, out_bounds = plan
         if inputs is None:
-            inputs = _within(args, params, bounds, 0)
+            inputs = _values_within(args, in_bounds)
             if inputs is None:
                 return False
-        results: tuple = ()
-        if status == self.success and outputs:
-            results = _within(outs, outputs, bounds, len(params))
-            if results is None:
+        if not out_bounds or status != self.success:
+            return step(make(inputs, (), status), 0)
+        results = []
+        for n, lo, hi in out_bounds:
+            v = outs.get(n)
+            if type(v) is not int or not lo <= v <= hi:
                 return False
-        return maker.step(maker.make(inputs, results, status), 0)
+            results.append(v)
+        return step(make(inputs, results, status), 0)
 
 
-def _within(values: Mapping[str, Any], names: tuple[str, ...], bounds: tuple, first: int) -> tuple | None:
-    """The values of `names` in order when each is an integer within its bounds, else None."""
+def _bounded(names: tuple[str, ...], bounds: tuple, first: int) -> tuple[tuple[str, int, int], ...]:
+    return tuple((n, *bounds[i]) for i, n in enumerate(names, first))
+
+
+def _values_within(values: Mapping[str, Any], bounded: tuple[tuple[str, int, int], ...]) -> tuple | None:
+    """The values of the names in order when each is an integer within its bounds, else None."""
     out = []
-    for i, n in enumerate(names, first):
+    for n, lo, hi in bounded:
         v = values.get(n)
-        lo, hi = bounds[i]
         if type(v) is not int or not lo <= v <= hi:
             return None
         out.append(v)
@@ -478,6 +536,8 @@ class CheckedLines:
         self.decode = fast.decode if fast is not None else None
         self.steps = fast.steps if fast is not None else {}
         self.readers = line_readers(run.sem, fast) if fast is not None else {}
+        # struct -> (its reader, its step): one lookup per line
+        self._by_struct = {struct: (read, self.steps[struct]) for struct, read in self.readers.items()}
 
     def lines(self, stream: EventStream) -> Iterator[tuple[int, bytes, Any]]:
         """(line number, raw line, its struct, or its TraceEvent where the decoder did not take it)
@@ -499,10 +559,10 @@ class CheckedLines:
 
     def step(self, stream: EventStream, lineno: int, raw: bytes, item: Any, last: bool) -> list[Finding]:
         """`Execution.step` of one item of `lines`."""
-        read = self.readers.get(type(item))
-        if read is not None:
-            values = read(item)
-            if values is not None and self.steps[type(item)](item, lineno):
+        fast = self._by_struct.get(type(item))
+        if fast is not None:
+            values = fast[0](item)
+            if values is not None and fast[1](item, lineno):
                 return self.run.step_checked(Located(lineno, values.call), values, last)
             item = stream.event(raw, UNDECODED, lineno)
         return self.run.step(item, last)
@@ -512,7 +572,7 @@ def output_problem(sem: Semantics, call: str, out: Any) -> str | None:
     """What is wrong with a successful call's outputs (a declared output missing, or not a value of
     its declared type: None, a "0x..." string, an address below 0 or past 2**64), or None. Such an
     output is the driver's bug, not the recording's, and nothing could be relocated or judged by it."""
-    if not isinstance(out, Mapping):
+    if type(out) is not dict and not isinstance(out, Mapping):  # (a dict first: the ABC's check is slow)
         return f"call() returned out={_shown(out)}, not a mapping of outputs by name"
     for name, t in sem.calls[call].info.outputs:
         if name not in out:
@@ -583,14 +643,13 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
             item = next(items, None)
             while item is not None:
                 following = next(items, None)
-                line = item[0] if type(item[0]) is int else item[0].line  # (line, raw, struct) or (event,)
                 try:
                     found = step(*item, last=following is None)
                 except RegcheckError as exc:  # (the driver's X08xx, at the event it could not carry out)
-                    raise exc.located(Span(path, line, 1)) from None
+                    raise exc.located(Span(path, _line_of(item), 1)) from None
                 except DriverRaised as exc:
                     findings.append(run.replayer.finding(
-                        Located(line, exc.call), "executor", EXEC_DRIVER_ERROR,
+                        Located(_line_of(item), exc.call), "executor", EXEC_DRIVER_ERROR,
                         f"the driver failed: {type(exc.exc).__name__}: {exc.exc}; execution stops at this event"))
                     break
                 if found:
@@ -608,6 +667,11 @@ def execute_trace(path: str, driver_factory: Callable[[], Driver] = ReferenceDri
         close = getattr(events, "close", None)
         if close:
             close()
+
+
+def _line_of(item: tuple) -> int:
+    """The line of an item `execute_trace` steps: (line, raw, struct) or (event,)."""
+    return item[0] if type(item[0]) is int else item[0].line
 
 
 def observed(driver: Driver, sem: Semantics) -> Driver:

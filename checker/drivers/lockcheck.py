@@ -39,6 +39,10 @@ from .pinning import PAGE_SIZE
 # entry's prediction is kept as a range rather than page by page: no process locks that much memory
 # page by page here, and a driver's claim of a huge allocation must not make the check walk it.
 WALKED_PAGES = 1 << 18
+# The width of one declaration's count of the entries predicting a page in `LockCheck.cover`: a
+# count is at most the number of entries of one table, far below 2**64.
+COUNT_BITS = 64
+COUNT_MASK = (1 << COUNT_BITS) - 1
 
 
 class StartIndex:
@@ -72,11 +76,12 @@ class StartIndex:
 
     def within(self, lo: int, hi: int) -> list:
         """The items whose start s has lo <= s < hi."""
-        if not self.items:
+        items = self.items
+        if not items:
             return []
         out: list = []
         for start in self.starts.within(lo, hi):
-            out += self.items[start]
+            out += items[start]
         return out
 
 
@@ -125,7 +130,9 @@ class LockCheck:
         self.by_key = StartIndex()  # (decl, key) of every entry predicting pages, by its key
         self.by_place = StartIndex()  # the same, by where its range lies in the driver's memory
         self.untracked: set[tuple[int, Any]] = set()  # (decl, key) predicting pages the driver's reports miss
-        self.cover: dict[int, list[int]] = {}  # page -> per declaration, the entries predicting it
+        # page -> the entries predicting it, per declaration: declaration d's count in bits
+        # [COUNT_BITS * d, COUNT_BITS * (d + 1)) of one int (an update is one addition)
+        self.cover: dict[int, int] = {}
         self.kernel: set[int] = set()  # pages the kernel holds locked, as last read
         self.missing: set[int] = set()
         self.extra: set[int] = set()  # locked, predicted by nothing (before the maps_onto filter)
@@ -138,17 +145,22 @@ class LockCheck:
     def after_event(self, st: State, journal: list | None, last: bool) -> Mismatch | None:
         """Bring both sides up to date after an event (`journal`: the changes the event made to `st`,
         None when it changed nothing) and say how they differ, or None when they agree."""
-        if not self.incremental or last:
+        if last or not self.incremental:
             self.rebuild(st)
         else:
-            spans, relocated = self.take_spans(), self.take_relocated()
+            spans, relocated = self.take_spans(), self.take_relocated()  # type: ignore[misc]
             if journal or spans or relocated or self.untracked:  # else (most queries) neither side changed
                 dirty: set[int] = set()
+                evaluate = self._evaluate
                 for decl, key in self._entries_to_evaluate(st, journal, spans, relocated):
-                    self._evaluate(st, decl, key, dirty)
-                self._read_kernel(spans, dirty)
-                self._compare(dirty)
-        return self.mismatch() if self.missing or self.extra or self.oversized else None
+                    evaluate(st, decl, key, dirty)
+                if spans:
+                    self._read_kernel(spans, dirty)
+                if dirty:
+                    self._compare(dirty)
+        if self.missing or self.extra or self.oversized:
+            return self.mismatch()
+        return None
 
     def rebuild(self, st: State) -> None:
         """Both sides afresh: every pinned entry, and the kernel's locks read whole."""
@@ -218,11 +230,15 @@ class LockCheck:
                         todo.add((decl, key))
             for decl in self.nonlocal_decls:
                 todo.update(zip(repeat(decl), self._keys_of(st, decl)))
-        for lo, hi in relocated:
-            todo.update(self.by_key.within(lo, hi))
-        # The driver's memory changed there: those entries' memory may have gone.
-        for lo, hi in spans:
-            todo.update(self.by_place.within(lo, hi))
+        if relocated:
+            within = self.by_key.within
+            for lo, hi in relocated:
+                todo.update(within(lo, hi))
+        if spans:
+            # The driver's memory changed there: those entries' memory may have gone.
+            within = self.by_place.within
+            for lo, hi in spans:
+                todo.update(within(lo, hi))
         return todo
 
     def _keys_of(self, st: State, decl: int) -> set:
@@ -232,21 +248,22 @@ class LockCheck:
     def _evaluate(self, st: State, decl: int, key: Any, dirty: set[int] | None) -> None:
         """The entry's prediction now, in place of its last one; the pages whose prediction changed
         go into `dirty`."""
-        rule = self.rules[decl]
-        where = (rule, key)
+        where = (self.rules[decl], key)
         span = self.sem.pinned_range(st, decl, key)
-        old = self.pinned_at.get(where)
+        pinned_at = self.pinned_at
+        old = pinned_at.get(where)
         if span is None:
+            if where not in pinned_at:
+                return  # predicted nothing, predicts nothing
+            del pinned_at[where]
+            self.members[decl].discard(key)
             new = None
-            if where in self.pinned_at:
-                del self.pinned_at[where]
-                self.members[decl].discard(key)
         else:
             moved = self.relocate_range(*span)
-            first = self.pinned_at.get(where, moved)
-            owned = moved is not None and (self.owns is None or self.owns(moved[0], max(moved[1] - moved[0], 1)))
-            new = moved if moved is not None and first == moved and owned else None
-            self.pinned_at[where] = new
+            # (where the entry was first predicted, and still is: the same place, in driver memory)
+            new = moved if moved is not None and pinned_at.get(where, moved) == moved and \
+                (self.owns is None or self.owns(moved[0], max(moved[1] - moved[0], 1))) else None
+            pinned_at[where] = new
             self.members[decl].add(key)
         if old == new:
             return
@@ -266,26 +283,30 @@ class LockCheck:
             self.by_key.discard(key, entry)
             self.by_place.discard(place[0], entry)
             self.untracked.discard((decl, key))
-        n, cover, pages = len(self.decls), self.cover, pages_of(*place)
+        cover, pages = self.cover, pages_of(*place)
         if len(pages) > WALKED_PAGES:
             if delta > 0:
                 self.oversized[entry] = (pages.start, pages.stop)
             else:
                 del self.oversized[entry]
             return  # (its kernel pages are judged in `mismatch`, against its range)
-        for page in pages:
-            counts = cover.get(page)
-            if counts is None:
-                counts = cover[page] = [0] * n
-            counts[decl] += delta
-            if delta < 0 and not any(counts):  # (after a +1 the page has a count)
-                del cover[page]
+        unit = 1 << (COUNT_BITS * decl)
+        if delta > 0:
+            get = cover.get
+            cover.update({page: get(page, 0) + unit for page in pages})
+        else:
+            pop = cover.pop
+            for page in pages:
+                counts = pop(page) - unit
+                if counts:  # another entry still predicts the page
+                    cover[page] = counts
         if dirty is not None:
             dirty.update(pages)
 
     def _rule_of(self, page: int) -> str:
         """The rule predicting a page: that of the first declaration with an entry on it."""
-        decls = [d for d, c in enumerate(self.cover.get(page, ())) if c]
+        counts = self.cover.get(page, 0)
+        decls = [d for d in range(len(self.decls)) if counts >> (COUNT_BITS * d) & COUNT_MASK]
         decls += [d for (d, _), (lo, hi) in self.oversized.items() if lo <= page < hi]
         return self.rules[min(decls)]
 
@@ -300,7 +321,7 @@ class LockCheck:
         if kernel:
             for lo, hi in spans:
                 if (hi - lo) // PAGE_SIZE <= len(kernel):
-                    gone = kernel.intersection(pages_of(lo, hi))
+                    gone = kernel.intersection(range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else ())  # (pages_of)
                 else:
                     gone = [p for p in kernel if lo <= p < hi]
                 if gone:
@@ -312,17 +333,16 @@ class LockCheck:
             dirty.update(locked)
 
     def _compare(self, dirty: set[int]) -> None:
-        cover, kernel = self.cover, self.kernel
-        for p in dirty:
-            predicted, locked = p in cover, p in kernel
-            if predicted and not locked:
-                self.missing.add(p)
-            else:
-                self.missing.discard(p)
-            if locked and not predicted:
-                self.extra.add(p)
-            else:
-                self.extra.discard(p)
+        """`missing` and `extra` again on the pages of `dirty` (set operations: no Python step per page)."""
+        if not dirty:
+            return
+        predicted = self.cover.keys() & dirty
+        locked = self.kernel & dirty
+        missing, extra = self.missing, self.extra
+        missing.difference_update(dirty)
+        missing.update(predicted.difference(locked))
+        extra.difference_update(dirty)
+        extra.update(locked.difference(predicted))
 
 
 def _inside(ranges: list[tuple[int, int]], page: int) -> bool:

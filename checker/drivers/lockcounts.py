@@ -4,7 +4,6 @@ segments so that every operation costs time in the segments it touches, never in
 from __future__ import annotations
 
 import bisect
-from typing import Iterator
 
 
 # --- lock counts by range ------------------------------------------------------------------------
@@ -32,21 +31,24 @@ class LockCounts:
         self._segs.clear()
         self.total = 0
 
-    def segments(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int, int]]:
+    def segments(self, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, int]]:
         """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
         starts, segs = self._starts, self._segs
-        i = bisect.bisect_right(starts, lo) - 1
-        if i < 0:
-            i = 0
-        while i < len(starts):  # by index: a slice of the rest would copy it for every call
-            start = starts[i]
-            if hi is not None and start >= hi:
-                break
-            i += 1
+        if hi is None:  # no bound: the last segment's end, the highest of all
+            if not starts:
+                return []
+            hi = segs[starts[-1]][0]
+        out = []
+        i = bisect.bisect_right(starts, lo)
+        if i:  # the segment starting at or before lo, if it reaches past lo
+            start = starts[i - 1]
             end, count = segs[start]
-            if end <= lo:
-                continue
-            yield start if start > lo else lo, end if hi is None or end < hi else hi, count
+            if end > lo and start < hi:
+                out.append((start if start > lo else lo, end if end < hi else hi, count))
+        for start in starts[i:bisect.bisect_left(starts, hi, i)]:  # those starting inside (lo, hi)
+            end, count = segs[start]
+            out.append((start, end if end < hi else hi, count))
+        return out
 
     def covered(self, lo: int, hi: int) -> int:
         """Bytes of [lo, hi) with a count >= 1."""

@@ -306,10 +306,13 @@ class PinnedArena:
 
     def allocate(self, size: int) -> int:
         """A new zero-filled buffer of `size` bytes; returns its page-aligned address."""
-        _memory_changed()
-        self._require_open()
-        _require_size(size)
-        length = _page_ceil(size)
+        global _arena_changes
+        _arena_changes += 1  # (`_memory_changed`, inline in the calls every event may make)
+        if self._closed:
+            raise ArenaClosed()
+        if type(size) is not int or size <= 0:
+            _require_size(size)
+        length = (size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
         fd = self._memfd(length)
         try:
             view = mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -339,14 +342,17 @@ class PinnedArena:
 
         Returns the address in the new mapping that corresponds to `address`.
         """
-        _memory_changed()
-        self._require_open()
-        _require_size(size)
+        global _arena_changes
+        _arena_changes += 1
+        if self._closed:
+            raise ArenaClosed()
+        if type(size) is not int or size <= 0:
+            _require_size(size)
         host = self._owner(address, size)
         if host.kind is not RegionKind.BUFFER:
             raise NotOwned(address, size, "is not inside a buffer (aliases of aliases are not made)")
-        first = _page_floor(address)
-        length = _page_ceil(address + size) - first
+        first = address - address % PAGE_SIZE
+        length = (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE - first
         owner = self._mappings[host.map_address]
         offset = owner.offset + first - host.map_address
         try:
@@ -365,8 +371,10 @@ class PinnedArena:
 
     def unalias(self, device_address: int) -> None:
         """Unmap the alias that `alias` returned as `device_address`, dropping the arena's locks on it."""
-        _memory_changed()
-        self._require_open()
+        global _arena_changes
+        _arena_changes += 1
+        if self._closed:
+            raise ArenaClosed()
         region = self._region_at(device_address, RegionKind.ALIAS)
         self._release(self._mappings[region.map_address])
 
@@ -428,11 +436,14 @@ class PinnedArena:
         Raises PinningFailed (leaving every count and kernel lock as it was) when the cap would be
         exceeded or the kernel refuses.
         """
-        _memory_changed()
-        self._require_open()
-        _require_size(size)
+        global _arena_changes
+        _arena_changes += 1
+        if self._closed:
+            raise ArenaClosed()
+        if type(size) is not int or size <= 0:
+            _require_size(size)
         self._owner(address, size)
-        lo, hi = _page_floor(address), _page_ceil(address + size)
+        lo, hi = address - address % PAGE_SIZE, (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
         fresh = self._counts.gaps(lo, hi)  # the cap is checked first, on lengths: no per-page work
         wanted = self._counts.total + sum(n for _, n in fresh)
         if wanted > self.max_locked_bytes:
@@ -446,11 +457,14 @@ class PinnedArena:
 
     def unlock(self, address: int, size: int) -> None:
         """Count one lock less on each page of the range; `munlock` the pages whose count reaches 0."""
-        _memory_changed()
-        self._require_open()
-        _require_size(size)
+        global _arena_changes
+        _arena_changes += 1
+        if self._closed:
+            raise ArenaClosed()
+        if type(size) is not int or size <= 0:
+            _require_size(size)
         self._owner(address, size)
-        lo, hi = _page_floor(address), _page_ceil(address + size)
+        lo, hi = address - address % PAGE_SIZE, (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
         if self._counts.gaps(lo, hi):
             raise NotLocked(address, size)
         self._apply(self._counts.runs_at(lo, hi, 1), self._calls.munlock, self._calls.mlock, "munlock")
@@ -615,7 +629,8 @@ class PinnedArena:
                 return None
             mapping = entry[1]
         region = mapping.region
-        return region if region.contains(address, size) else None
+        start = region.address  # (`region.contains`, inline: every call of the driver asks)
+        return region if start <= address and address + size <= start + region.size else None
 
     def _owner(self, address: int, size: int) -> Region:
         region = self._find(address, size)

@@ -262,22 +262,39 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
     spelt = tuple((i, sp) for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
     status_spelt = stepcode.status_spelling(sem)
     n, success, astuple = len(params), sem.success, msgspec.structs.astuple
+    every_field_spelt = bool(spelt) and len(spelt) == n + len(outputs)
     members = _event_status_members(sem, call)
 
     def read(o: Any) -> LineValues | None:
         inputs = astuple(o.args) if params else ()
         got = astuple(o.out) if outputs and o.out is not UNSET else ()
-        for i, spelling in spelt:
-            v = inputs[i] if i < n else (got[i - n] if got else 0)
-            if v.__class__ is not int and v is not UNSET:
-                v = spelt_value(v, spelling)
-                if v is None:
-                    return None
-                if i < n:
-                    inputs = (*inputs[:i], v, *inputs[i + 1:])
-                else:
-                    got = (*got[:i - n], v, *got[i - n + 1:])
-        outs = {k: v for k, v in zip(outputs, got) if v is not UNSET} if got else {}
+        plain = every_field_spelt  # (then a line whose fields are all JSON integers or absent, the
+        if plain:                  # usual line, has no spelt field to read)
+            for v in inputs:
+                if v.__class__ is not int and v is not UNSET:
+                    plain = False
+                    break
+            for v in got:
+                if v.__class__ is not int and v is not UNSET:
+                    plain = False
+                    break
+        if not plain:
+            for i, spelling in spelt:
+                v = inputs[i] if i < n else (got[i - n] if got else 0)
+                if v.__class__ is not int and v is not UNSET:
+                    v = spelt_value(v, spelling)
+                    if v is None:
+                        return None
+                    if i < n:
+                        inputs = (*inputs[:i], v, *inputs[i + 1:])
+                    else:
+                        got = (*got[:i - n], v, *got[i - n + 1:])
+        if not got:
+            outs = {}
+        elif UNSET in got:
+            outs = {k: v for k, v in zip(outputs, got) if v is not UNSET}
+        else:
+            outs = dict(zip(outputs, got))
         status = o.ret
         if status is UNSET:
             status = success
