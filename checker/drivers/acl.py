@@ -10,7 +10,7 @@ from .memory import (ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, ACL_ERROR_HOST_ME
                      ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                      ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID, ACL_HOST_REG_ALL,
                      ACL_HOST_REG_MAPPED, ACL_HOST_REG_PINNED, ACL_REGISTER_PRODUCTS, ACL_SUCCESS, HostEvents,
-                     HostMemory, allocation_at, allocations_of, expected_locks, overlaps_any, show_range)
+                     HostMemory, allocation_at, allocations_of, expected_locks, holds, overlaps_any, show_range)
 from .ordered import IntMap
 from .pinning import PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
@@ -157,6 +157,9 @@ class AclDriver(HostEvents):
 
     def allocation_of(self, address: int, size: int) -> Allocation | None:
         return allocation_at(self.host, self.aliases, "device-alias", address, size)
+
+    def owns(self, address: int, size: int) -> bool:
+        return holds(self.host, self.aliases, address, size)
 
     def expected_locked_pages(self) -> frozenset[int]:
         return expected_locks(self.host, self.regs, lambda reg: reg.live and reg.locked)

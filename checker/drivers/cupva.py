@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Mapping
 
 from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, PVA_OK, HostEvents, HostMemory, allocation_at,
-                     allocations_of, overlaps_any, show_range, sized_entry_holding)
+                     allocations_of, holds, overlaps_any, show_range, sized_entry_holding)
 from .ordered import IntMap
 from .pinning import MappingFailed, PinnedArena
 from .protocol import Allocation, CallArgs, Report, Result
@@ -128,6 +128,9 @@ class PvaDriver(HostEvents):
 
     def allocation_of(self, address: int, size: int) -> Allocation | None:
         return allocation_at(self.host, self.cuda, "cudaMalloc", address, size)
+
+    def owns(self, address: int, size: int) -> bool:
+        return holds(self.host, self.cuda, address, size)
 
     def expected_locked_pages(self) -> frozenset[int]:
         return frozenset()  # cuPVA locks nothing: HOST registration is unsupported

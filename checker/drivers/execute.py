@@ -156,8 +156,14 @@ class Relocator:
                 self._by_base[base] = (part, moved + (base - recorded_base), shift)
 
     def relocate_range(self, base: int, end: int) -> tuple[int, int] | None:
-        start = self.relocate(base)
-        return None if start is None else (start, start + (end - base))
+        entry = self._by_base.get(base)
+        if entry is not None and base != 0:  # an allocation's own base (`relocate`, inline: the lock check asks)
+            start = entry[1]
+        else:
+            start = self.relocate(base)
+            if start is None:
+                return None
+        return start, start + (end - base)
 
     def maps_onto(self, driver_page: int) -> bool:
         """Whether a recorded allocation (not at null: null relocates to null) lies on this page of

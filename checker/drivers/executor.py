@@ -148,7 +148,7 @@ class ReferenceDriver:
 
     def owns(self, address: int, size: int) -> bool:
         """Whether [address, address + size) lies inside one allocation this driver handed out."""
-        return (self._impl or self._require_impl()).allocation_of(address, size) is not None
+        return (self._impl or self._require_impl()).owns(address, size)  # (allocation_of(...) is not None)
 
     def expected_locked_pages(self) -> frozenset[int]:
         """The pages the driver's own tables say must be locked: pinned-allocator blocks (aclrtMallocHost,

@@ -58,12 +58,13 @@ class StartIndex:
         self.items: dict[Any, set] = {}  # start -> its items
 
     def add(self, start: Any, item: Any) -> None:
-        held = self.items.get(start)
+        items = self.items
+        held = items.get(start)
         if held is not None:
             held.add(item)
             return
         self.starts.add(start)
-        self.items[start] = {item}
+        items[start] = {item}
 
     def discard(self, start: Any, item: Any) -> None:
         held = self.items.get(start)
@@ -274,23 +275,24 @@ class LockCheck:
 
     def _predict(self, decl: int, key: Any, place: tuple[int, int], delta: int, dirty: set[int] | None) -> None:
         entry = (decl, key)
+        lo, hi = place
         if delta > 0:
             self.by_key.add(key, entry)
-            self.by_place.add(place[0], entry)
-            if self.incremental and not self.driver.tracks(place[0], max(place[1] - place[0], 1)):
-                self.untracked.add((decl, key))
+            self.by_place.add(lo, entry)
+            if self.incremental and not self.driver.tracks(lo, max(hi - lo, 1)):
+                self.untracked.add(entry)
         else:
             self.by_key.discard(key, entry)
-            self.by_place.discard(place[0], entry)
-            self.untracked.discard((decl, key))
-        cover, pages = self.cover, pages_of(*place)
+            self.by_place.discard(lo, entry)
+            self.untracked.discard(entry)
+        pages = range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)  # (pages_of, inline)
         if len(pages) > WALKED_PAGES:
             if delta > 0:
                 self.oversized[entry] = (pages.start, pages.stop)
             else:
                 del self.oversized[entry]
             return  # (its kernel pages are judged in `mismatch`, against its range)
-        unit = 1 << (COUNT_BITS * decl)
+        cover, unit = self.cover, 1 << (COUNT_BITS * decl)
         if delta > 0:
             get = cover.get
             cover.update({page: get(page, 0) + unit for page in pages})

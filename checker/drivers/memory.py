@@ -127,6 +127,11 @@ def allocation_at(host: HostMemory, other: IntMap, kind: str, address: int, size
     return None if base is None else Allocation(base, other[base], kind)
 
 
+def holds(host: HostMemory, other: IntMap, address: int, size: int) -> bool:
+    """Whether `allocation_at` finds an allocation (without making one: the lock check asks)."""
+    return host.holding(address, size) is not None or sized_entry_holding(other, address, size) is not None
+
+
 def overlaps_any(table: IntMap, address: int, size: int, size_of: Callable[[Any], int]) -> bool:
     """Whether [address, address + size) overlaps an entry of a table of disjoint ranges.
 

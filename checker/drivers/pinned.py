@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 
 from .memory import (CUDA_ALIGNMENT, CUDA_SPACE_BASE, CUDA_SPACE_END, HostEvents, HostMemory, allocation_at,
-                     allocations_of, expected_locks, overlaps_any, show_range, sized_entry_holding)
+                     allocations_of, expected_locks, holds, overlaps_any, show_range, sized_entry_holding)
 from .ordered import IntMap
 from .pinning import PAGE_SIZE, MappingFailed, PinnedArena, PinningError
 from .protocol import Allocation, CallArgs, Incident, IncidentKind, Report, Result
@@ -245,6 +245,10 @@ class PinnedHostDriver(HostEvents):
         yield from allocations_of(self.host, self.aliases, "device-alias")
         for base, size in self.device.allocs.items():
             yield Allocation(base, size, self.device_kind)
+
+    def owns(self, address: int, size: int) -> bool:
+        return holds(self.host, self.aliases, address, size) or \
+            sized_entry_holding(self.device.allocs, address, size) is not None
 
     def allocation_of(self, address: int, size: int) -> Allocation | None:
         found = allocation_at(self.host, self.aliases, "device-alias", address, size)
