@@ -525,6 +525,9 @@ class Located(NamedTuple):
     call: str
 
 
+_new_tuple = tuple.__new__  # Located(...) without its __new__'s Python frame, once per event
+
+
 class CheckedLines:
     """The recording's side of `execute_trace` on the replayer's fast path, as `regcheck replay`
     reads a trace: each line decoded into its call's struct goes to the call's step, which checks
@@ -569,7 +572,7 @@ class CheckedLines:
         if fast is not None:
             values = fast[0](item)
             if values is not None and fast[1](item, lineno):
-                return self.run.step_checked(Located(lineno, values.call), values, last)
+                return self.run.step_checked(_new_tuple(Located, (lineno, values.call)), values, last)
             item = stream.event(raw, UNDECODED, lineno)
         return self.run.step(item, last)
 

@@ -31,7 +31,7 @@ import mmap
 import os
 import re
 import signal
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 from functools import partial
 from types import FrameType
@@ -234,7 +234,7 @@ class RegionKind(str, Enum):
     ALIAS = "alias"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Region:
     """A buffer or alias of an arena: its usable bytes and the page-aligned mapping holding them."""
 
@@ -245,6 +245,16 @@ class Region:
     map_length: int
     buffer: int  # address of the buffer whose pages these are (its own address for a buffer)
 
+    def __init__(self, kind: RegionKind, address: int, size: int, map_address: int, map_length: int, buffer: int):
+        # The generated __init__'s work through the slots' own setters (as checker.drivers.protocol's
+        # Result): a frozen class's generated __init__ looks up and calls object.__setattr__ per field.
+        _SET_KIND(self, kind)
+        _SET_ADDRESS(self, address)
+        _SET_SIZE(self, size)
+        _SET_MAP_ADDRESS(self, map_address)
+        _SET_MAP_LENGTH(self, map_length)
+        _SET_BUFFER(self, buffer)
+
     @property
     def end(self) -> int:
         return self.address + self.size
@@ -253,13 +263,22 @@ class Region:
         return size > 0 and self.address <= address and address + size <= self.end
 
 
-@dataclass(frozen=True, slots=True)
+_SET_KIND, _SET_ADDRESS, _SET_SIZE, _SET_MAP_ADDRESS, _SET_MAP_LENGTH, _SET_BUFFER = (
+    getattr(Region, f.name).__set__ for f in fields(Region))
+
+
 class _Mapping:
-    region: Region
-    view: mmap.mmap = field(compare=False, repr=False)
-    fd: int = -1  # the memfd, kept by buffers so that aliases can map it later
-    offset: int = 0  # the memfd offset of region.map_address (not 0 for a buffer after trim_front)
-    view_start: int = -1  # the address of view's first byte (before region.map_address after trim_front)
+    """One mapping of the arena and what it was made from; never changed (a change makes a new one).
+    A plain class: a frozen dataclass's __init__ cost several times as much, once per mapping."""
+
+    __slots__ = ("region", "view", "fd", "offset", "view_start")
+
+    def __init__(self, region: Region, view: mmap.mmap, fd: int = -1, offset: int = 0, view_start: int = -1):
+        self.region = region
+        self.view = view
+        self.fd = fd  # the memfd, kept by buffers so that aliases can map it later
+        self.offset = offset  # the memfd offset of region.map_address (not 0 for a buffer after trim_front)
+        self.view_start = view_start  # the address of view's first byte (before region.map_address after trim_front)
 
     def index(self, address: int) -> int:
         """The position of `address` in `view`."""
@@ -507,13 +526,13 @@ class PinnedArena:
         if probe is not self._looped_probe:  # the loops over a probe are made once per probe
             self._loops, self._looped_probe = probe_loops(probe), probe
         halving, each = self._loops
-        counts = self._counts
+        segments = self._counts.segments
         pages: list[int] = []
         for lo, hi in inside:
             # Where the arena holds the pages locked, each is asked alone (a yes is expected, and
             # halving would ask twice as often); elsewhere a no for the whole run is expected.
             at = lo
-            for start, end, _ in counts.segments(lo, hi):
+            for start, end, _ in segments(lo, hi):
                 if at < start:
                     pages += halving(at, start)
                 pages += each(start, end)

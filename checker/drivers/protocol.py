@@ -14,11 +14,12 @@ from ..language.diagnostics import Diagnostic, RegcheckError, error
 CODE_SPEC_NOT_IMPLEMENTED = "X0807"
 CODE_BAD_CALL = "X0808"
 CODE_DRIVER_FAILED = "X0809"  # a driver's factory, start or close raised (anything but a RegcheckError)
+_NO_OUTPUTS: Any = object()  # Result's `out` when none is given (a new empty dict)
 
 # ---------------------------------------------------------------- the interface
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Result:
     """What one call returned: `ret` as in the trace format (an int aclError, or "ok" / a cuPVA
     error name) and `out`, the outputs by name (`{"ptr": ...}` for malloc, ...). Treat `out` as
@@ -26,6 +27,16 @@ class Result:
 
     ret: int | str
     out: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, ret: int | str, out: Mapping[str, Any] = _NO_OUTPUTS) -> None:  # type: ignore[assignment]
+        # The generated __init__'s work (`out` defaults to a new dict), through the slots' own
+        # setters: a driver makes a Result per call, and a frozen class's generated __init__ costs
+        # more than the rest of a quick call (one object.__setattr__ looked up and called per field).
+        _set_ret(self, ret)
+        _set_out(self, {} if out is _NO_OUTPUTS else out)
+
+
+_set_ret, _set_out = Result.ret.__set__, Result.out.__set__  # type: ignore[attr-defined]
 
 
 class DriverRaised(Exception):

@@ -261,7 +261,7 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
     params, outputs = tuple(n for n, _ in info.params), tuple(n for n, _ in info.outputs)
     spelt = tuple((i, sp) for i, sp in enumerate(stepcode.field_spellings(sem, call)) if sp is not None)
     status_spelt = stepcode.status_spelling(sem)
-    n, success, astuple = len(params), sem.success, msgspec.structs.astuple
+    n, success, astuple, new_tuple = len(params), sem.success, msgspec.structs.astuple, tuple.__new__
     every_field_spelt = bool(spelt) and len(spelt) == n + len(outputs)
     members = _event_status_members(sem, call)
 
@@ -306,7 +306,7 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
             status = spelt_value(status, status_spelt)
             if status is None:
                 return None
-        return LineValues(call, params, inputs, status, outs)
+        return new_tuple(LineValues, (call, params, inputs, status, outs))  # (LineValues(...), without its __new__'s frame)
     return read
 
 
