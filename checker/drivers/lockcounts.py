@@ -80,6 +80,23 @@ class LockCounts:
     def add(self, lo: int, hi: int, delta: int) -> None:
         """Add `delta` (+1 or -1) to every byte of [lo, hi); a count reaching 0 is dropped. A -1 must
         only be applied where every byte has a count."""
+        starts, segs = self._starts, self._segs
+        i = bisect.bisect_left(starts, lo)
+        if delta > 0:
+            if lo < hi and (i == len(starts) or starts[i] > hi) and (i == 0 or segs[starts[i - 1]][0] < lo):
+                # The usual lock: a range no segment meets or touches, so one new segment, with
+                # nothing to split or join (what the general way below ends with too).
+                starts.insert(i, lo)
+                segs[lo] = [hi, delta]
+                self.total += hi - lo
+                return
+        elif i < len(starts) and starts[i] == lo:
+            seg = segs[lo]
+            if seg[0] == hi and seg[1] == -delta:  # the usual unlock: the range's own segment, held once
+                del starts[i]
+                del segs[lo]
+                self.total -= hi - lo
+                return
         self._split(lo)
         self._split(hi)
         if delta > 0:

@@ -84,7 +84,14 @@ class IntMap(dict):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if key not in self:
-            self.order.add(key)
+            order = self.order
+            if order.native:  # (IntKeys.add's first try, inline: the drivers insert at most calls)
+                try:
+                    order.keys.add(key)
+                except (OverflowError, TypeError):
+                    order.add(key)  # (it tries again, then moves to a SortedList)
+            else:
+                order.add(key)
         dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
