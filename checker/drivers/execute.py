@@ -208,7 +208,6 @@ class _CallPlan:
         return True
 
 
-
 class Execution:
     """One trace against one driver; `step` checks one event."""
 
@@ -311,7 +310,8 @@ class Execution:
             self._compare_locks(ev, True, found)
         return found
 
-    def _relocate_args(self, plan: _CallPlan, args: Mapping[str, Any], outs: Mapping[str, Any]) -> tuple[dict, str | None]:
+    def _relocate_args(self, plan: _CallPlan, args: Mapping[str, Any],
+                       outs: Mapping[str, Any]) -> tuple[dict, str | None]:
         out = dict(args)
         relocator = self.relocator
         by_base = relocator._by_base
@@ -329,7 +329,7 @@ class Execution:
         recorded_base = outs.get(alloc.output) if alloc is not None else None
         if recorded_base is not None:
             # Ask for the recorded base's offset in its page in front, so the relocated base keeps it.
-            out[alloc.size_param] = args[alloc.size_param] + Relocator.shift_of(recorded_base)  # type: ignore[union-attr]
+            out[alloc.size_param] = args[alloc.size_param] + Relocator.shift_of(recorded_base)
         return out, None
 
     def _judge_driver(self, ev, name, plan: _CallPlan, args, status, outs, result: Result, refused: bool,

@@ -86,10 +86,6 @@ class StartIndex:
         return out
 
 
-def pages_of(lo: int, hi: int) -> range:
-    return range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)
-
-
 class Mismatch(NamedTuple):
     """The difference after an event: pages predicted locked that the kernel has not locked (with
     the rule predicting the first), and pages locked that nothing predicts."""
@@ -285,7 +281,7 @@ class LockCheck:
             self.by_key.discard(key, entry)
             self.by_place.discard(lo, entry)
             self.untracked.discard(entry)
-        pages = range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)  # (pages_of, inline)
+        pages = range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)  # (the entry's pages)
         if len(pages) > WALKED_PAGES:
             if delta > 0:
                 self.oversized[entry] = (pages.start, pages.stop)
@@ -323,7 +319,8 @@ class LockCheck:
         if kernel:
             for lo, hi in spans:
                 if (hi - lo) // PAGE_SIZE <= len(kernel):
-                    gone = kernel.intersection(range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else ())  # (pages_of)
+                    # the span's pages
+                    gone = kernel.intersection(range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else ())
                 else:
                     gone = [p for p in kernel if lo <= p < hi]
                 if gone:

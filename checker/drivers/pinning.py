@@ -217,10 +217,6 @@ def _page_floor(address: int) -> int:
     return address - address % PAGE_SIZE
 
 
-def _page_ceil(address: int) -> int:
-    return _page_floor(address + PAGE_SIZE - 1)
-
-
 def _require_size(size: int) -> None:
     if not isinstance(size, int) or size <= 0:
         raise ValueError(f"size must be a positive int, not {size!r}")

@@ -306,7 +306,8 @@ def _line_reader(sem: Semantics, call: str) -> Callable[[Any], LineValues | None
             status = spelt_value(status, status_spelt)
             if status is None:
                 return None
-        return new_tuple(LineValues, (call, params, inputs, status, outs))  # (LineValues(...), without its __new__'s frame)
+        # LineValues(...), without the frame of its generated __new__ (once per line)
+        return new_tuple(LineValues, (call, params, inputs, status, outs))
     return read
 
 
