@@ -230,6 +230,9 @@ class RegionKind(str, Enum):
     ALIAS = "alias"
 
 
+_BUFFER, _ALIAS = RegionKind.BUFFER, RegionKind.ALIAS  # (a member read from the class costs a lookup per use)
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Region:
     """A buffer or alias of an arena: its usable bytes and the page-aligned mapping holding them."""
@@ -335,7 +338,7 @@ class PinnedArena:
             os.close(fd)
             raise MappingFailed(exc.errno or 0, f"mmap of a {length}-byte buffer failed: {exc}") from exc
         address = _address_of(view)
-        region = Region(RegionKind.BUFFER, address, size, address, length, address)
+        region = Region(_BUFFER, address, size, address, length, address)
         self._mappings[address] = _Mapping(region, view, fd)
         self._note_change(address, address + length)
         return address
@@ -347,7 +350,7 @@ class PinnedArena:
         """
         _memory_changed()
         self._require_open()
-        buffer = self._region_at(address, RegionKind.BUFFER)
+        buffer = self._region_at(address, _BUFFER)
         for alias in sorted(self._aliases.get(buffer.address, ())):
             self._release(self._mappings[alias])
         self._release(self._mappings[buffer.map_address])
@@ -364,7 +367,7 @@ class PinnedArena:
         if type(size) is not int or size <= 0:
             _require_size(size)
         host = self._owner(address, size)
-        if host.kind is not RegionKind.BUFFER:
+        if host.kind is not _BUFFER:
             raise NotOwned(address, size, "is not inside a buffer (aliases of aliases are not made)")
         first = address - address % PAGE_SIZE
         length = (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE - first
@@ -378,7 +381,7 @@ class PinnedArena:
             raise MappingFailed(exc.errno or 0, f"mmap of an alias of {_show(address, size)} failed: {exc}") from exc
         base = _address_of(view)
         device = base + (address - first)
-        region = Region(RegionKind.ALIAS, device, size, base, length, host.address)
+        region = Region(_ALIAS, device, size, base, length, host.address)
         self._mappings[base] = _Mapping(region, view, offset=offset)
         self._aliases.setdefault(host.address, set()).add(base)
         self._note_change(base, base + length)
@@ -390,7 +393,7 @@ class PinnedArena:
         _arena_changes += 1
         if self._closed:
             raise ArenaClosed()
-        region = self._region_at(device_address, RegionKind.ALIAS)
+        region = self._region_at(device_address, _ALIAS)
         self._release(self._mappings[region.map_address])
 
     def trim_front(self, address: int, length: int) -> int:
@@ -406,7 +409,7 @@ class PinnedArena:
         """
         _memory_changed()
         self._require_open()
-        buffer = self._region_at(address, RegionKind.BUFFER)
+        buffer = self._region_at(address, _BUFFER)
         if not isinstance(length, int) or length <= 0 or length % PAGE_SIZE or length >= buffer.size:
             raise ValueError(f"length must be a positive multiple of the page size below {buffer.size}, not {length!r}")
         mapping = self._mappings[buffer.map_address]
@@ -422,7 +425,7 @@ class PinnedArena:
         self._note_change(address, address + length)
         _libc_mm().punch_hole(mapping.fd, lo, length)  # best effort: only the memory's return depends on it
         end = address + length
-        region = Region(RegionKind.BUFFER, end, buffer.size - length, end, buffer.map_length - length, end)
+        region = Region(_BUFFER, end, buffer.size - length, end, buffer.map_length - length, end)
         del self._mappings[buffer.map_address]
         view_start = mapping.view_start if mapping.view_start >= 0 else buffer.map_address
         self._mappings[end] = _Mapping(region, mapping.view, mapping.fd, hi, view_start)
@@ -687,7 +690,7 @@ class PinnedArena:
         self._unmap(mapping)
         del self._mappings[region.map_address]
         self._note_change(region.map_address, region.map_address + region.map_length)
-        if region.kind is RegionKind.ALIAS:
+        if region.kind is _ALIAS:
             siblings = self._aliases.get(region.buffer)
             if siblings is not None:
                 siblings.discard(region.map_address)
