@@ -217,6 +217,10 @@ def _page_floor(address: int) -> int:
     return address - address % PAGE_SIZE
 
 
+def _page_ceil(address: int) -> int:
+    return (address + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
+
+
 def _require_size(size: int) -> None:
     if not isinstance(size, int) or size <= 0:
         raise ValueError(f"size must be a positive int, not {size!r}")
@@ -324,13 +328,8 @@ class PinnedArena:
 
     def allocate(self, size: int) -> int:
         """A new zero-filled buffer of `size` bytes; returns its page-aligned address."""
-        global _arena_changes
-        _arena_changes += 1  # (`_memory_changed`, inline in the calls every event may make)
-        if self._closed:
-            raise ArenaClosed()
-        if type(size) is not int or size <= 0:
-            _require_size(size)
-        length = (size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
+        self._changing(size)
+        length = _page_ceil(size)
         fd = self._memfd(length)
         try:
             view = mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -360,17 +359,12 @@ class PinnedArena:
 
         Returns the address in the new mapping that corresponds to `address`.
         """
-        global _arena_changes
-        _arena_changes += 1
-        if self._closed:
-            raise ArenaClosed()
-        if type(size) is not int or size <= 0:
-            _require_size(size)
+        self._changing(size)
         host = self._owner(address, size)
         if host.kind is not _BUFFER:
             raise NotOwned(address, size, "is not inside a buffer (aliases of aliases are not made)")
-        first = address - address % PAGE_SIZE
-        length = (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE - first
+        first = _page_floor(address)
+        length = _page_ceil(address + size) - first
         owner = self._mappings[host.map_address]
         offset = owner.offset + first - host.map_address
         try:
@@ -389,10 +383,7 @@ class PinnedArena:
 
     def unalias(self, device_address: int) -> None:
         """Unmap the alias that `alias` returned as `device_address`, dropping the arena's locks on it."""
-        global _arena_changes
-        _arena_changes += 1
-        if self._closed:
-            raise ArenaClosed()
+        self._changing()
         region = self._region_at(device_address, _ALIAS)
         self._release(self._mappings[region.map_address])
 
@@ -454,14 +445,9 @@ class PinnedArena:
         Raises PinningFailed (leaving every count and kernel lock as it was) when the cap would be
         exceeded or the kernel refuses.
         """
-        global _arena_changes
-        _arena_changes += 1
-        if self._closed:
-            raise ArenaClosed()
-        if type(size) is not int or size <= 0:
-            _require_size(size)
+        self._changing(size)
         self._owner(address, size)
-        lo, hi = address - address % PAGE_SIZE, (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
+        lo, hi = _page_floor(address), _page_ceil(address + size)
         fresh = self._counts.gaps(lo, hi)  # the cap is checked first, on lengths: no per-page work
         wanted = self._counts.total + sum(n for _, n in fresh)
         if wanted > self.max_locked_bytes:
@@ -475,14 +461,9 @@ class PinnedArena:
 
     def unlock(self, address: int, size: int) -> None:
         """Count one lock less on each page of the range; `munlock` the pages whose count reaches 0."""
-        global _arena_changes
-        _arena_changes += 1
-        if self._closed:
-            raise ArenaClosed()
-        if type(size) is not int or size <= 0:
-            _require_size(size)
+        self._changing(size)
         self._owner(address, size)
-        lo, hi = address - address % PAGE_SIZE, (address + size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
+        lo, hi = _page_floor(address), _page_ceil(address + size)
         if self._counts.gaps(lo, hi):
             raise NotLocked(address, size)
         self._apply(self._counts.runs_at(lo, hi, 1), self._calls.munlock, self._calls.mlock, "munlock")
@@ -613,6 +594,17 @@ class PinnedArena:
     def _require_open(self) -> None:
         if self._closed:
             raise ArenaClosed()
+
+    def _changing(self, size: int | None = None) -> None:
+        """What a call that maps, unmaps, locks or unlocks does first: `_memory_changed`,
+        `_require_open` and, given a size, `_require_size`, in one call (the calls an event's
+        registration makes ask it, so three calls were most of their overhead)."""
+        global _arena_changes
+        _arena_changes += 1
+        if self._closed:
+            raise ArenaClosed()
+        if size is not None and (type(size) is not int or size <= 0):
+            _require_size(size)
 
     @staticmethod
     def _memfd(length: int) -> int:
