@@ -146,6 +146,16 @@ def test_generate_into_an_unwritable_directory_is_E0603(tmp_path):
     blocker.write_text("")
     code, out, err = run_cli("generate", "acl", "--depth", "1", "-o", str(blocker / "suite"))
     assert code == 2 and "error[E0603]" in err and "Traceback" not in err
+    assert f"{blocker} is not a directory" in err  # said before the suite is computed, not after
+
+
+def test_generate_with_a_pytest_file_under_a_file_is_E0603_before_any_work(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, out, err = run_cli("generate", "acl", "--depth", "1", "-o", str(tmp_path / "suite"),
+                             "--pytest", str(blocker / "sub" / "test_acl.py"))
+    assert code == 2 and f"error[E0603]: cannot write {blocker / 'sub'}: {blocker} is not a directory" in err
+    assert not (tmp_path / "suite").exists()  # nothing generated, nothing written
 
 
 # ---------------------------------------------------------------- giant pinned memory (bounded)

@@ -13,7 +13,7 @@ import orjson
 from ..engines.runs import semantics_for
 from ..language.checked import CheckedSpec
 from ..language.diagnostics import RegcheckError, error
-from ..language.files import make_directory, write_output
+from ..language.files import make_directory, require_directory_possible, write_output
 from ..language.load import load_spec
 from ..testgen.configs import config_label, configurations
 from ..testgen.generate import generate_suite
@@ -50,10 +50,13 @@ def run(args, out) -> int:
     if not args.output and not args.pytest:
         raise RegcheckError([error("E0612", "nothing to write: give -o DIR and/or --pytest FILE")])
     if args.output:
+        require_directory_possible(args.output)
         old_suite = existing_suite_files(args.output)
         if old_suite and not args.force:
             raise RegcheckError([error("E0613", f"{args.output} already holds a suite ({INDEX}); give --force "
                                                 "(or --overwrite) to replace it, or choose an empty directory")])
+    if args.pytest and os.path.dirname(args.pytest):
+        require_directory_possible(os.path.dirname(args.pytest))
     configs = None
     if args.env:
         spec = load_spec(args.spec)

@@ -377,6 +377,18 @@ def require_writable(path: str | os.PathLike[str], code: str = CODE_CANNOT_WRITE
         raise cannot_write(os.fspath(path), "no such directory")
 
 
+def require_directory_possible(path: str | os.PathLike[str], code: str = CODE_CANNOT_WRITE) -> None:
+    """E0603 now for an output directory that `make_directory` could not make later, because a part
+    of its path is a file: a command that computes for a while before it writes (generate) says so
+    before the work, not after it. Nothing is created; permissions are left to the writing itself."""
+    p = Path(path)
+    for part in (p, *p.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise cannot_write(os.fspath(path), f"{os.fspath(part)} is not a directory", code)
+            return
+
+
 def make_directory(path: str | os.PathLike[str], code: str = CODE_CANNOT_WRITE) -> Path:
     """Create an output directory (and its parents) if needed; E0603 when it cannot be."""
     p = Path(path)
