@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.drivers import pinning
+from checker.drivers import lockcheck, pinning
 from checker.drivers.execute import Execution, execute_trace
 from checker.drivers.executor import ReferenceDriver
 from checker.drivers.lockcheck import LockCheck, Mismatch, StartIndex
@@ -422,3 +422,103 @@ def test_a_huge_prediction_is_counted_not_walked(tmp_path):
     pinned = [f for f in report.findings if f.kind == "pinning"]
     assert [(f.line, f.rule) for f in pinned] == [(2, "ACL-PIN-MALLOC-HOST"), (3, "ACL-PIN-MALLOC-HOST")]
     assert f"{huge // PAGE - 1} page(s)" in pinned[0].message  # all but the one page it locked
+
+
+# ---- checker._native's lock-check set work against the Python originals
+
+needs_native_sync = pytest.mark.skipif(lockcheck.NATIVE_SYNC is None, reason="checker._native is not built")
+# Pages near one another and a few far apart; a start or end beyond what the C code reads as an
+# address (negative, or 2**62 and above) sends the caller back to the Python original.
+_PAGES = st.integers(0, 40).map(lambda i: 0x7F00_0000_0000 + i * PAGE) | st.sampled_from([0, PAGE, 2**62 - PAGE])
+_BOUNDS = st.integers(0, 44).map(lambda i: 0x7F00_0000_0000 + i * PAGE + (i % 3 == 1) * 100) | st.sampled_from(
+    [0, -PAGE, 2**62, 2**64 + PAGE])
+
+
+def _unit(decl: int) -> int:
+    return 1 << (lockcheck.COUNT_BITS * decl)
+
+
+@needs_native_sync
+@settings(max_examples=300, deadline=None)
+@given(kernel=st.sets(_PAGES), cover=st.dictionaries(_PAGES, st.sampled_from([1, 2, _unit(1), _unit(2) + 3])),
+       missing=st.sets(_PAGES), extra=st.sets(_PAGES), dirty=st.sets(_PAGES),
+       spans=st.lists(st.tuples(_BOUNDS, _BOUNDS), max_size=4), locked=st.none() | st.frozensets(_PAGES))
+def test_the_sets_synced_in_c_are_those_the_python_original_leaves(kernel, cover, missing, extra, dirty, spans, locked):
+    """`sync_locked` against `sync_pages` on random sets: the same kernel, dirty, missing and extra
+    sets afterwards (the cover unchanged), spans of either size against the kernel's pages (its two
+    ways of finding them), unaligned, empty and reversed spans among them; where a span is out of
+    the C code's reach it changes nothing and says so, and the caller runs the original."""
+    sets = [set(kernel), dict(cover), set(missing), set(extra), set(dirty)]
+    reference = [set(kernel), dict(cover), set(missing), set(extra), set(dirty)]
+    assert lockcheck.sync_pages(*reference, spans, locked, PAGE)
+    in_reach = all(0 <= x < 2**62 for span in spans for x in span)
+    assert lockcheck.NATIVE_SYNC(*sets, list(spans), locked, PAGE) is in_reach
+    if in_reach:
+        assert sets == reference
+    else:
+        assert sets == [kernel, cover, missing, extra, dirty]
+
+
+@needs_native_sync
+def test_sync_in_c_declines_what_it_does_not_read():
+    """Arguments of another shape (a frozenset for a set, a tuple of spans, a span of three) leave
+    everything as it was and answer False: the caller then runs the Python original."""
+    sets = [{PAGE}, {PAGE: 1}, set(), set(), {2 * PAGE}]
+    assert lockcheck.NATIVE_SYNC(frozenset({PAGE}), *sets[1:], [], None, PAGE) is False
+    assert lockcheck.NATIVE_SYNC(*sets, ((0, PAGE),), None, PAGE) is False
+    assert lockcheck.NATIVE_SYNC(*sets, [(0, PAGE, 1)], None, PAGE) is False
+    assert sets == [{PAGE}, {PAGE: 1}, set(), set(), {2 * PAGE}]
+    with pytest.raises(ValueError):
+        lockcheck.NATIVE_SYNC(*sets, [], None, 0)
+
+
+@needs_native_sync
+@settings(max_examples=300, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 12), st.integers(0, 6), st.booleans()), max_size=20),
+       track=st.booleans())
+def test_pages_counted_in_c_are_those_the_python_original_counts(ops, track):
+    """`predict_pages` in C against the original on a random sequence of entries (three
+    declarations) counted in and out: the same cover, keys in the same order, and the same dirty
+    pages; taking out a page nothing counts raises KeyError both ways."""
+    base = 0x7F00_0000_0000
+    native, reference = {}, {}
+    dirty_c: set | None = set() if track else None
+    dirty_py: set | None = set() if track else None
+    live: list[tuple[int, int, int]] = []
+    for decl, first, pages, add in ops:
+        if add or not live:
+            entry = (decl, base + first * PAGE, base + (first + pages) * PAGE)
+            live.append(entry)
+            delta = True
+        else:
+            entry = live.pop(first % len(live))
+            delta = False
+        d, start, stop = entry
+        assert lockcheck.NATIVE_PREDICT(native, start, stop, PAGE, _unit(d), delta, dirty_c)
+        lockcheck.predict_pages(reference, start, stop, PAGE, _unit(d), delta, dirty_py)
+        assert list(native.items()) == list(reference.items())
+        assert dirty_c == dirty_py
+    with pytest.raises(KeyError):
+        lockcheck.NATIVE_PREDICT({}, base, base + PAGE, PAGE, 1, False, None)
+    with pytest.raises(KeyError):
+        lockcheck.predict_pages({}, base, base + PAGE, PAGE, 1, False, None)
+    assert lockcheck.NATIVE_PREDICT({}, -PAGE, 0, PAGE, 1, True, None) is False  # (out of reach: the original runs)
+
+
+@pytest.mark.skipif(lockcheck.NATIVE_SYNC is None or pinning.segment_loop(pinning.kernel_lock_probe()) is None,
+                    reason="checker._native is not built")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=acl_events(), cls=st.sampled_from(LOCK_BUGS))
+def test_the_lock_check_in_c_finds_what_the_python_one_finds(tmp_path, monkeypatch, events, cls):
+    """Random traces executed with the lock check's set work and the arena's kernel reading in C,
+    then with the Python originals alone: the same findings, event by event."""
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [ACL, *events]) + "\n")
+    in_c = execute_trace(str(path), cls)
+    with monkeypatch.context() as m:
+        m.setattr(lockcheck, "NATIVE_SYNC", None)
+        m.setattr(lockcheck, "NATIVE_PREDICT", None)
+        m.setattr(pinning, "segment_loop", lambda probe, native=True: None)
+        in_python = execute_trace(str(path), cls)
+    assert [(f.line, f.rule, f.kind, f.message) for f in in_c.findings] == \
+        [(f.line, f.rule, f.kind, f.message) for f in in_python.findings]

@@ -629,3 +629,40 @@ def test_the_address_of_a_mapping_in_c_is_the_ctypes_one_and_keeps_no_export(pag
                 p._address_of(m)
     finally:
         os.close(fd)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(locks=st.lists(st.tuples(st.integers(0, 15), st.integers(1, 6)), max_size=6),
+       alias=st.none() | st.tuples(st.integers(0, 15), st.integers(1, 4), st.booleans()), hole=st.booleans(),
+       spans=st.lists(st.tuples(st.integers(-4, 20), st.integers(0, 24)), min_size=1, max_size=4))
+def test_the_arenas_reading_in_c_answers_what_the_python_loop_does(real_pinning, monkeypatch, locks, alias, hole, spans):
+    """`kernel_locked_in` with its loop over the lock segments in C (checker._native's
+    `locked_in_segments`) against the Python loop over the same madvise probe called from Python,
+    on the same arena: overlapping locks (segments of several counts), a locked alias, a hole and
+    spans reaching outside the mappings or overlapping one another."""
+    probe = p.kernel_lock_probe()
+    assert probe is not None
+    if p.NATIVE is None or p.segment_loop(probe) is None:
+        pytest.skip("checker._native is not built")  # (the C loop is what a built module runs here)
+    assert p.segment_loop(probe, native=False) is None
+    with PinnedArena() as arena:
+        before = arena.allocate(2 * P)
+        b = arena.allocate(16 * P)
+        for first, count in locks:
+            arena.lock(b + first * P, min(count, 16 - first) * P)
+        if alias is not None:
+            first, count, locked = alias
+            a = arena.alias(b + first * P, min(count, 16 - first) * P)
+            if locked:
+                arena.lock(a, P)
+        if hole:
+            arena.free(before)
+        asked = [(b + lo * P, b + (lo + n) * P) for lo, n in spans]
+        if alias is not None:
+            asked.append((a - P, a + 2 * P))
+        in_c = arena.kernel_locked_in(asked)
+        with monkeypatch.context() as m:  # (undone before the next example)
+            m.setattr(p, "kernel_lock_probe", lambda: lambda address, length: probe(address, length))
+            in_python = arena.kernel_locked_in(asked)
+        assert in_c == in_python
+        assert in_c == {q for q in arena.kernel_locked_pages() if any(lo <= q < hi for lo, hi in asked)}

@@ -28,10 +28,10 @@ locked pages (which are real, so few) when the difference is asked for. Its find
 from __future__ import annotations
 
 from itertools import repeat
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from ..model.semantics import Semantics
-from ..model.state import State
+from ..model.state import NATIVE, State
 from .ordered import IntKeys
 from .pinning import PAGE_SIZE
 
@@ -43,6 +43,10 @@ WALKED_PAGES = 1 << 18
 # count is at most the number of entries of one table, far below 2**64.
 COUNT_BITS = 64
 COUNT_MASK = (1 << COUNT_BITS) - 1
+# checker._native's versions of `sync_pages` and `predict_pages` where it is built (None: the Python
+# originals run); a LockCheck made with native=False runs the originals, as the tests compare them.
+NATIVE_SYNC = getattr(NATIVE, "sync_locked", None)
+NATIVE_PREDICT = getattr(NATIVE, "predict_pages", None)
 
 
 class StartIndex:
@@ -104,8 +108,11 @@ class LockCheck:
     whether a recorded allocation lies on a driver page (an unpredicted lock elsewhere is no finding)."""
 
     def __init__(self, sem: Semantics, driver: Any, relocate_range: Callable[[int, int], tuple[int, int] | None],
-                 take_relocated: Callable[[], list[tuple[int, int]]], maps_onto: Callable[[int], bool]):
+                 take_relocated: Callable[[], list[tuple[int, int]]], maps_onto: Callable[[int], bool],
+                 native: bool = True):
         self.sem, self.driver = sem, driver
+        self.sync = NATIVE_SYNC if native else None
+        self.predict = NATIVE_PREDICT if native else None
         self.relocate_range, self.take_relocated, self.maps_onto = relocate_range, take_relocated, maps_onto
         self.owns = getattr(driver, "owns", None)
         self.incremental = all(callable(getattr(driver, m, None))
@@ -151,10 +158,8 @@ class LockCheck:
                 evaluate = self._evaluate
                 for decl, key in self._entries_to_evaluate(st, journal, spans, relocated):
                     evaluate(st, decl, key, dirty)
-                if spans:
-                    self._read_kernel(spans, dirty)
-                if dirty:
-                    self._compare(dirty)
+                if spans or dirty:
+                    self._sync(spans, dirty)
         if self.missing or self.extra or self.oversized:
             return self.mismatch()
         return None
@@ -288,18 +293,9 @@ class LockCheck:
             else:
                 del self.oversized[entry]
             return  # (its kernel pages are judged in `mismatch`, against its range)
-        cover, unit = self.cover, 1 << (COUNT_BITS * decl)
-        if delta > 0:
-            get = cover.get
-            cover.update({page: get(page, 0) + unit for page in pages})
-        else:
-            pop = cover.pop
-            for page in pages:
-                counts = pop(page) - unit
-                if counts:  # another entry still predicts the page
-                    cover[page] = counts
-        if dirty is not None:
-            dirty.update(pages)
+        unit, predict = 1 << (COUNT_BITS * decl), self.predict
+        if predict is None or not predict(self.cover, pages.start, pages.stop, PAGE_SIZE, unit, delta > 0, dirty):
+            predict_pages(self.cover, pages.start, pages.stop, PAGE_SIZE, unit, delta > 0, dirty)
 
     def _rule_of(self, page: int) -> str:
         """The rule predicting a page: that of the first declaration with an entry on it."""
@@ -310,38 +306,64 @@ class LockCheck:
 
     # ---- the kernel side
 
-    def _read_kernel(self, spans: list[tuple[int, int]], dirty: set[int]) -> None:
+    def _sync(self, spans: list[tuple[int, int]], dirty: set[int]) -> None:
         """Read the kernel's locks again on the driver's changed spans (the entries predicting pages
-        there were evaluated again first, by `_entries_to_evaluate`)."""
-        if not spans:
-            return
-        kernel = self.kernel
-        if kernel:
-            for lo, hi in spans:
-                if (hi - lo) // PAGE_SIZE <= len(kernel):
-                    # the span's pages
-                    gone = kernel.intersection(range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else ())
-                else:
-                    gone = [p for p in kernel if lo <= p < hi]
-                if gone:
-                    kernel.difference_update(gone)
-                    dirty.update(gone)
-        locked = self.driver.kernel_locked_in(spans)
-        if locked:
-            kernel.update(locked)
-            dirty.update(locked)
+        there were evaluated again first, by `_entries_to_evaluate`), then judge `missing` and `extra`
+        again on the pages either side changed (`sync_pages`, in C where it is built)."""
+        locked = self.driver.kernel_locked_in(spans) if spans else None
+        sync = self.sync
+        if sync is None or not sync(self.kernel, self.cover, self.missing, self.extra, dirty, spans, locked, PAGE_SIZE):
+            sync_pages(self.kernel, self.cover, self.missing, self.extra, dirty, spans, locked, PAGE_SIZE)
 
-    def _compare(self, dirty: set[int]) -> None:
-        """`missing` and `extra` again on the pages of `dirty` (set operations: no Python step per page)."""
-        if not dirty:
-            return
-        predicted = self.cover.keys() & dirty
-        locked = self.kernel & dirty
-        missing, extra = self.missing, self.extra
+
+def predict_pages(cover: dict[int, int], start: int, stop: int, page_size: int, unit: int, add: bool,
+                  dirty: set[int] | None) -> bool:
+    """An entry's prediction of the pages range(start, stop, page_size) added to (`add`) or taken
+    from their counts in `cover` (`unit`: one entry of its declaration), each page going into `dirty`
+    (None: nowhere). The reference for checker._native's `predict_pages`, which answers the same."""
+    pages = range(start, stop, page_size)
+    if add:
+        get = cover.get
+        cover.update({page: get(page, 0) + unit for page in pages})
+    else:
+        pop = cover.pop
+        for page in pages:
+            counts = pop(page) - unit
+            if counts:  # another entry still predicts the page
+                cover[page] = counts
+    if dirty is not None:
+        dirty.update(pages)
+    return True
+
+
+def sync_pages(kernel: set[int], cover: dict[int, int], missing: set[int], extra: set[int], dirty: set[int],
+               spans: list[tuple[int, int]], locked: Iterable[int] | None, page_size: int) -> bool:
+    """The kernel's locked pages (`kernel`) read again on `spans`: its pages there dropped and
+    `locked` (those the kernel holds locked there now) added, every page either touched going into
+    `dirty`; then `missing` (predicted in `cover`, not locked) and `extra` (locked, not predicted)
+    judged again on the pages of `dirty`, by set operations (no Python step per page). The
+    reference for checker._native's `sync_locked`, which leaves the same sets."""
+    if kernel:
+        for lo, hi in spans:
+            if (hi - lo) // page_size <= len(kernel):
+                # the span's pages
+                gone = kernel.intersection(range(lo - lo % page_size, hi, page_size) if hi > lo else ())
+            else:
+                gone = [p for p in kernel if lo <= p < hi]  # type: ignore[assignment]
+            if gone:
+                kernel.difference_update(gone)
+                dirty.update(gone)
+    if locked:
+        kernel.update(locked)
+        dirty.update(locked)
+    if dirty:
+        predicted = cover.keys() & dirty
+        now = kernel & dirty
         missing.difference_update(dirty)
-        missing.update(predicted.difference(locked))
+        missing.update(predicted.difference(now))
         extra.difference_update(dirty)
-        extra.update(locked.difference(predicted))
+        extra.update(now.difference(predicted))
+    return True
 
 
 def _inside(ranges: list[tuple[int, int]], page: int) -> bool:

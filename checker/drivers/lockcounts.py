@@ -31,6 +31,11 @@ class LockCounts:
         self._segs.clear()
         self.total = 0
 
+    def layout(self) -> tuple[list[int], dict[int, list[int]]]:
+        """(the sorted segment starts, start -> [end, count]): the structures themselves, for
+        checker._native's `locked_in_segments` to read in place of `segments` (never to change)."""
+        return self._starts, self._segs
+
     def segments(self, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, int]]:
         """(start, end, count) of the segments meeting [lo, hi), clipped to it, in address order."""
         starts, segs = self._starts, self._segs

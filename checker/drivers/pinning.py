@@ -296,7 +296,8 @@ _LIVE: set["PinnedArena"] = set()
 class PinnedArena:
     """Buffers, aliases and reference-counted page locks, all released by `close()`."""
 
-    def __init__(self, max_locked_bytes: int = DEFAULT_MAX_LOCKED_BYTES, *, calls: LockCalls | None = None):
+    def __init__(self, max_locked_bytes: int = DEFAULT_MAX_LOCKED_BYTES, *, calls: LockCalls | None = None,
+                 native: bool = True):
         if max_locked_bytes < 0:
             raise ValueError("max_locked_bytes must not be negative")
         self.max_locked_bytes = max_locked_bytes
@@ -308,6 +309,8 @@ class PinnedArena:
         self._counts = LockCounts()  # lock counts by page-aligned range, only counts > 0
         self._looped_probe: Callable[[int, int], int] | None = None  # the probe `_loops` ask
         self._loops: tuple[ProbeLoop, ProbeLoop] | None = None
+        self._native = native  # False: the Python loops over the probe, as the tests compare them with C
+        self._segment_loop: SegmentLoop | None = None  # `kernel_locked_in`'s whole loop in C, for `_looped_probe`
         self._closed = False
         _LIVE.add(self)
         _raise_open_files_limit()
@@ -504,8 +507,11 @@ class PinnedArena:
         if probe is None:
             return frozenset(_pages_within(sorted(kernel_locked_vmas()), inside))
         if probe is not self._looped_probe:  # the loops over a probe are made once per probe
-            self._loops, self._looped_probe = probe_loops(probe), probe
-        halving, each = self._loops
+            self._loops, self._looped_probe = probe_loops(probe, self._native), probe
+            self._segment_loop = segment_loop(probe, self._native)
+        if self._segment_loop is not None:
+            return frozenset(self._segment_loop(inside, self._counts))
+        halving, each = self._loops  # type: ignore[misc]
         segments = self._counts.segments
         pages: list[int] = []
         for lo, hi in inside:
@@ -833,11 +839,36 @@ def probe_loops(probe: Callable[[int, int], int], native: bool = True) -> tuple[
 
 
 def _native_locked_pages(each: bool, lo: int, hi: int) -> list[int]:
-    got = _NATIVE_PAGES(lo, hi, PAGE_SIZE, each)  # type: ignore[misc]
-    if type(got) is tuple:  # (errno, address, length) of a probe answering neither yes nor no
+    return _probed(_NATIVE_PAGES(lo, hi, PAGE_SIZE, each))  # type: ignore[misc]
+
+
+# checker._native's `locked_in_segments`: `PinnedArena.kernel_locked_in`'s loop over its lock
+# segments and the probe loops, whole, in C: (the parts to read, the arena's lock counts) -> pages.
+_NATIVE_SEGMENTS = getattr(NATIVE, "locked_in_segments", None)
+SegmentLoop = Callable[[list[tuple[int, int]], LockCounts], list[int]]
+
+
+def segment_loop(probe: Callable[[int, int], int], native: bool = True) -> SegmentLoop | None:
+    """`kernel_locked_in`'s loop over the arena's lock segments in C, where `probe_loops` would run
+    its loops in C and checker._native has this one too (the same probes in the same order); None:
+    the Python loop runs."""
+    if native and probe is _LIBC_PROBE and _NATIVE_SEGMENTS is not None and _NATIVE_PAGES is not None:
+        return _native_locked_in
+    return None
+
+
+def _native_locked_in(parts: list[tuple[int, int]], counts: LockCounts) -> list[int]:
+    starts, segs = counts.layout()
+    return _probed(_NATIVE_SEGMENTS(parts, starts, segs, PAGE_SIZE))  # type: ignore[misc]
+
+
+def _probed(got: list[int] | tuple[int, int, int]) -> list[int]:
+    """A C probe loop's pages, or its failure, (errno, address, length) of the probe answering
+    neither yes nor no, raised as the Python loops raise it."""
+    if type(got) is tuple:
         err, at, length = got
         raise PinningFailed(err, f"reading the kernel's locks on {_show(at, length)} failed: {_strerror(err)}")
-    return got
+    return got  # type: ignore[return-value]
 
 
 def _probe_says_locked(probe: Callable[[int, int], int], lo: int, hi: int) -> bool:

@@ -1,4 +1,4 @@
-/* checker._native: optional C versions of the replay's hottest Python code. Five parts, each
+/* checker._native: optional C versions of the replay's hottest Python code. Six parts, each
  * with its Python original kept as the reference and the fallback (the module is built only where
  * pip finds a C compiler, the Python headers and a compiler with __int128, i.e. GCC or Clang):
  * - TableCore: a sized table's put, remove and interval-index probes (below), with a KeyIndex of
@@ -9,8 +9,11 @@
  * - drive: the per-line loop of the replayer's fast path (checker.replay._replay_stream);
  * - Step: a register machine that runs a call's fast step compiled from the spec
  *   (checker.stepcode; the Python original is the step checker.fastpath generates);
- * - locked_pages and buffer_address: the executor's madvise probes of the kernel's page locks and
- *   the address of an arena's mapping (checker.drivers.pinning).
+ * - locked_pages, locked_in_segments and buffer_address: the executor's madvise probes of the
+ *   kernel's page locks (a range's, or an arena's changed spans' as its locks lie) and the address of
+ *   an arena's mapping (checker.drivers.pinning);
+ * - sync_locked and predict_pages: the executor's page-lock check's set work after an event
+ *   (checker.drivers.lockcheck).
  *
  * `TableCore` is the base of `checker.semantics.Table` when this module is built. It holds the
  * table's fields (the Python subclass reads and writes them as ordinary attributes) and
@@ -4624,6 +4627,147 @@ static PyObject *locked_pages(PyObject *Py_UNUSED(module), PyObject *const *args
     return r == -2 ? NULL : Py_BuildValue("(iKK)", err, at, len);
 }
 
+/* The pages of the page-aligned range [lo, hi) each asked alone: 0, -1 (*err, *at, *len set) or -2 */
+static int each_locked(PyObject *out, unsigned long long lo, unsigned long long hi, unsigned long long page, int *err,
+                       unsigned long long *at, unsigned long long *len)
+{
+    for (unsigned long long p = lo; p < hi; p += page) {
+        int locked = probe_locked(p, p + page, err);
+        if (locked < 0) {
+            *at = p, *len = page;
+            return -1;
+        }
+        if (locked) {
+            PyObject *v = PyLong_FromUnsignedLongLong(p);
+            int bad = v == NULL || PyList_Append(out, v) < 0;
+            Py_XDECREF(v);
+            if (bad)
+                return -2;
+        }
+    }
+    return 0;
+}
+
+/* starts[i] as an address: 0, or -1 with a Python error (not an int of 64 bits) */
+static int start_at(PyObject *starts, Py_ssize_t i, unsigned long long *v)
+{
+    *v = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(starts, i));
+    return *v == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* the first index i with starts[i] > x (right) or >= x (!right), from `from`, as bisect's */
+static int bisect_starts(PyObject *starts, Py_ssize_t from, unsigned long long x, int right, Py_ssize_t *found)
+{
+    Py_ssize_t a = from, b = PyList_GET_SIZE(starts);
+    while (a < b) {
+        Py_ssize_t mid = a + (b - a) / 2;
+        unsigned long long v;
+        if (start_at(starts, mid, &v) < 0)
+            return -1;
+        if (right ? x < v : x <= v)
+            b = mid;
+        else
+            a = mid + 1;
+    }
+    *found = a;
+    return 0;
+}
+
+/* a segment's end: segs[start][0] */
+static int end_of(PyObject *segs, PyObject *start, unsigned long long *end)
+{
+    PyObject *seg = PyDict_GetItemWithError(segs, start); /* borrowed */
+    if (seg == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, start);
+        return -1;
+    }
+    PyObject *first = PySequence_GetItem(seg, 0);
+    if (first == NULL)
+        return -1;
+    *end = PyLong_AsUnsignedLongLong(first);
+    Py_DECREF(first);
+    return *end == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* One part [lo, hi): halving where the arena holds no lock, each page alone where it does. */
+static int part_locked(PyObject *out, unsigned long long lo, unsigned long long hi, PyObject *starts, PyObject *segs,
+                       unsigned long long page, int *err, unsigned long long *at, unsigned long long *len)
+{
+    Py_ssize_t i, stop;
+    unsigned long long here = lo, start, end;
+    if (bisect_starts(starts, 0, lo, 1, &i) < 0 || bisect_starts(starts, i, hi, 0, &stop) < 0)
+        return -2;
+    for (Py_ssize_t k = i ? i - 1 : 0; k < stop; k++) { /* (from the segment starting at or before lo) */
+        if (start_at(starts, k, &start) < 0 || end_of(segs, PyList_GET_ITEM(starts, k), &end) < 0)
+            return -2;
+        if (k < i && (end <= lo || start >= hi))
+            continue; /* the one before lo, not reaching into the part */
+        if (start < lo)
+            start = lo;
+        if (end > hi)
+            end = hi;
+        int r = here < start ? halve_locked(out, here, start, page, err, at, len) : 0;
+        if (r == 0)
+            r = each_locked(out, start, end, page, err, at, len);
+        if (r != 0)
+            return r;
+        here = end;
+    }
+    return here < hi ? halve_locked(out, here, hi, page, err, at, len) : 0;
+}
+
+/* locked_in_segments(parts, starts, segs, page_size): the locked pages of the page-aligned ranges
+ * `parts` (a list of (lo, hi)), each asked alone inside the arena's lock segments (`starts`, the
+ * sorted starts, and `segs`, start -> [end, count]: checker.drivers.lockcounts' layout) and by
+ * halving outside them. The Python original, and the reference the tests compare this with, is
+ * the loop of pinning's `PinnedArena.kernel_locked_in` over `LockCounts.segments` and the probe
+ * loops: the same probes in the same order. Returns the pages as a list, or (errno, address,
+ * length) of the first probe that answered neither yes nor no. */
+static PyObject *locked_in_segments(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "locked_in_segments(parts, starts, segs, page_size) takes 4 arguments");
+        return NULL;
+    }
+    PyObject *parts = args[0], *starts = args[1], *segs = args[2];
+    unsigned long long page = PyLong_AsUnsignedLongLong(args[3]);
+    if (page == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (!PyList_Check(parts) || !PyList_Check(starts) || !PyDict_Check(segs) || page == 0) {
+        PyErr_SetString(PyExc_TypeError, "locked_in_segments: a list of parts, a list of starts, a dict of segments and a page size");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    int err = 0, r = 0;
+    unsigned long long at = 0, len = 0;
+    for (Py_ssize_t n = 0; n < PyList_GET_SIZE(parts) && r == 0; n++) {
+        PyObject *part = PyList_GET_ITEM(parts, n);
+        unsigned long long lo, hi;
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 2) {
+            PyErr_SetString(PyExc_TypeError, "locked_in_segments: a part is a (lo, hi) pair");
+            r = -2;
+            break;
+        }
+        lo = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(part, 0));
+        hi = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(part, 1));
+        if (PyErr_Occurred()) {
+            r = -2;
+        } else if (lo % page || hi % page) {
+            PyErr_SetString(PyExc_ValueError, "locked_in_segments: [lo, hi) must be a range of whole pages");
+            r = -2;
+        } else if (lo < hi) {
+            r = part_locked(out, lo, hi, starts, segs, page, &err, &at, &len);
+        }
+    }
+    if (r == 0)
+        return out;
+    Py_DECREF(out);
+    return r == -2 ? NULL : Py_BuildValue("(iKK)", err, at, len);
+}
+
 /* mlock(address, length) and munlock(address, length): 0, or the errno the call failed with, without
  * the GIL (a large range can take long). The Python original, and the reference the tests compare
  * these with, is pinning's ctypes `_ctypes_lock_calls`. */
@@ -4668,11 +4812,255 @@ static PyObject *buffer_address(PyObject *Py_UNUSED(module), PyObject *obj)
     return address;
 }
 
+/* ---- the executor's page-lock check, kept event by event (checker.drivers.lockcheck)
+ *
+ * sync_locked(kernel, cover, missing, extra, dirty, spans, locked, page_size): after an event, the
+ * kernel's locked pages (the set `kernel`) read again on the driver's changed `spans`: its pages
+ * there dropped, `locked` (the pages the kernel holds locked there now) added, every page either
+ * touched going into the set `dirty`; then the sets `missing` (predicted in the dict `cover`, not
+ * locked) and `extra` (locked, not predicted) judged again on the pages of `dirty`. The Python
+ * original, and the reference the tests compare this with, is lockcheck's `sync_pages`: the same
+ * sets afterwards. Returns True, or False having changed nothing where an argument is not of the
+ * shape this code handles (a span not a pair of ints in [0, 2**62), a set or dict of another
+ * type): the caller then runs the Python original.
+ *
+ * predict_pages(cover, start, stop, page_size, unit, add, dirty): an entry's prediction of the
+ * pages range(start, stop, page_size) added to (`add` true) or taken from its counts in `cover`
+ * (page -> counts, a page whose counts reach 0 leaving it), each page going into the set `dirty`
+ * (None: nowhere). The Python original is lockcheck's `predict_pages`. Returns True, or False
+ * having changed nothing where start or stop is not an int in [0, 2**62) or a dict or set is of
+ * another type; a page missing from `cover` when taken raises KeyError, as the original's pop. */
+#define SPAN_LIMIT (1LL << 62)
+
+/* 1: *v read, 0: not an int in [0, SPAN_LIMIT), -1: a Python error */
+static int small_address(PyObject *obj, long long *v)
+{
+    if (!PyLong_CheckExact(obj))
+        return 0;
+    int overflow = 0;
+    *v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (*v == -1 && PyErr_Occurred())
+        return -1;
+    return !overflow && *v >= 0 && *v < SPAN_LIMIT;
+}
+
+/* Discard `page` from `kernel`, noting it in `dirty` where it was there: 0, or -1 on an error. */
+static int drop_page(PyObject *kernel, PyObject *dirty, PyObject *page)
+{
+    int had = PySet_Discard(kernel, page);
+    return had < 0 ? -1 : had ? PySet_Add(dirty, page) : 0;
+}
+
+/* The kernel's pages of one span dropped, as lockcheck's `sync_pages` drops them. */
+static int drop_span(PyObject *kernel, PyObject *dirty, long long lo, long long hi, long long page)
+{
+    if (hi <= lo)
+        return 0;
+    if ((hi - lo) / page <= PySet_GET_SIZE(kernel)) { /* the span's pages, each looked up */
+        for (long long p = lo - lo % page; p < hi; p += page) {
+            PyObject *v = PyLong_FromLongLong(p);
+            int r = v == NULL ? -1 : drop_page(kernel, dirty, v);
+            Py_XDECREF(v);
+            if (r < 0)
+                return -1;
+        }
+        return 0;
+    }
+    /* fewer locked pages than the span has: those inside it, found first (a set changing under its
+     * iteration would be an error) */
+    PyObject *gone = PyList_New(0), *key;
+    if (gone == NULL)
+        return -1;
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    while (_PySet_NextEntry(kernel, &pos, &key, &hash)) {
+        long long p;
+        int small = small_address(key, &p);
+        if (small < 0)
+            goto fail;
+        int inside;
+        if (small) {
+            inside = lo <= p && p < hi;
+        } else { /* (a page the C code cannot read as a small int: asked as Python asks) */
+            PyObject *plo = PyLong_FromLongLong(lo), *phi = PyLong_FromLongLong(hi);
+            int a = plo == NULL || phi == NULL ? -1 : PyObject_RichCompareBool(plo, key, Py_LE);
+            int b = a <= 0 ? a : PyObject_RichCompareBool(key, phi, Py_LT);
+            Py_XDECREF(plo);
+            Py_XDECREF(phi);
+            if (b < 0)
+                goto fail;
+            inside = b;
+        }
+        if (inside && PyList_Append(gone, key) < 0)
+            goto fail;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gone); i++)
+        if (drop_page(kernel, dirty, PyList_GET_ITEM(gone, i)) < 0)
+            goto fail;
+    Py_DECREF(gone);
+    return 0;
+fail:
+    Py_DECREF(gone);
+    return -1;
+}
+
+/* missing and extra judged again on one page */
+static int judge_page(PyObject *kernel, PyObject *cover, PyObject *missing, PyObject *extra, PyObject *page)
+{
+    int predicted = PyDict_Contains(cover, page);
+    int locked = predicted < 0 ? -1 : PySet_Contains(kernel, page);
+    if (locked < 0)
+        return -1;
+    if (predicted && !locked) {
+        if (PySet_Add(missing, page) < 0 || PySet_Discard(extra, page) < 0)
+            return -1;
+    } else if (locked && !predicted) {
+        if (PySet_Discard(missing, page) < 0 || PySet_Add(extra, page) < 0)
+            return -1;
+    } else if (PySet_Discard(missing, page) < 0 || PySet_Discard(extra, page) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int is_plain_set(PyObject *obj)
+{
+    return PySet_CheckExact(obj);
+}
+
+static PyObject *sync_locked(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError,
+                        "sync_locked(kernel, cover, missing, extra, dirty, spans, locked, page_size) takes 8 arguments");
+        return NULL;
+    }
+    PyObject *kernel = args[0], *cover = args[1], *missing = args[2], *extra = args[3], *dirty = args[4];
+    PyObject *spans = args[5], *locked = args[6];
+    long long page = PyLong_AsLongLong(args[7]);
+    if (page == -1 && PyErr_Occurred())
+        return NULL;
+    if (page <= 0) {
+        PyErr_SetString(PyExc_ValueError, "sync_locked: page_size must be positive");
+        return NULL;
+    }
+    if (!is_plain_set(kernel) || !PyDict_CheckExact(cover) || !is_plain_set(missing) || !is_plain_set(extra)
+        || !is_plain_set(dirty) || !PyList_CheckExact(spans))
+        Py_RETURN_FALSE;
+    Py_ssize_t n = PyList_GET_SIZE(spans);
+    for (Py_ssize_t i = 0; i < n; i++) { /* every span checked before anything changes */
+        PyObject *span = PyList_GET_ITEM(spans, i);
+        long long lo, hi;
+        int a, b;
+        if (!PyTuple_CheckExact(span) || PyTuple_GET_SIZE(span) != 2)
+            Py_RETURN_FALSE;
+        if ((a = small_address(PyTuple_GET_ITEM(span, 0), &lo)) < 0 || (b = small_address(PyTuple_GET_ITEM(span, 1), &hi)) < 0)
+            return NULL;
+        if (!a || !b)
+            Py_RETURN_FALSE;
+    }
+    for (Py_ssize_t i = 0; i < n && PySet_GET_SIZE(kernel); i++) {
+        PyObject *span = PyList_GET_ITEM(spans, i);
+        long long lo = PyLong_AsLongLong(PyTuple_GET_ITEM(span, 0)), hi = PyLong_AsLongLong(PyTuple_GET_ITEM(span, 1));
+        if (drop_span(kernel, dirty, lo, hi, page) < 0)
+            return NULL;
+    }
+    if (locked != Py_None) {
+        PyObject *it = PyObject_GetIter(locked), *p;
+        if (it == NULL)
+            return NULL;
+        while ((p = PyIter_Next(it)) != NULL) {
+            int bad = PySet_Add(kernel, p) < 0 || PySet_Add(dirty, p) < 0;
+            Py_DECREF(p);
+            if (bad) {
+                Py_DECREF(it);
+                return NULL;
+            }
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key;
+    Py_hash_t hash;
+    while (_PySet_NextEntry(dirty, &pos, &key, &hash)) {
+        Py_INCREF(key); /* (held across the calls below, which may run a page's __eq__) */
+        int r = judge_page(kernel, cover, missing, extra, key);
+        Py_DECREF(key);
+        if (r < 0)
+            return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *predict_pages(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "predict_pages(cover, start, stop, page_size, unit, add, dirty) takes 7 arguments");
+        return NULL;
+    }
+    PyObject *cover = args[0], *unit = args[4], *dirty = args[6];
+    long long start, stop, page = PyLong_AsLongLong(args[3]);
+    int add = PyObject_IsTrue(args[5]), a, b;
+    if ((page == -1 || add < 0) && PyErr_Occurred())
+        return NULL;
+    if (page <= 0) {
+        PyErr_SetString(PyExc_ValueError, "predict_pages: page_size must be positive");
+        return NULL;
+    }
+    if ((a = small_address(args[1], &start)) < 0 || (b = small_address(args[2], &stop)) < 0)
+        return NULL;
+    if (!a || !b || !PyDict_CheckExact(cover) || (dirty != Py_None && !is_plain_set(dirty)))
+        Py_RETURN_FALSE;
+    for (long long p = start; p < stop; p += page) {
+        PyObject *v = PyLong_FromLongLong(p), *counts = NULL;
+        if (v == NULL)
+            return NULL;
+        if (add) {
+            PyObject *held = PyDict_GetItemWithError(cover, v); /* borrowed */
+            if (held == NULL && PyErr_Occurred())
+                goto fail;
+            counts = held == NULL ? Py_NewRef(unit) : PyNumber_Add(held, unit);
+            if (counts == NULL || PyDict_SetItem(cover, v, counts) < 0)
+                goto fail;
+        } else {
+            PyObject *held = PyDict_GetItemWithError(cover, v);
+            if (held == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, v);
+                goto fail;
+            }
+            counts = PyNumber_Subtract(held, unit);
+            int nonzero = counts == NULL ? -1 : PyObject_IsTrue(counts);
+            /* (out and back in, as the original's pop and store: the same order of keys) */
+            if (nonzero < 0 || PyDict_DelItem(cover, v) < 0 || (nonzero && PyDict_SetItem(cover, v, counts) < 0))
+                goto fail;
+        }
+        if (dirty != Py_None && PySet_Add(dirty, v) < 0)
+            goto fail;
+        Py_DECREF(counts);
+        Py_DECREF(v);
+        continue;
+    fail:
+        Py_XDECREF(counts);
+        Py_DECREF(v);
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef functions[] = {
     {"buffer_address", (PyCFunction)buffer_address, METH_O,
      "buffer_address(obj): the address of the first byte of a writable buffer"},
     {"locked_pages", (PyCFunction)(void (*)(void))locked_pages, METH_FASTCALL,
      "locked_pages(lo, hi, page_size, each): the locked pages of [lo, hi), by madvise probes"},
+    {"locked_in_segments", (PyCFunction)(void (*)(void))locked_in_segments, METH_FASTCALL,
+     "locked_in_segments(parts, starts, segs, page_size): the locked pages of parts, asked as the arena's locks lie"},
+    {"sync_locked", (PyCFunction)(void (*)(void))sync_locked, METH_FASTCALL,
+     "sync_locked(kernel, cover, missing, extra, dirty, spans, locked, page_size): the lock check's sets after an event"},
+    {"predict_pages", (PyCFunction)(void (*)(void))predict_pages, METH_FASTCALL,
+     "predict_pages(cover, start, stop, page_size, unit, add, dirty): an entry's pages counted in or out"},
     {"mlock", (PyCFunction)(void (*)(void))mlock_, METH_FASTCALL, "mlock(address, length): 0 or the errno"},
     {"munlock", (PyCFunction)(void (*)(void))munlock_, METH_FASTCALL, "munlock(address, length): 0 or the errno"},
     {"drive", (PyCFunction)(void (*)(void))drive, METH_FASTCALL,
