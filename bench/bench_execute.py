@@ -6,7 +6,9 @@ Prints, for a trace of bench/gen_trace.py's mix (default 20,000 events; CPU time
 best of --repeat runs):
 - execute with the reference driver, page locks checked event by event (checker.drivers.lockcheck):
   events/s (issue 14's target: at least 50,000), the mlock/munlock calls it made and their time,
-  and the kernel readings (madvise probes) the lock check made;
+  and the kernel readings (madvise probes) the lock check made; whether the check's set work
+  (checker.drivers.lockcheck's `sync_pages`, `predict_pages`) and the arena's reading loop
+  (`PinnedArena.kernel_locked_in` over its lock segments) ran in C (checker._native) or in Python;
 - the same with the page-lock check off, and with the whole comparison after every event (the
   check before the event-by-event one: every pinned entry, smaps read whole) on the first 2,000
   events, for what the check costs;
@@ -33,7 +35,7 @@ sys.path.insert(0, HERE)
 from gen_trace import generate  # noqa: E402
 
 from checker.drivers import execute as execute_module  # noqa: E402
-from checker.drivers import pinning  # noqa: E402
+from checker.drivers import lockcheck, pinning  # noqa: E402
 from checker.drivers.executor import ReferenceDriver  # noqa: E402
 from checker.engines.replay import replay_events, replay_trace, semantics_for  # noqa: E402
 from checker.trace.reader import read_trace  # noqa: E402
@@ -123,6 +125,9 @@ def main() -> None:
     n = generate(path, a.events)
     small = head(path, 2000, os.path.join(work, "mix-2000.jsonl"))
 
+    sets_in_c = lockcheck.NATIVE_SYNC is not None and lockcheck.NATIVE_PREDICT is not None
+    probe = pinning.kernel_lock_probe()
+    loop_in_c = probe is not None and pinning.segment_loop(probe) is not None
     counted = Counted()
     t_exec, report = cpu(lambda: execute_module.execute_trace(path, lambda: ReferenceDriver(lock_calls=counted.lock_calls)),
                          a.repeat)
@@ -131,7 +136,6 @@ def main() -> None:
     secs = {k: v / runs for k, v in counted.seconds.items()}
     # The probes are counted in a run of their own: a counting probe is called from Python for every
     # question, where the timed runs' probe loops run in C (pinning.probe_loops) when it is built.
-    probe = pinning.kernel_lock_probe()
     counted.count_probes()
     try:
         execute_module.execute_trace(path)
@@ -169,6 +173,8 @@ def main() -> None:
     print(f"  of which mlock {per_run['mlock']:,.0f} calls {secs['mlock']:.3f} s, munlock {per_run['munlock']:,.0f} calls"
           f" {secs['munlock']:.3f} s; kernel lock readings (madvise probes) {per_run['probe']:,.0f} calls"
           f" {secs['probe']:.3f} s (wall time inside the calls)")
+    print(f"  the check's set work in {'C' if sets_in_c else 'Python'} (lockcheck.sync_pages, predict_pages),"
+          f" the arena's reading loop in {'C' if loop_in_c else 'Python'} (PinnedArena.kernel_locked_in)")
     print(f"execute, page-lock check off:              {t_nolocks:.3f} s  {n / t_nolocks:,.0f} events/s;"
           f"  the check costs {(t_exec - t_nolocks) / n * 1e6:.1f} us per event")
     same = [(f.line, f.rule) for f in whole.findings] == [(f.line, f.rule) for f in incr.findings]
