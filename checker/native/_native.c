@@ -4868,12 +4868,13 @@ static int drop_span(PyObject *kernel, PyObject *dirty, long long lo, long long 
     }
     /* fewer locked pages than the span has: those inside it, found first (a set changing under its
      * iteration would be an error) */
-    PyObject *gone = PyList_New(0), *key;
-    if (gone == NULL)
+    PyObject *gone = PyList_New(0), *key = NULL;
+    PyObject *it = gone == NULL ? NULL : PyObject_GetIter(kernel); /* (the public protocol, not _PySet_NextEntry) */
+    if (it == NULL) {
+        Py_XDECREF(gone);
         return -1;
-    Py_ssize_t pos = 0;
-    Py_hash_t hash;
-    while (_PySet_NextEntry(kernel, &pos, &key, &hash)) {
+    }
+    while ((key = PyIter_Next(it)) != NULL) {
         long long p;
         int small = small_address(key, &p);
         if (small < 0)
@@ -4893,13 +4894,19 @@ static int drop_span(PyObject *kernel, PyObject *dirty, long long lo, long long 
         }
         if (inside && PyList_Append(gone, key) < 0)
             goto fail;
+        Py_CLEAR(key);
     }
+    Py_CLEAR(it);
+    if (PyErr_Occurred())
+        goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gone); i++)
         if (drop_page(kernel, dirty, PyList_GET_ITEM(gone, i)) < 0)
             goto fail;
     Py_DECREF(gone);
     return 0;
 fail:
+    Py_XDECREF(key);
+    Py_XDECREF(it);
     Py_DECREF(gone);
     return -1;
 }
@@ -4981,16 +4988,20 @@ static PyObject *sync_locked(PyObject *Py_UNUSED(module), PyObject *const *args,
         if (PyErr_Occurred())
             return NULL;
     }
-    Py_ssize_t pos = 0;
-    PyObject *key;
-    Py_hash_t hash;
-    while (_PySet_NextEntry(dirty, &pos, &key, &hash)) {
-        Py_INCREF(key); /* (held across the calls below, which may run a page's __eq__) */
+    PyObject *dirty_pages = PyObject_GetIter(dirty), *key;
+    if (dirty_pages == NULL)
+        return NULL;
+    while ((key = PyIter_Next(dirty_pages)) != NULL) {
         int r = judge_page(kernel, cover, missing, extra, key);
         Py_DECREF(key);
-        if (r < 0)
+        if (r < 0) {
+            Py_DECREF(dirty_pages);
             return NULL;
+        }
     }
+    Py_DECREF(dirty_pages);
+    if (PyErr_Occurred())
+        return NULL;
     Py_RETURN_TRUE;
 }
 
