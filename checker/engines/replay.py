@@ -129,6 +129,7 @@ class _CallShape:
     outputs: tuple[tuple[str, int, int, Callable], ...]
     param_names: frozenset
     output_names: frozenset
+    defaults: Mapping[str, Any]  # the values of the inputs a line may leave out (`CallInfo.defaults`)
 
 
 def _shapes(sem: Semantics) -> dict[str, _CallShape]:
@@ -141,6 +142,7 @@ def _shapes(sem: Semantics) -> dict[str, _CallShape]:
             tuple(_field_reader(n, t, spec) for n, t in info.params),
             tuple(_field_reader(n, t, spec) for n, t in info.outputs),
             frozenset(n for n, _ in info.params), frozenset(n for n, _ in info.outputs),
+            dict(info.defaults),
         )
     return out
 
@@ -235,18 +237,24 @@ class Replayer:
                                     *_suggest(ev.call, self.shapes))
         raw = ev.args
         args = {}
+        defaulted = 0
         for n, lo, hi, conv in shape.params:
             v = raw.get(n, _ABSENT)
             if type(v) is int and lo <= v <= hi:
                 args[n] = v
                 continue
             if v is _ABSENT:
-                raise self._input_error(ev, "T0731", f"{ev.call}: missing argument '{n}'")
+                v = shape.defaults.get(n, _ABSENT)
+                if v is _ABSENT:
+                    raise self._input_error(ev, "T0731", f"{ev.call}: missing argument '{n}'")
+                args[n] = v
+                defaulted += 1
+                continue
             try:
                 args[n] = conv(v)
             except ValueError as exc:
                 raise self._input_error(ev, "T0733", f"{ev.call}: argument '{n}': {exc}") from None
-        if len(raw) != len(args):
+        if len(raw) + defaulted != len(args):
             extra = sorted(set(raw) - shape.param_names)
             raise self._input_error(ev, "T0732", f"{ev.call}: unknown argument(s) {', '.join(extra)}")
         status = self._status(ev, shape)

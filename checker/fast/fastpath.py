@@ -470,21 +470,28 @@ EXPECT = Union[_ExpectSuccess, _ExpectFailure]
 TID = Annotated[int, Meta(ge=INT64_MIN, le=INT64_MAX)] | str
 
 
-def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = False) -> type | None:
-    """A struct of fields `f0, f1, ...` renamed to the given JSON names, each required, or with
+def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = False,
+                   defaults: Mapping[str, Any] | None = None) -> type | None:
+    """A struct of fields `f0, f1, ...` renamed to the given JSON names, each required (or taking
+    its value in `defaults` when absent: an input with a default, `CallInfo.defaults`), or with
     `optional` each UNSET when absent; unknown names are an error. None when a field has no wire type."""
     if any(t is None for _, t in fields):
         return None
-    slots = [(f"f{i}", t | UnsetType, UNSET) if optional else (f"f{i}", t) for i, (_, t) in enumerate(fields)]
+    defaults = defaults or {}
+    slots = [(f"f{i}", t | UnsetType, UNSET) if optional else
+             (f"f{i}", t, defaults[n]) if n in defaults else (f"f{i}", t) for i, (n, t) in enumerate(fields)]
+    # (msgspec wants the fields with a default after the required ones: kw_only lifts that)
     return msgspec.defstruct(name, slots, rename={f"f{i}": n for i, (n, _) in enumerate(fields)},
-                             forbid_unknown_fields=True, gc=False)  # gc=False: as the event struct's
+                             forbid_unknown_fields=True, kw_only=True, gc=False)  # gc=False: as the event struct's
 
 
 def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[type, type, type] | None:
     """The msgspec structs of one call's lines in the fast path's shape (the event, tagged by
     "call", and its args and out); None when some field has no wire type."""
     info = sem.calls[call].info
-    args = _fields_struct(f"Args{index}", [(p, _wire_type(em, t)) for p, t in info.params])
+    # An input a line leaves out takes its default here, as in `Replayer.normalise`: both steps
+    # (the Python one and the C module's) then read the struct's fields as if the line had it.
+    args = _fields_struct(f"Args{index}", [(p, _wire_type(em, t)) for p, t in info.params], defaults=dict(info.defaults))
     out = _fields_struct(f"Out{index}", [(p, _wire_type(em, t)) for p, t in info.outputs], optional=True)
     status = _status_wire_type(sem, em, info.decl.kind == "event")
     if args is None or out is None or status is None:

@@ -112,6 +112,8 @@ class CallInfo:
     decl: S.CallDecl
     params: tuple[tuple[str, Type], ...]
     outputs: tuple[tuple[str, Type], ...]
+    # (name, value) of each input with a default (`ArgDecl.default`), which a trace line may leave out
+    defaults: tuple[tuple[str, object], ...] = ()
 
     @property
     def name(self) -> str:

@@ -285,7 +285,7 @@ class _ToAst(Transformer):
         return str(c[0])
 
     def arg(self, meta, c):
-        return S.ArgDecl(str(c[0]), c[1], self._span(meta))
+        return S.ArgDecl(str(c[0]), c[1], self._span(meta), c[2])
 
     def arg_list(self, meta, c):
         return tuple(c)

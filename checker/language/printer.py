@@ -133,7 +133,8 @@ def print_clause(c: S.Clause) -> str:
 
 
 def _args(args: tuple[S.ArgDecl, ...]) -> str:
-    return ", ".join(f"{a.name}: {a.type.name}" for a in args)
+    return ", ".join(f"{a.name}: {a.type.name}" + ("" if a.default is None else f" = {print_expr(a.default)}")
+                     for a in args)
 
 
 def print_decl(d: S.Decl) -> str:

@@ -424,6 +424,9 @@ class ArgDecl:
     name: str
     type: TypeRef
     span: Span = _span()
+    # The value an input takes when a trace line leaves it out (`prot: Prot = PROT_READ | PROT_WRITE`),
+    # so that an argument added to an event keeps every older trace's meaning; None: required.
+    default: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

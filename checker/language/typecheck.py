@@ -394,7 +394,7 @@ class _Checker(ExpressionTyper):
             return
         params = self.check_args(d.params, set(), f"an argument of {d.name}")
         outputs = self.check_args(d.outputs, {n for n, _ in params}, f"an output of {d.name}")
-        self.calls[d.name] = CallInfo(d, params, outputs)
+        self.calls[d.name] = CallInfo(d, params, outputs, self.check_defaults(d, dict(params)))
         inputs = Scope(inputs=params, where=f"clause of {d.name}")
         with_out = Scope(inputs=params, outputs=outputs, where=f"clause of {d.name}")
         from .printer import print_clause  # local import: printing is only needed for rule summaries
@@ -462,6 +462,32 @@ class _Checker(ExpressionTyper):
                 self.err("E0301", f"{what} cannot be a range: no trace can give one (take its base and size as "
                                   "two arguments, and write range(base, size))", a.span)
             out.append((a.name, t))
+        return tuple(out)
+
+    def check_defaults(self, d: S.CallDecl, types: dict[str, Type]) -> tuple[tuple[str, object], ...]:
+        """The values of the inputs' defaults: each a constant of its argument's type (an output
+        always comes from the trace, so it has none)."""
+        for a in d.outputs:
+            if a.default is not None:
+                self.err("E0301", f"output '{a.name}' of {d.name} cannot have a default: a success records "
+                                  "every output", a.default.span)
+        out = []
+        for a in d.params:
+            if a.default is None or a.name not in types:
+                continue
+            t = types[a.name]
+            self.expect(a.default, t, Scope(state=False, where=f"default of argument '{a.name}'"))
+            value = self.constant(a.default)
+            if value is NOT_FOLDED:
+                self.err("E0303", f"the default of argument '{a.name}' of {d.name} must be a constant expression",
+                         a.default.span)
+                continue
+            bounds = value_bounds(t)
+            if bounds is not None and type(value) is int and not bounds[0] <= value <= bounds[1]:
+                self.err("E0304", f"the default of argument '{a.name}' of {d.name} is {value}, outside {t}",
+                         a.default.span)
+                continue
+            out.append((a.name, value))
         return tuple(out)
 
     def check_codes(self, codes: S.Codes, scope: Scope) -> None:
