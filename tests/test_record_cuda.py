@@ -250,6 +250,45 @@ def test_hip_unmap_of_a_registered_mapping_is_the_one_finding(hip_app, tmp_path,
         [("usage", "HIP-MUNMAP-REGISTERED", bad_unmap.line)]
 
 
+@pytest.fixture(scope="module")
+def cuda_readonly_app(tmp_path_factory) -> Path:
+    if COMPILER is None:
+        pytest.skip(f"no C compiler: {WHY_NONE}")
+    return build(tmp_path_factory.mktemp("cuda_ro"), "cudart", "fake_cudart.c", "cuda_readonly_app")
+
+
+@needs_cc
+def test_a_mappings_protection_and_its_changes_are_recorded(cuda_readonly_app, tmp_path, capfd):
+    trace = tmp_path / "t.jsonl"
+    a = record_app(cuda_readonly_app, "cuda", trace, capfd)
+    r, w, x = a["r"], a["w"], a["x"]
+    _, events = recorded(trace)
+    read_only = 0x1
+    assert as_rows(events) == [
+        ("mmap", {"length": PAGE, "prot": read_only}, None, {"addr": r}),
+        ("cudaHostRegister", {"ptr": r, "size": PAGE, "flags": 0x8}, 0, {}),
+        ("cudaHostUnregister", {"ptr": r}, 0, {}),
+        ("munmap", {"addr": r, "length": PAGE}, None, {}),
+        ("mmap", {"length": 2 * PAGE}, None, {"addr": w}),  # read-write: no `prot`
+        ("cudaHostRegister", {"ptr": w, "size": PAGE, "flags": 0}, 0, {}),
+        ("cudaHostUnregister", {"ptr": w}, 0, {}),
+        ("mprotect", {"addr": w, "length": 2 * PAGE, "prot": read_only}, None, {}),
+        ("cudaHostRegister", {"ptr": w, "size": PAGE, "flags": 0}, 0, {}),
+        ("cudaHostUnregister", {"ptr": w}, 0, {}),
+        ("munmap", {"addr": w, "length": 2 * PAGE}, None, {}),
+        # made read-only before any line named it: its `mmap`, written at the registration, says so
+        ("mmap", {"length": PAGE, "prot": read_only}, None, {"addr": x}),
+        ("cudaHostRegister", {"ptr": x, "size": PAGE, "flags": 0x8}, 0, {}),
+        ("cudaHostUnregister", {"ptr": x}, 0, {}),
+        ("munmap", {"addr": x, "length": PAGE}, None, {}),
+    ]
+    assert schema_errors(trace) == []
+    code, report = replay_json(trace)
+    assert code == 1
+    assert [(f["kind"], f["rule"], f["line"]) for f in report["findings"]] == \
+        [("usage", "CUDA-REG-READONLY-MAPPING", events[8].line)]
+
+
 @needs_cc
 @pytest.mark.parametrize("spec", ["acl", "hip"])
 def test_only_the_specs_family_is_written(cuda_app, tmp_path, capfd, spec):

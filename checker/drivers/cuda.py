@@ -47,12 +47,14 @@ class CudaDriver(PinnedHostDriver):
         self.before_4_1 = tuple(config.get("cuda_runtime", (12, 6))) < _VERSION_4_1
         self.can_map_host = bool(config.get("can_map_host", True))
         self.read_only_supported = bool(config.get("read_only_supported", True))
+        self.host_page_tables = bool(config.get("host_page_tables", False))
         self.observed = bool(config.get("observed", False))
         self.handlers = {
             "malloc": self.malloc,
             "free": self.free,
             "mmap": self.mmap,
             "munmap": self.munmap,
+            "mprotect": self.mprotect,
             "cudaMalloc": self.cuda_malloc,
             "cudaFree": self.cuda_free,
             "cudaSetDeviceFlags": self.set_device_flags,
@@ -122,6 +124,10 @@ class CudaDriver(PinnedHostDriver):
             return Result(CUDA_ERROR_INVALID_VALUE)  # C1.17 observed
         if flags & CUDA_HOST_REGISTER_READONLY and not self.read_only_supported:
             return Result(CUDA_ERROR_NOT_SUPPORTED)  # C1.8
+        if not self.host_page_tables and not flags & CUDA_HOST_REGISTER_READONLY and self.overlaps_read_only_mapping(ptr, size):
+            # C1.8 requires ReadOnly here and names no error; driver 610.43.02 answered InvalidValue
+            # (vllm-project/vllm-omni#6240), which the spec admits (CUDA-REG-READONLY-MAPPING-REFUSED).
+            return Result(CUDA_ERROR_INVALID_VALUE)
         if self.overlaps_pinned(ptr, size):
             return Result(CUDA_ERROR_INVALID_VALUE)  # C1.18 observed
         if not self.in_one_host_block(ptr, size):

@@ -51,6 +51,7 @@ class HipDriver(PinnedHostDriver):
             "free": self.free,
             "mmap": self.mmap,
             "munmap": self.munmap,
+            "mprotect": self.mprotect,
             "hipMalloc": self.hip_malloc,
             "hipFree": self.hip_free,
             "hipHostMalloc": self.host_malloc,

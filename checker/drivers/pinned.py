@@ -62,6 +62,14 @@ class DeviceSpace:
         return self.allocs.pop(base, None) is not None
 
 
+PROT_READ, PROT_WRITE = 0x1, 0x2  # <sys/mman.h>
+
+
+def is_read_only(prot: int) -> bool:
+    """Readable and not writable: a mapping C1.8 asks cudaHostRegisterReadOnly for."""
+    return bool(prot & PROT_READ) and not prot & PROT_WRITE
+
+
 def page_round(length: int) -> int:
     """`length` rounded up to whole pages, as mmap and munmap take it."""
     return -(-length // PAGE_SIZE) * PAGE_SIZE
@@ -84,6 +92,7 @@ class PinnedHostDriver(HostEvents):
         self.regs = IntMap()  # base -> Registration; bases of disjoint ranges
         self.pinned: dict[int, PinnedBlock] = {}  # base of a pinned-allocator block -> its flags and alias
         self.aliases = IntMap()  # device address -> size, of every live alias
+        self.read_only: set[int] = set()  # bases of the mappings the CPU may read but not write
         self.device = DeviceSpace()
         self.note = note
         self.success = success
@@ -92,10 +101,13 @@ class PinnedHostDriver(HostEvents):
     # -- environment events: mmap and munmap (malloc and free are HostEvents')
 
     def mmap(self, a: CallArgs) -> Result:
-        length = a.integer("length")
+        length, prot = a.integer("length"), a.integer("prot")  # (prot: recorded, not applied: `mprotect`)
         if length <= 0:
             raise MappingFailed(22, f"mmap of {length} bytes: the kernel refuses an empty mapping (EINVAL)")
-        return Result(self.success, {"addr": self.host.allocate(page_round(length), "mmap", lock=False)})
+        base = self.host.allocate(page_round(length), "mmap", lock=False)
+        if is_read_only(prot):
+            self.read_only.add(base)
+        return Result(self.success, {"addr": base})
 
     def munmap(self, a: CallArgs) -> Result:
         """A munmap from a mapping's base releases its first pages (all of them, or a prefix) for real;
@@ -115,11 +127,35 @@ class PinnedHostDriver(HostEvents):
         else:
             self.kill_registrations(addr, span)
             self.host.trim_front(addr, span)
+            if addr in self.read_only:
+                self.read_only.discard(addr)
+                self.read_only.add(addr + span)
         return Result(self.success)
+
+    def mprotect(self, a: CallArgs) -> Result:
+        """A mapping's protection is recorded, not applied: the arena's pages stay readable and
+        writable (the driver relocates and locks them but never runs code that could fault on them);
+        `read_only` says which mappings a registration treats as read-only. Followed as the specs
+        follow it: an mprotect from a mapping's base that covers all of it sets its protection, one
+        that makes a prefix writable makes the whole writable; any other changes nothing."""
+        addr, length, prot = a.integer("addr"), a.integer("length"), a.integer("prot")
+        block = self.host.block_at(addr, "mmap")
+        if block is None:
+            return Result(self.success)
+        if page_round(length) >= block.size and is_read_only(prot):
+            self.read_only.add(addr)
+        elif page_round(length) >= block.size or prot & PROT_WRITE:
+            self.read_only.discard(addr)
+        return Result(self.success)
+
+    def overlaps_read_only_mapping(self, ptr: int, size: int) -> bool:
+        """Whether [ptr, ptr + size) shares a byte with a mapping the CPU may read but not write."""
+        return any(ptr < base + self.host.blocks[base].size and base < ptr + size for base in self.read_only)
 
     def release_block(self, base: int) -> None:
         """free, munmap or the pinned allocator's free of a whole block: registrations inside die."""
         self.kill_registrations(base, max(self.host.blocks[base].size, 1))
+        self.read_only.discard(base)
         pinned = self.pinned.pop(base, None)
         if pinned is not None and pinned.device is not None:
             del self.aliases[pinned.device]

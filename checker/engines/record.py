@@ -68,14 +68,15 @@ MAX_COMPILER_OUTPUT = 4000
 
 # The calls the interposer writes, per family (the value of REGCHECK_FAMILY); a spec must declare
 # all of one family's to have its traces recorded. In acl traces a registered mapping is written as
-# `malloc`/`free` (the acl spec has no mapping events), in cuda and hip ones as `mmap`/`munmap`.
+# `malloc`/`free` (the acl spec has no mapping events), in cuda and hip ones as `mmap`/`munmap`,
+# with the mapping's protection (`prot`, when not read-write) and its changes (`mprotect`).
 RECORDED_CALLS: dict[str, tuple[str, ...]] = {
     "acl": ("malloc", "free", "aclrtMallocHost", "aclrtFreeHost", "aclrtHostRegisterV2",
             "aclrtHostGetDevicePointer", "aclrtHostUnregister"),
-    "cuda": ("malloc", "free", "mmap", "munmap", "cudaHostRegister", "cudaHostUnregister",
+    "cuda": ("malloc", "free", "mmap", "munmap", "mprotect", "cudaHostRegister", "cudaHostUnregister",
              "cudaHostGetDevicePointer", "cudaHostGetFlags", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",
              "cudaMalloc", "cudaFree", "cudaSetDeviceFlags"),
-    "hip": ("malloc", "free", "mmap", "munmap", "hipHostRegister", "hipHostUnregister", "hipHostGetDevicePointer",
+    "hip": ("malloc", "free", "mmap", "munmap", "mprotect", "hipHostRegister", "hipHostUnregister", "hipHostGetDevicePointer",
             "hipHostMalloc", "hipHostFree", "hipMalloc", "hipFree"),
 }
 

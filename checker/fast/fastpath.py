@@ -480,9 +480,9 @@ def _fields_struct(name: str, fields: list[tuple[str, Any]], optional: bool = Fa
     defaults = defaults or {}
     slots = [(f"f{i}", t | UnsetType, UNSET) if optional else
              (f"f{i}", t, defaults[n]) if n in defaults else (f"f{i}", t) for i, (n, t) in enumerate(fields)]
-    # (msgspec wants the fields with a default after the required ones: kw_only lifts that)
+    # (the fields with a default come last: the type checker holds a spec's inputs to that, E0301)
     return msgspec.defstruct(name, slots, rename={f"f{i}": n for i, (n, _) in enumerate(fields)},
-                             forbid_unknown_fields=True, kw_only=True, gc=False)  # gc=False: as the event struct's
+                             forbid_unknown_fields=True, gc=False)  # gc=False: as the event struct's
 
 
 def _event_structs(sem: Semantics, em: Emitter, call: str, index: int) -> tuple[type, type, type] | None:

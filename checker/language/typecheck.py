@@ -472,6 +472,12 @@ class _Checker(ExpressionTyper):
                 self.err("E0301", f"output '{a.name}' of {d.name} cannot have a default: a success records "
                                   "every output", a.default.span)
         out = []
+        for a, after in zip(d.params, d.params[1:]):
+            if a.default is not None and after.default is None:
+                # (as in Python: a line's inputs are matched by name, but every back end that builds
+                # a call positionally, the fast path's structs among them, needs the defaults last)
+                self.err("E0301", f"argument '{after.name}' of {d.name} has no default but follows '{a.name}', "
+                                  "which has one: put the arguments with defaults last", after.span)
         for a in d.params:
             if a.default is None or a.name not in types:
                 continue

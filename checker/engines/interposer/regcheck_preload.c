@@ -2,7 +2,7 @@
  * regcheck_preload.c: the LD_PRELOAD interposer behind `regcheck record`.
  *
  * It intercepts the host-registration calls of three runtimes and the host memory calls their
- * specs' rules need (the malloc family, free, mmap, munmap, mremap), forwards each call to the
+ * specs' rules need (the malloc family, free, mmap, munmap, mremap, mprotect), forwards each call to the
  * real function found with dlsym(RTLD_NEXT), and appends trace format v1 events
  * (docs/trace-format.md) to the file named by REGCHECK_TRACE:
  *  - Ascend CANN (libascendcl.so): aclrtHostRegisterV2, aclrtHostUnregister,
@@ -92,6 +92,7 @@ static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
+static int (*real_mprotect)(void *, size_t, int);
 static void *(*real_mremap)(void *, size_t, size_t, int, ...);
 
 typedef void (*sig_fn)(int);
@@ -277,12 +278,13 @@ static void resolve_allocators(void) {
     real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
     real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+    real_mprotect = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "mprotect");
     real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
     real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
     real_signal = (sig_fn(*)(int, sig_fn))dlsym(RTLD_NEXT, "signal");
     real_sysv_signal = (sig_fn(*)(int, sig_fn))dlsym(RTLD_NEXT, "sysv_signal");
     if (!real_malloc || !real_calloc || !real_realloc || !real_free || !real_posix_memalign || !real_mmap ||
-        !real_munmap) {
+        !real_munmap || !real_mprotect) {
         say("cannot find the C library's allocator with dlsym(RTLD_NEXT); giving up", 0, NULL);
         abort();
     }
@@ -318,6 +320,22 @@ struct entry {
     uint32_t tid;
     uint32_t flags;
 };
+
+/* A mapping's protection (PROT_READ, PROT_WRITE, PROT_EXEC) lives in its entry's flags as its
+   difference from read-write, so that an entry made without one (a heap block) reads as
+   read-write, which is also what an `mmap` line without `prot` means. */
+#define PROT_BITS 7u
+#define PROT_SHIFT 8
+#define PROT_MASK (PROT_BITS << PROT_SHIFT)
+#define PROT_RW (PROT_READ | PROT_WRITE)
+
+static uint32_t prot_flags(int prot) {
+    return (((uint32_t)prot ^ PROT_RW) & PROT_BITS) << PROT_SHIFT;
+}
+
+static int entry_prot(const struct entry *e) {
+    return (int)(((e->flags >> PROT_SHIFT) & PROT_BITS) ^ PROT_RW);
+}
 
 struct table {
     pthread_mutex_t lock;
@@ -573,10 +591,24 @@ static void emit_alloc(const struct entry *e, int mapping) {
     struct line l;
     ev_begin(&l, as_mmap ? "mmap" : "malloc");
     ev_arg(&l, as_mmap ? "length" : "size", e->size, 1);
+    if (as_mmap && entry_prot(e) != PROT_RW)
+        ev_arg(&l, "prot", (uint64_t)entry_prot(e), 0); /* left out: read-write, as the format says */
     put_s(&l, as_mmap ? "},\"out\":{\"addr\":" : "},\"out\":{\"ptr\":");
     put_u(&l, e->addr);
     put_s(&l, "}");
     ev_end(&l, e->tid, 0, 0, 0);
+    emit(&l);
+}
+
+/* `mprotect` {addr, length, prot} of pages of a mapping whose `mmap` is in the trace (cuda, hip). */
+static void emit_mprotect(uintptr_t a, uint64_t len, int prot, uint64_t t0, uint64_t t1) {
+    struct line l;
+    ev_begin(&l, "mprotect");
+    ev_arg(&l, "addr", a, 1);
+    ev_arg(&l, "length", len, 0);
+    ev_arg(&l, "prot", (uint64_t)(prot & PROT_BITS), 0);
+    put_s(&l, "}");
+    ev_end(&l, tid(), 1, t0, t1);
     emit(&l);
 }
 
@@ -908,7 +940,7 @@ static void maps_cut(uintptr_t a, uintptr_t end, uint64_t t0, uint64_t t1) {
                 tab_del(&maps, s);
                 emit_munmap(gone.addr, cut_end - gone.addr, t0, t1);
                 if (cut_end < gone_end)
-                    tab_put(&maps, cut_end, gone_end - cut_end, gone.tid, EMITTED);
+                    tab_put(&maps, cut_end, gone_end - cut_end, gone.tid, EMITTED | (gone.flags & PROT_MASK));
             } else {
                 emit_munmap(a, cut_end - a, t0, t1);
                 s->flags |= CUT_KEPT;
@@ -918,9 +950,9 @@ static void maps_cut(uintptr_t a, uintptr_t end, uint64_t t0, uint64_t t1) {
         }
         tab_del(&maps, s);
         if (gone.addr < a)
-            tab_put(&maps, gone.addr, a - gone.addr, gone.tid, 0);
+            tab_put(&maps, gone.addr, a - gone.addr, gone.tid, gone.flags & PROT_MASK);
         if (gone.addr + gone.size > end)
-            tab_put(&maps, end, gone.addr + gone.size - end, gone.tid, 0);
+            tab_put(&maps, end, gone.addr + gone.size - end, gone.tid, gone.flags & PROT_MASK);
         if (gone.flags & EMITTED)
             emit_free(gone.addr, t0, t1);
     }
@@ -950,7 +982,7 @@ static void *tracked_mmap(void *addr, size_t len, int prot, int flags, int fd, o
         void *p = real_mmap(addr, len, prot, flags, fd, off);
         if (p != MAP_FAILED) {
             tab_lock(&maps);
-            tab_put(&maps, (uintptr_t)p, page_len(len), tid(), 0);
+            tab_put(&maps, (uintptr_t)p, page_len(len), tid(), prot_flags(prot));
             tab_unlock(&maps);
         }
         return p;
@@ -965,7 +997,7 @@ static void *tracked_mmap(void *addr, size_t len, int prot, int flags, int fd, o
     uint64_t t1 = now_ns();
     if (p != MAP_FAILED) {
         maps_cut(a, end, t0, t1);
-        tab_put(&maps, (uintptr_t)p, page_len(len), tid(), 0);
+        tab_put(&maps, (uintptr_t)p, page_len(len), tid(), prot_flags(prot));
     }
     tab_unlock(&maps);
     if (locked)
@@ -1003,6 +1035,49 @@ EXPORT int munmap(void *addr, size_t len) {
     return rc;
 }
 
+/* Records a protection change of [a, end) (caller holds maps.lock, and wlock if an emitted mapping
+   is touched). A mapping whose `mmap` is in the trace (cuda, hip) gets an `mprotect` line of the
+   call's range, which the spec follows; one not yet written keeps the protection the spec would
+   compute from that line, which its `mmap` line carries when a registration writes it: set when
+   the range starts at the mapping's base and covers it all, made writable when it starts at the
+   base and makes a prefix writable, else unchanged (docs/recording.md). */
+static void maps_protect(uintptr_t a, uintptr_t end, int prot, uint64_t t0, uint64_t t1) {
+    int written = 0;
+    for (size_t i = 0; i < maps.cap; i++) {
+        struct entry *s = &maps.slots[i];
+        if (!s->addr || s->addr >= end || a >= s->addr + s->size)
+            continue;
+        if ((s->flags & EMITTED) && family != FAM_ACL && !written) {
+            emit_mprotect(a, end - a, prot, t0, t1);
+            written = 1;
+        }
+        if (s->addr == a && (end >= s->addr + s->size || (prot & PROT_WRITE)))
+            s->flags = (s->flags & ~PROT_MASK) | prot_flags(prot);
+    }
+}
+
+EXPORT int mprotect(void *addr, size_t len, int prot) {
+    if (BOOTING() || !real_mprotect)
+        return (int)syscall(SYS_mprotect, addr, len, prot);
+    uintptr_t a = (uintptr_t)addr;
+    if (!tracking() || len == 0 || (a & (page_size - 1)))
+        return real_mprotect(addr, len, prot); /* an invalid call changes nothing */
+    uintptr_t end = page_end(a, len);
+    int locked = maps_overlap_emitted(a, end);
+    if (locked)
+        wlock_take();
+    tab_lock(&maps);
+    uint64_t t0 = now_ns();
+    int rc = real_mprotect(addr, len, prot);
+    uint64_t t1 = now_ns();
+    if (rc == 0)
+        maps_protect(a, end, prot, t0, t1);
+    tab_unlock(&maps);
+    if (locked)
+        wlock_drop();
+    return rc;
+}
+
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
     void *want = NULL;
     if (flags & MREMAP_FIXED) {
@@ -1021,6 +1096,8 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
     if (locked)
         wlock_take();
     tab_lock(&maps);
+    struct entry *moved = tab_find(&maps, a);
+    uint32_t prot = moved ? moved->flags & PROT_MASK : 0; /* the pages keep their protection */
     uint64_t t0 = now_ns();
     void *p = real_mremap(old, old_len, new_len, flags, want);
     uint64_t t1 = now_ns();
@@ -1028,7 +1105,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
         maps_cut(a, end, t0, t1);
         if (flags & MREMAP_FIXED)
             maps_cut(wa, wend, t0, t1);
-        tab_put(&maps, (uintptr_t)p, page_len(new_len), tid(), 0);
+        tab_put(&maps, (uintptr_t)p, page_len(new_len), tid(), prot);
     }
     tab_unlock(&maps);
     if (locked)
