@@ -147,7 +147,8 @@ def explained_outcomes(trace: str) -> set[str]:
     covered: set[str] = set()
     for ev in events:
         cc = sem.calls[ev.call]
-        args = {n: coerce_value(t, ev.args[n], spec) for n, t in cc.info.params}
+        given = {**dict(cc.info.defaults), **ev.args}  # an input a line leaves out takes its default
+        args = {n: coerce_value(t, given[n], spec) for n, t in cc.info.params}
         outs = {n: coerce_value(t, ev.out[n], spec) for n, t in cc.info.outputs if n in ev.out}
         status = sem.success if ev.ret is None else ev.ret
         allowed = sem.allowed(st, ev.call, args)

@@ -126,7 +126,7 @@ class CudaDriver(PinnedHostDriver):
             return Result(CUDA_ERROR_NOT_SUPPORTED)  # C1.8
         if not self.host_page_tables and not flags & CUDA_HOST_REGISTER_READONLY and self.overlaps_read_only_mapping(ptr, size):
             # C1.8 requires ReadOnly here and names no error; driver 610.43.02 answered InvalidValue
-            # (vllm-project/vllm-omni#6240), which the spec admits (CUDA-REG-READONLY-MAPPING-REFUSED).
+            # (vllm-project/vllm-omni#6240), which the spec admits (CUDA-REG-READONLY-MAPPING is `undefined`).
             return Result(CUDA_ERROR_INVALID_VALUE)
         if self.overlaps_pinned(ptr, size):
             return Result(CUDA_ERROR_INVALID_VALUE)  # C1.18 observed
