@@ -580,6 +580,10 @@ def _call(g: _Gen, name: str, kind: str, machine: bool) -> str:
     s = Scope(g, locals=dict(params), machine=machine)
     so = s.sub(locals={**params, **outputs})
     sig = ", ".join(f"{n}: {t}" for n, t in params.items())
+    last = list(params)[-1] if params else None
+    if last is not None and params[last] != "Fl" and c.coin(0.3):  # a default a trace line may leave out
+        sig += " = " + (c.pick(["true", "false"]) if params[last] == "bool" else
+                        c.pick(ENUM[1]) if params[last] == "Mode" else c.pick(["0", "1", "7"]))
     out = f" -> ({', '.join(f'{n}: {t}' for n, t in outputs.items())})" if outputs else ""
     clauses = []
     fails = []

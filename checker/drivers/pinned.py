@@ -101,7 +101,8 @@ class PinnedHostDriver(HostEvents):
     # -- environment events: mmap and munmap (malloc and free are HostEvents')
 
     def mmap(self, a: CallArgs) -> Result:
-        length, prot = a.integer("length"), a.integer("prot")  # (prot: recorded, not applied: `mprotect`)
+        length = a.integer("length")
+        prot = a.integer_or("prot", PROT_READ | PROT_WRITE)  # recorded, not applied: see `mprotect`
         if length <= 0:
             raise MappingFailed(22, f"mmap of {length} bytes: the kernel refuses an empty mapping (EINVAL)")
         base = self.host.allocate(page_round(length), "mmap", lock=False)

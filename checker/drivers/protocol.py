@@ -120,6 +120,11 @@ class CallArgs:
             raise self._bad(name, "an integer", value)
         return value
 
+    def integer_or(self, name: str, default: int) -> int:
+        """An input the spec gives a default (`mmap`'s `prot`): `default` when the caller left it
+        out, as a trace line may; otherwise as `integer`."""
+        return default if name not in self.values else self.integer(name)
+
     def member(self, name: str, allowed: tuple[str, ...]) -> str:
         value = self.values.get(name)
         if value not in allowed:
