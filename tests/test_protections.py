@@ -233,3 +233,16 @@ def test_the_bundled_cuda_spec_models_it():
     assert spec.rules["CUDA-REG-READONLY-MAPPING"].cite.clause.startswith("C1.8:")
     assert dict(spec.calls["mmap"].defaults) == {"prot": PROT_RW}
     assert spec.params["host_page_tables"][1] is False
+
+
+def test_the_schema_takes_prot_and_mprotect_and_nothing_else_new():
+    jsonschema = pytest.importorskip("jsonschema")
+    from importlib.resources import files
+    schema = json.loads(files("checker").joinpath("schemas/trace-v1.schema.json").read_text(encoding="utf-8"))
+    v = jsonschema.Draft202012Validator(schema)
+    assert v.is_valid(mmap(prot=["PROT_READ"])) and v.is_valid(mmap()) and v.is_valid(mprotect(4096, 1))
+    assert not v.is_valid({"call": "mprotect", "args": {"addr": BASE, "length": 4096}})  # prot required
+    assert not v.is_valid({"call": "mmap", "args": {"length": 1, "protection": 1}, "out": {"addr": BASE}})
+    assert not v.is_valid({**mprotect(4096, 1), "ret": 0})  # an environment event: no ret
+    header = {"regcheck": 1, "spec": "cuda", "env": {"host_page_tables": True}}
+    assert v.is_valid(header) and not v.is_valid({**header, "env": {"host_page_tables": "yes"}})
