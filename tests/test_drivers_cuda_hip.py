@@ -313,6 +313,24 @@ def test_cuda_munmap_of_a_prefix_keeps_the_rest(real_pinning, cuda):
     assert_locks_agree(cuda, frozenset())
 
 
+def test_cuda_read_only_mappings_need_the_readonly_flag(real_pinning, cuda):
+    """C1.8: without host page tables (the default) a read-only mapping registered without ReadOnly
+    is refused with InvalidValue, as driver 610.43.02 did (vllm-project/vllm-omni#6240)."""
+    ro = call(cuda, "mmap", length=2 * P, prot=0x1).out["addr"]
+    assert creg(cuda, ro + P, P) == C_INVALID and creg(cuda, ro, P, READONLY) == 0 and cunreg(cuda, ro) == 0
+    rw = call(cuda, "mmap", length=2 * P).out["addr"]  # no prot: read-write
+    assert creg(cuda, rw, P) == 0 and cunreg(cuda, rw) == 0
+    assert call(cuda, "mprotect", addr=rw, length=2 * P, prot=0x1) == Result(0)
+    assert creg(cuda, rw, P) == C_INVALID
+    assert call(cuda, "mprotect", addr=rw, length=P, prot=0x3) == Result(0)  # a writable prefix: all writable
+    assert creg(cuda, rw + P, P) == 0 and cunreg(cuda, rw + P) == 0
+    assert call(cuda, "munmap", addr=ro, length=P) == Result(0)  # the rest stays read-only
+    assert creg(cuda, ro + P, P) == C_INVALID
+    with started("cuda", {"host_page_tables": True}) as ats:
+        m = call(ats, "mmap", length=P, prot=0x1).out["addr"]
+        assert creg(ats, m, P) == 0 and cunreg(ats, m) == 0
+
+
 def test_cuda_foreign_addresses_are_refused_untouched(real_pinning, cuda):
     baseline, foreign = vmlck_bytes(), ctypes.create_string_buffer(b"x" * (2 * P), 2 * P)
     buf = malloc(cuda, 2 * P)
@@ -506,15 +524,16 @@ def test_execute_agrees_with_replay_on_the_corpus(real_pinning, trace):
 
 # --- random call sequences, judged by the spec's semantics ---------------------------------------
 
-CUDA_CALLS = ["malloc", "malloc", "free", "mmap", "munmap", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",
+CUDA_CALLS = ["malloc", "malloc", "free", "mmap", "munmap", "mprotect", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",
               "cudaMalloc", "cudaFree", "cudaSetDeviceFlags", "cudaHostRegister", "cudaHostRegister",
               "cudaHostRegister", "cudaHostUnregister", "cudaHostUnregister", "cudaHostGetDevicePointer",
               "cudaHostGetDevicePointer", "cudaHostGetFlags"]
-HIP_CALLS = ["malloc", "malloc", "free", "mmap", "munmap", "hipHostMalloc", "hipHostFree", "hipMalloc", "hipFree",
+HIP_CALLS = ["malloc", "malloc", "free", "mmap", "munmap", "mprotect", "hipHostMalloc", "hipHostFree", "hipMalloc", "hipFree",
              "hipHostRegister", "hipHostRegister", "hipHostRegister", "hipHostUnregister", "hipHostUnregister",
              "hipHostGetDevicePointer", "hipHostGetDevicePointer"]
 SIZES = [0, 1, 100, P, P, P + 1, 2 * P]
 ALLOC_SIZES = [0, 100, 2 * P, 4 * P, 4 * P, 3 * P - 7]
+PROTS = [3, 3, 1, 0, 5, 7]  # read-write, read-only, none, read-exec, all
 REG_FLAGS = [0, 0, PORTABLE, MAPPED, MAPPED | PORTABLE, IOMEMORY, READONLY, 0x10, UNCACHED]
 OUTS = {"malloc": "ptr", "mmap": "addr", "cudaMallocHost": "ptr", "cudaHostAlloc": "pHost", "hipHostMalloc": "ptr"}
 
@@ -532,7 +551,10 @@ def step_args(data, name: str, bases: list[int]) -> dict:
         case "malloc" | "cudaMallocHost" | "cudaMalloc" | "hipMalloc":
             return {"size": data.draw(st.sampled_from(ALLOC_SIZES))}
         case "mmap":
-            return {"length": data.draw(st.sampled_from(ALLOC_SIZES[1:]))}
+            return {"length": data.draw(st.sampled_from(ALLOC_SIZES[1:])), "prot": data.draw(st.sampled_from(PROTS))}
+        case "mprotect":
+            return {"addr": address(), "length": data.draw(st.sampled_from([0, P, 2 * P, 4 * P])),
+                    "prot": data.draw(st.sampled_from(PROTS))}
         case "munmap":
             return {"addr": address(), "length": data.draw(st.sampled_from([0, P, 2 * P, 4 * P]))}
         case "cudaHostAlloc":
@@ -587,9 +609,10 @@ def run_conformance(data, spec: str, env: dict, calls: list[str]) -> None:
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), runtime=st.sampled_from(["12.6", "4.0"]), can_map=st.booleans(), ro=st.booleans(),
-       observed=st.booleans())
-def test_the_cuda_driver_conforms_to_the_spec(data, runtime, can_map, ro, observed):
-    env = {"cuda_runtime": runtime, "can_map_host": can_map, "read_only_supported": ro, "observed": observed}
+       observed=st.booleans(), page_tables=st.booleans())
+def test_the_cuda_driver_conforms_to_the_spec(data, runtime, can_map, ro, observed, page_tables):
+    env = {"cuda_runtime": runtime, "can_map_host": can_map, "read_only_supported": ro, "observed": observed,
+           "host_page_tables": page_tables}
     run_conformance(data, "cuda", env, CUDA_CALLS)
 
 
