@@ -2,6 +2,7 @@
 
     python bench/bench_replay.py            # 1M events for speed; 1M vs 10M events for memory
     python bench/bench_replay.py --quick    # 200k events; 200k vs 1M for memory
+    python bench/bench_replay.py --only live-100k   # one workload of the table below, nothing else
 
 Times are CPU time of this process (time.process_time), which shared, busy machines disturb less
 than wall-clock time. Prints replay time and events/s (target >= 300,000 events/s), then the
@@ -136,11 +137,15 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
     p.add_argument("--dir", help="where to keep the generated traces (default: a temporary directory)")
     p.add_argument("--no-mixes", action="store_true", help="only the gen_trace mix, not the other workloads")
+    p.add_argument("--only", choices=sorted(MIXES), help="only this workload's row (and its peak RSS for live-100k)")
     a = p.parse_args()
     speed_n = 200_000 if a.quick else 1_000_000
     big_n = 1_000_000 if a.quick else 10_000_000
     work = a.dir or tempfile.mkdtemp(prefix="regcheck-bench-")
     os.makedirs(work, exist_ok=True)
+    if a.only:
+        other_mixes(work, speed_n, a.repeat, None, a.only)
+        return
     small, big = os.path.join(work, f"acl-{speed_n}.jsonl"), os.path.join(work, f"acl-{big_n}.jsonl")
     for path, n in ((small, speed_n), (big, big_n)):
         if not os.path.exists(path):
@@ -181,15 +186,18 @@ def main() -> None:
         other_mixes(work, speed_n, a.repeat, small)
 
 
-def other_mixes(work: str, n: int, repeat: int, main_mix: str) -> None:
-    """Each workload: replay with and without the C module against msgspec and orjson decoding."""
+def other_mixes(work: str, n: int, repeat: int, main_mix: str | None, only: str | None = None) -> None:
+    """Each workload (or `only` that one, without the main mix): replay with and without the C module
+    against msgspec and orjson decoding."""
     print()
     # ÷msgspec is the best replay over the best decoding; `each round` is the same ratio within each
     # round in turn (a decoding and a replay run back to back): how much the machine's noise moves it.
     print(f"{'workload':15s} {'events':>9s} {'replay ev/s':>12s} {'÷msgspec':>9s} {'each round':>14s} {'÷orjson':>8s}"
           f" {'pure ev/s':>10s} {'pure÷msgspec':>13s}   targets: <= 3x, pure <= 8x")
-    paths = [("gen_trace mix", main_mix)]
+    paths = [("gen_trace mix", main_mix)] if only is None else []
     for name, make in MIXES.items():
+        if only is not None and name != only:
+            continue
         path = os.path.join(work, f"{name}-{n}.jsonl")
         if not os.path.exists(path):
             make(path, n)
@@ -212,8 +220,8 @@ def other_mixes(work: str, n: int, repeat: int, main_mix: str) -> None:
         print(f"{name:15s} {events:9,d} {events / t_replay:12,.0f} {fast:8.2f}x {spread:>14s} {t_replay / t_orjson:7.2f}x"
               f" {events / t_pure:10,.0f} {pure:12.2f}x   [{'met' if fast <= 3 else 'NOT met'},"
               f" {'met' if pure <= 8 else 'NOT met'}]{'' if verdict == 'conforms' else '  verdict: ' + verdict}")
-    live = dict(paths)["live-100k"]
-    for pure in (False, True):
+    live = dict(paths).get("live-100k")
+    for pure in (False, True) if live is not None else ():
         rss = peak_rss_kib(live, pure) / 1024
         print(f"peak RSS, replay of live-100k{' without the C module' if pure else ''}: {rss:.1f} MiB"
               f"   [target < 150 MiB: {'met' if rss < 150 else 'NOT met'}]")
