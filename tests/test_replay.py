@@ -432,9 +432,10 @@ journals = st.lists(st.lists(st.tuples(st.sampled_from(["regs", "allocs", None])
 def reference_remember(created: dict, removed: list, journal: list):
     """What remember does, spelt out on a dict and a list."""
     def remember(line, call):
-        for table, key, op, _ in journal:
+        for table, key, op, old in journal:
             if table is not None and op == "put":
-                created.setdefault((table, key), (line, call))
+                if old is None:  # (an update's entry is in `created` already)
+                    created.setdefault((table, key), (line, call))
             elif table is not None:
                 created.pop((table, key), None)
                 removed.append((table, key, line, call))
@@ -461,8 +462,9 @@ def test_the_c_remember_and_the_python_remember_are_the_reference(events, calls)
         removed = window()
         journal: list = []
         remember = make(created, removed, journal)
+        live: set = set()
         for line, changes in enumerate(events, 2):
-            journal[:] = [(table, key, op, None) for table, key, op in changes]
+            journal[:] = [(table, key, op, _previous(live, table, key, op)) for table, key, op in changes]
             remember(line, "call" if calls == 0 else f"call{line % 3}" if calls == 1 else f"call{line}")
         ways.append((dict(created), list(removed)[-4:], len(created), sorted(created),
                      [(where in created, created.get(where)) for where in [("regs", k) for k in range(7)]]))
@@ -470,6 +472,36 @@ def test_the_c_remember_and_the_python_remember_are_the_reference(events, calls)
     assert all(way == ways[0] for way in ways)
     removals = sum(op == "remove" and table is not None for changes in events for table, _, op in changes)
     assert pushes[2] == removals and (NATIVE is None or pushes[4] == removals)
+
+
+def _previous(live: set, table, key, op: str):
+    """The previous record a table journals for this change (a stand-in; None: the entry was not
+    live), as the tables of a replay keep it, with `live` the entries live so far."""
+    if table is None:
+        return None
+    was = (table, key) in live
+    if op == "put":
+        live.add((table, key))
+    else:
+        live.discard((table, key))
+    return {"size": 1} if was else None
+
+
+def test_an_update_is_not_looked_up_in_created():
+    """A put journalled with its previous record updates an entry the replay made earlier, which
+    `created` holds already: each remember leaves `created` as it is for it, without looking it
+    up, where a new entry is noted (so an entry `created` lacks stays absent after an update)."""
+    ways = [(_python_remembering, MadeLines, partial(deque, maxlen=4))]
+    if NATIVE is not None:
+        ways += [(_remembering, dict, partial(deque, maxlen=4)), (_remembering, NATIVE.Made, partial(NATIVE.Ring, 4))]
+    for make, made, window in ways:
+        created, journal = made(), []
+        remember = make(created, window(), journal)
+        journal[:] = [("regs", 5, "put", None)]
+        remember(2, "register")
+        journal[:] = [("regs", 5, "put", {"size": 1}), ("regs", 6, "put", {"size": 1})]
+        remember(3, "update")
+        assert dict(created) == {("regs", 5): (2, "register")}, made
 
 
 def test_made_lines_reads_as_a_dict_of_lines_and_calls():

@@ -621,7 +621,12 @@ def _remembering(created: Mapping, removed: deque, journal: list) -> Callable[[i
     """remember(line, call): created[(table, key)] = (line, call) for each put of `journal` to an
     entry not in `created` yet (an update keeps the creating line); each removal leaves `created`
     and goes to `removed` as (table, key, line, call). `created` is a MadeLines, or where the C
-    module is built its Made (or a dict)."""
+    module is built its Made (or a dict).
+
+    A put whose journal entry holds a previous record updates an entry that was live before it,
+    which the replayer's `created` already holds (every entry a replay makes is remembered, from
+    tables that start empty), so it is skipped without looking `created` up: most updates of a
+    trace (a device pointer noted on a registration) then cost no probe of a large dict."""
     if NATIVE is not None:  # the same function in C (checker/native/_native.c)
         return partial(NATIVE.remember, created, removed, journal)
     return _python_remembering(created, removed, journal)  # type: ignore[arg-type]
@@ -637,10 +642,12 @@ def _python_remembering(created: MadeLines, removed: deque, journal: list) -> Ca
 
     def remember(line: int, call: str) -> None:
         made = None
-        for table, key, op, _ in journal:
+        for table, key, op, old in journal:
             if table is None:
                 continue
             if op == "put":
+                if old is not None:  # an update: its entry is in `created` (see `_remembering`)
+                    continue
                 if made is None:  # value(line, call), without the call where the call has its number
                     try:
                         made = line << CALL_BITS | numbers[call]

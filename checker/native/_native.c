@@ -4373,7 +4373,7 @@ static int removed_push(PyObject *removed, PyObject *table, PyObject *key, PyObj
 
 /* remember(created, removed, journal, line, call): checker.replay's pure `remember` (see
  * `_remembering` there): each put of the journal not yet in `created` (a Made, or a dict) is noted
- * as made by (line, call); each removal leaves `created` and is appended to `removed` (a Ring, or
+ * as made by (line, call), an update (a put with a previous record) skipped without a look-up; each removal leaves `created` and is appended to `removed` (a Ring, or
  * anything with an append) as (table, key, line, call). */
 static PyObject *remember(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -4410,6 +4410,8 @@ static PyObject *remember(PyObject *Py_UNUSED(module), PyObject *const *args, Py
             failed = 1;
             break;
         }
+        if (is_put && PyTuple_GET_ITEM(change, 3) != Py_None)
+            continue; /* an update: its entry is in `created` already (replay.py's `_remembering`) */
         long long k;
         if (direct && PyDict_GET_SIZE(m->other) == 0 && PyUnicode_CheckExact(table) && as_i64(key, &k)) {
             if (table != last_table) {
