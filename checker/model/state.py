@@ -154,9 +154,12 @@ class _TableOps:
             if type(keys) is list:
                 del keys[bisect_left(keys, key)]
             else:
-                if type(keys) is not SortedList or not self._sorted_list_discard(keys, key):
+                if type(keys) is SortedList and self._sorted_list_discard(keys, key):
+                    left = keys._len  # (len(keys): SortedList's __len__ is a Python call)
+                else:
                     keys.remove(key)
-                if len(keys) < self.small // 2:
+                    left = len(keys)
+                if left < self.small // 2:
                     self.keys = list(keys)
             self._forget_size(old[field])
             if not self.rows:
@@ -218,7 +221,8 @@ class _TableOps:
             sub.insert(i, key)
             before = sub[i - 1] if i else (lists[pos - 1][-1] if pos else None)
             after = sub[i + 1]  # (maxes[pos] > key: a larger key follows in this sublist)
-        keys._expand(pos)
+        if keys._index or len(sub) > keys._load << 1:  # (else `_expand` has nothing to do: no call)
+            keys._expand(pos)
         keys._len += 1
         return self._separated_between(before, after, key, size)
 
