@@ -1013,26 +1013,36 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
     return tracked_mmap(addr, len, prot, flags, fd, off);
 }
 
+/* An unmap (protecting 0) or a protection change (protecting 1) of a valid, page-aligned range,
+   made under the mapping table's lock, and under wlock where a mapping in the trace is touched (its
+   line is written before another thread can be handed the same pages), then recorded in the table. */
+static void maps_protect(uintptr_t a, uintptr_t end, int prot, uint64_t t0, uint64_t t1);
+static int maps_change(void *addr, size_t len, int prot, int protecting) {
+    uintptr_t a = (uintptr_t)addr, end = page_end(a, len);
+    int locked = maps_overlap_emitted(a, end);
+    if (locked)
+        wlock_take();
+    tab_lock(&maps);
+    uint64_t t0 = now_ns();
+    int rc = protecting ? real_mprotect(addr, len, prot) : real_munmap(addr, len);
+    uint64_t t1 = now_ns();
+    if (rc == 0 && protecting)
+        maps_protect(a, end, prot, t0, t1);
+    else if (rc == 0)
+        maps_cut(a, end, t0, t1);
+    tab_unlock(&maps);
+    if (locked)
+        wlock_drop();
+    return rc;
+}
+
 EXPORT int munmap(void *addr, size_t len) {
     if (BOOTING() || !real_munmap)
         return (int)syscall(SYS_munmap, addr, len);
     uintptr_t a = (uintptr_t)addr;
     if (!tracking() || len == 0 || (a & (page_size - 1)))
         return real_munmap(addr, len); /* an invalid call changes nothing */
-    uintptr_t end = page_end(a, len);
-    int locked = maps_overlap_emitted(a, end);
-    if (locked)
-        wlock_take();
-    tab_lock(&maps);
-    uint64_t t0 = now_ns();
-    int rc = real_munmap(addr, len);
-    uint64_t t1 = now_ns();
-    if (rc == 0)
-        maps_cut(a, end, t0, t1);
-    tab_unlock(&maps);
-    if (locked)
-        wlock_drop();
-    return rc;
+    return maps_change(addr, len, 0, 0);
 }
 
 /* Records a protection change of [a, end) (caller holds maps.lock, and wlock if an emitted mapping
@@ -1062,20 +1072,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot) {
     uintptr_t a = (uintptr_t)addr;
     if (!tracking() || len == 0 || (a & (page_size - 1)))
         return real_mprotect(addr, len, prot); /* an invalid call changes nothing */
-    uintptr_t end = page_end(a, len);
-    int locked = maps_overlap_emitted(a, end);
-    if (locked)
-        wlock_take();
-    tab_lock(&maps);
-    uint64_t t0 = now_ns();
-    int rc = real_mprotect(addr, len, prot);
-    uint64_t t1 = now_ns();
-    if (rc == 0)
-        maps_protect(a, end, prot, t0, t1);
-    tab_unlock(&maps);
-    if (locked)
-        wlock_drop();
-    return rc;
+    return maps_change(addr, len, prot, 1);
 }
 
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
