@@ -90,6 +90,11 @@ class StartIndex:
         return out
 
 
+def pages_of(lo: int, hi: int, page_size: int) -> range:
+    """The pages of [lo, hi): from the one holding lo, none when the range is empty."""
+    return range(lo - lo % page_size, hi, page_size) if hi > lo else range(0)
+
+
 class Mismatch(NamedTuple):
     """The difference after an event: pages predicted locked that the kernel has not locked (with
     the rule predicting the first), and pages locked that nothing predicts."""
@@ -286,7 +291,7 @@ class LockCheck:
             self.by_key.discard(key, entry)
             self.by_place.discard(lo, entry)
             self.untracked.discard(entry)
-        pages = range(lo - lo % PAGE_SIZE, hi, PAGE_SIZE) if hi > lo else range(0)  # (the entry's pages)
+        pages = pages_of(lo, hi, PAGE_SIZE)
         if len(pages) > WALKED_PAGES:
             if delta > 0:
                 self.oversized[entry] = (pages.start, pages.stop)
@@ -346,8 +351,7 @@ def sync_pages(kernel: set[int], cover: dict[int, int], missing: set[int], extra
     if kernel:
         for lo, hi in spans:
             if (hi - lo) // page_size <= len(kernel):
-                # the span's pages
-                gone = kernel.intersection(range(lo - lo % page_size, hi, page_size) if hi > lo else ())
+                gone = kernel.intersection(pages_of(lo, hi, page_size))
             else:
                 gone = [p for p in kernel if lo <= p < hi]  # type: ignore[assignment]
             if gone:

@@ -350,8 +350,7 @@ class PinnedArena:
 
         Locks the arena holds on those pages are dropped first, so nothing stays locked.
         """
-        _memory_changed()
-        self._require_open()
+        self._changing()
         buffer = self._region_at(address, _BUFFER)
         for alias in sorted(self._aliases.get(buffer.address, ())):
             self._release(self._mappings[alias])
@@ -401,8 +400,7 @@ class PinnedArena:
         Raises NotOwned when an alias still maps one of the pages, MappingFailed when the kernel
         refuses; the arena is then as before the call.
         """
-        _memory_changed()
-        self._require_open()
+        self._changing()
         buffer = self._region_at(address, _BUFFER)
         if not isinstance(length, int) or length <= 0 or length % PAGE_SIZE or length >= buffer.size:
             raise ValueError(f"length must be a positive multiple of the page size below {buffer.size}, not {length!r}")
