@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines.record import find_compiler, recorded_family
+from checker.engines.record import PROTECTIONS_LEFT_OUT, find_compiler, recorded_family, records_protections
 from checker.language.diagnostics import RegcheckError
 from checker.trace.reader import read_trace
 from tests.helpers import run_cli
@@ -287,6 +287,68 @@ def test_a_mappings_protection_and_its_changes_are_recorded(cuda_readonly_app, t
     assert code == 1
     assert [(f["kind"], f["rule"], f["line"]) for f in report["findings"]] == \
         [("usage", "CUDA-REG-READONLY-MAPPING", events[8].line)]
+
+
+def spec_without(tmp_path: Path, family: str, event: bool = True, arg: bool = True) -> Path:
+    """The bundled cuda or hip spec without the `mprotect` event (`event`) and/or `mmap`'s `prot`
+    (`arg`), as a spec written for that family before stop 41 read."""
+    text = (REPO / "spec" / f"{family}.spec").read_text()
+    if event:
+        start = text.index("event mprotect(")
+        text = text[:start] + text[text.index("\n}\n", start) + 3:]
+    if arg:
+        text = text.replace("event mmap(length: u64, prot: Prot = PROT_READ | PROT_WRITE)", "event mmap(length: u64)")
+        text = text.replace("dev: 0, prot: prot }", "dev: 0, prot: PROT_READ | PROT_WRITE }")
+    spec = tmp_path / f"{family}_{'no_event' if event else ''}{'no_prot' if arg else ''}.spec"
+    spec.write_text(text)
+    return spec
+
+
+@needs_cc
+def test_a_spec_without_protections_is_recorded_without_their_lines(cuda_readonly_app, tmp_path, capfd):
+    # The program of the test above, for a spec with neither `mprotect` nor mmap's `prot`: the same
+    # calls, every mapping written as read-write, and the header says protections were left out.
+    spec = spec_without(tmp_path, "cuda")
+    trace = tmp_path / "t.jsonl"
+    a = record_app(cuda_readonly_app, str(spec), trace, capfd)
+    header, events = recorded(trace)
+    assert "mprotect" in header.meta[PROTECTIONS_LEFT_OUT]
+    r, w, x = a["r"], a["w"], a["x"]
+    reg = [("cudaHostRegister", {"ptr": w, "size": PAGE, "flags": 0}, 0, {}), ("cudaHostUnregister", {"ptr": w}, 0, {})]
+    assert as_rows(events) == [
+        ("mmap", {"length": PAGE}, None, {"addr": r}),
+        ("cudaHostRegister", {"ptr": r, "size": PAGE, "flags": 0x8}, 0, {}),
+        ("cudaHostUnregister", {"ptr": r}, 0, {}),
+        ("munmap", {"addr": r, "length": PAGE}, None, {}),
+        ("mmap", {"length": 2 * PAGE}, None, {"addr": w}),
+        *reg, *reg,  # (no `mprotect` line between them)
+        ("munmap", {"addr": w, "length": 2 * PAGE}, None, {}),
+        ("mmap", {"length": PAGE}, None, {"addr": x}),
+        ("cudaHostRegister", {"ptr": x, "size": PAGE, "flags": 0x8}, 0, {}),
+        ("cudaHostUnregister", {"ptr": x}, 0, {}),
+        ("munmap", {"addr": x, "length": PAGE}, None, {}),
+    ]
+    code, report = replay_json(trace, "--spec", str(spec))
+    assert (code, report["verdict"]) == (0, "conforms")  # C1.8 is not seen without protections
+
+
+@pytest.mark.parametrize("family", ["cuda", "hip"])
+def test_protections_are_recorded_with_both_parts_or_neither(tmp_path, family):
+    assert records_protections(family, family) is True
+    assert records_protections(str(spec_without(tmp_path, family)), family) is False
+    assert records_protections("acl", "acl") is False
+
+
+@pytest.mark.parametrize("event, arg, says", [
+    (True, False, "declares mmap's argument 'prot' but not the event 'mprotect'"),
+    (False, True, "declares the event 'mprotect' but not mmap's argument 'prot'"),
+])
+def test_a_spec_with_half_of_the_protections_is_X0812(tmp_path, event, arg, says):
+    spec = spec_without(tmp_path, "hip", event=event, arg=arg)
+    code, _, err = run("record", "--spec", str(spec), "-o", str(tmp_path / "t.jsonl"), "--", "/bin/true")
+    assert code == 2
+    assert "error[X0812]" in err and says in err
+    assert not (tmp_path / "t.jsonl").exists()  # refused before anything was written
 
 
 @needs_cc

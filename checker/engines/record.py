@@ -20,7 +20,8 @@ Error codes (X08xx, environment; X0801-X0808 belong to checker.drivers.pinning a
   X0810  no C compiler found (and no earlier build of this interposer in the cache)
   X0811  the interposer failed to build (the message carries the compiler's output)
   X0812  the spec cannot be recorded: it does not declare every call of any family the interposer
-         writes (acl, cuda, hip); cuPVA is not intercepted (see the docs)
+         writes (acl, cuda, hip), or declares only one of `mprotect` and mmap's `prot`; cuPVA is
+         not intercepted (see the docs)
   X0813  the build cache or the trace file cannot be written
   X0814  the program cannot be started
 """
@@ -68,17 +69,23 @@ MAX_COMPILER_OUTPUT = 4000
 
 # The calls the interposer writes, per family (the value of REGCHECK_FAMILY); a spec must declare
 # all of one family's to have its traces recorded. In acl traces a registered mapping is written as
-# `malloc`/`free` (the acl spec has no mapping events), in cuda and hip ones as `mmap`/`munmap`,
-# with the mapping's protection (`prot`, when not read-write) and its changes (`mprotect`).
+# `malloc`/`free` (the acl spec has no mapping events), in cuda and hip ones as `mmap`/`munmap`.
 RECORDED_CALLS: dict[str, tuple[str, ...]] = {
     "acl": ("malloc", "free", "aclrtMallocHost", "aclrtFreeHost", "aclrtHostRegisterV2",
             "aclrtHostGetDevicePointer", "aclrtHostUnregister"),
-    "cuda": ("malloc", "free", "mmap", "munmap", "mprotect", "cudaHostRegister", "cudaHostUnregister",
+    "cuda": ("malloc", "free", "mmap", "munmap", "cudaHostRegister", "cudaHostUnregister",
              "cudaHostGetDevicePointer", "cudaHostGetFlags", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",
              "cudaMalloc", "cudaFree", "cudaSetDeviceFlags"),
-    "hip": ("malloc", "free", "mmap", "munmap", "mprotect", "hipHostRegister", "hipHostUnregister", "hipHostGetDevicePointer",
+    "hip": ("malloc", "free", "mmap", "munmap", "hipHostRegister", "hipHostUnregister", "hipHostGetDevicePointer",
             "hipHostMalloc", "hipHostFree", "hipMalloc", "hipFree"),
 }
+# A mapping's protection, in the families with mapping events: `mmap`'s `prot` (written when not
+# read-write) and the `mprotect` event. A spec that declares both gets them; one that declares
+# neither (a cuda or hip spec written before stop 41) is recorded without them, and the header's
+# meta says so (PROTECTIONS_LEFT_OUT); one that declares only one of the two is X0812.
+PROTECTION_FAMILIES = ("cuda", "hip")
+PROTECTION_EVENT, PROTECTION_ARG = "mprotect", "prot"
+PROTECTIONS_LEFT_OUT = "protections_not_recorded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +285,25 @@ def recorded_family(spec_name: str) -> str:
     raise RegcheckError([error(CODE_SPEC_NOT_RECORDABLE, f"cannot record for spec '{spec_name}': {why}")])
 
 
+def records_protections(spec_name: str, family: str) -> bool:
+    """Whether the trace carries page protections (see PROTECTION_FAMILIES): True when the spec
+    declares both the `mprotect` event and `mmap`'s `prot`, False when it declares neither or the
+    family has no mapping events; X0812 when it declares one without the other, since half of them
+    would record a protection the spec cannot follow, or miss changes the trace then never shows."""
+    if family not in PROTECTION_FAMILIES:
+        return False
+    spec = load_spec(spec_name)
+    has_event = PROTECTION_EVENT in spec.calls
+    has_arg = any(name == PROTECTION_ARG for name, _ in spec.calls["mmap"].params)
+    if has_event == has_arg:
+        return has_event
+    lacks = f"mmap's argument '{PROTECTION_ARG}'" if has_event else f"the event '{PROTECTION_EVENT}'"
+    has = f"the event '{PROTECTION_EVENT}'" if has_event else f"mmap's argument '{PROTECTION_ARG}'"
+    raise RegcheckError([error(CODE_SPEC_NOT_RECORDABLE, (
+        f"cannot record for spec '{spec_name}': it declares {has} but not {lacks}; page protections are "
+        f"recorded with both (as spec/{family}.spec declares them) or, with neither, left out"))])
+
+
 # ---------------------------------------------------------------- the runtime version from the host
 
 
@@ -427,6 +453,7 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     if not argv:
         raise RegcheckError([error(CODE_CANNOT_RUN, "no program to run: give it after `--`")])
     family = recorded_family(spec)
+    protections = records_protections(spec, family)
     from_host = host_env(spec, env)
     env.update(from_host)
     resolve_config(load_spec(spec), env)
@@ -450,6 +477,9 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
         meta["env_not_from_host"] = runtime.unknown  # what the host could not tell, and why
     if runtime.library:
         meta["runtime_library"] = runtime.library
+    if family in PROTECTION_FAMILIES and not protections:
+        meta[PROTECTIONS_LEFT_OUT] = (f"the spec declares neither '{PROTECTION_EVENT}' nor mmap's "
+                                      f"'{PROTECTION_ARG}': every mapping is written as read-write")
     # The header only; the interposer appends the events. A device or FIFO is written in place, never
     # replaced, and held open while the program runs (so that a FIFO's reader does not see its end early).
     target = OutputFile(output, CODE_CANNOT_WRITE)
@@ -461,7 +491,7 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     if not target.special:
         target.commit()
     try:
-        done, recorded_pid = _run_recorded(argv, program, interposer, output, family, environ)
+        done, recorded_pid = _run_recorded(argv, program, interposer, output, family, protections, environ)
     finally:
         target.commit()
     code = done.returncode
@@ -469,7 +499,8 @@ def record(argv: Sequence[str], output: str | os.PathLike[str], spec: str = "acl
     return RecordResult(status, signum, output, _count_events(output), recorded_pid, str(interposer), warnings)
 
 
-def _run_recorded(argv, program: str, interposer: Path, output: str, family: str, environ: Mapping[str, str]):
+def _run_recorded(argv, program: str, interposer: Path, output: str, family: str, protections: bool,
+                  environ: Mapping[str, str]):
     """Run the program with the interposer preloaded; (the completed process, the recording pid)."""
     with tempfile.TemporaryDirectory(prefix="regcheck-record-") as scratch:
         claim = os.path.join(scratch, "owner")
@@ -479,6 +510,7 @@ def _run_recorded(argv, program: str, interposer: Path, output: str, family: str
         child_env["REGCHECK_TRACE"] = output
         child_env["REGCHECK_CLAIM"] = claim
         child_env["REGCHECK_FAMILY"] = family
+        child_env["REGCHECK_PROTECTIONS"] = "1" if protections else "0"
         try:
             with _stop_signals_held() as held:
                 child = subprocess.Popen(list(argv), executable=program, env=child_env)

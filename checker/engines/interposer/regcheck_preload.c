@@ -114,6 +114,10 @@ static int recording;           /* atomic: REGCHECK_TRACE is open and this proce
    calls are written, and it decides how a mapping is written (below, "writing events"). */
 enum { FAM_ACL, FAM_CUDA, FAM_HIP };
 static int family = FAM_ACL;
+/* Whether `mmap` lines carry `prot` and `mprotect` lines are written (cuda, hip): REGCHECK_PROTECTIONS
+   is 0 for a spec that declares neither (checker/engines/record.py). The protections are kept either
+   way; only their lines are left out. */
+static int protections = 1;
 enum { CLAIM_UNDECIDED, CLAIM_OWNER, CLAIM_DENIED };
 static int claim = CLAIM_UNDECIDED; /* under wlock */
 enum { OFF_NO_TRACE, OFF_DENIED, OFF_FORKED, OFF_EXECED, OFF_WRITE_FAILED };
@@ -591,7 +595,7 @@ static void emit_alloc(const struct entry *e, int mapping) {
     struct line l;
     ev_begin(&l, as_mmap ? "mmap" : "malloc");
     ev_arg(&l, as_mmap ? "length" : "size", e->size, 1);
-    if (as_mmap && entry_prot(e) != PROT_RW)
+    if (as_mmap && protections && entry_prot(e) != PROT_RW)
         ev_arg(&l, "prot", (uint64_t)entry_prot(e), 0); /* left out: read-write, as the format says */
     put_s(&l, as_mmap ? "},\"out\":{\"addr\":" : "},\"out\":{\"ptr\":");
     put_u(&l, e->addr);
@@ -1057,7 +1061,7 @@ static void maps_protect(uintptr_t a, uintptr_t end, int prot, uint64_t t0, uint
         struct entry *s = &maps.slots[i];
         if (!s->addr || s->addr >= end || a >= s->addr + s->size)
             continue;
-        if ((s->flags & EMITTED) && family != FAM_ACL && !written) {
+        if ((s->flags & EMITTED) && family != FAM_ACL && protections && !written) {
             emit_mprotect(a, end - a, prot, t0, t1);
             written = 1;
         }
@@ -1834,6 +1838,9 @@ __attribute__((constructor)) static void regcheck_start(void) {
             return;
         }
     }
+    const char *prot_env = getenv("REGCHECK_PROTECTIONS");
+    if (prot_env && !strcmp(prot_env, "0"))
+        protections = 0;
     const char *claim_env = getenv("REGCHECK_CLAIM");
     if (claim_env && strlen(claim_env) < sizeof claim_path)
         strcpy(claim_path, claim_env);
