@@ -172,7 +172,7 @@ def test_pointers_refer_to_the_tests_own_live_allocations(name):
     suite = default_suite(name)
     spec = load_spec(name)
     from checker.language.analysis import memory_shape
-    shape = memory_shape(semantics_for(TraceHeader(name, {}), None, name).spec)
+    shape = memory_shape(semantics_for(TraceHeader(name, {}), None, name).spec, computed_sizes=True)  # (mmap too)
     for t in suite.tests:
         live: dict[int, int] = {}
         for ev in t.events:
@@ -276,7 +276,8 @@ def test_an_origin_no_test_reaches_is_listed_as_not_covered(tmp_path):
     code, out, _ = run_cli("generate", str(path), "--pytest", str(tmp_path / "t.py"))
     assert code == 0
     assert f"not covered: checked with a live blocks entry from mapped: {why}" in out
-    assert "promises about live entries: judged with 1 of 2 origins live; 1 not covered (listed above)" in out
+    # (mapped's own promise is one about the live entries too, never judged with one live)
+    assert "promises about live entries: judged with 1 of 4 origins live; 3 not covered (listed above)" in out
 
 
 @pytest.mark.parametrize("name", ALL_SPECS)
@@ -333,10 +334,12 @@ UNREACHABLE = {
 # reads what an earlier call wrote at a real address: a query of null shows nothing about it.)
 # (111 and 62 since bounded model checking fills transitions the search does not reach.)
 COVERAGE_FLOOR = {"cuda": {"branches": 262, "transitions": 111}, "hip": {"branches": 159, "transitions": 62}}
-# Candidate calls judged: 0.85 and 0.53 million now, 12.5 and 59.5 million (3.5 and 13 minutes) before
+# Candidate calls judged: 0.85 and 0.53 million, 12.5 and 59.5 million (3.5 and 13 minutes) before
 # states that allow the same outcomes were searched once (`StateKey`). Raise it, saying why, when the
-# argument pool grows on purpose.
-CANDIDATE_CEILING = {"cuda": 1_700_000, "hip": 1_100_000}
+# argument pool grows on purpose. Since stop 42 prefixes map memory too (mmap, an allocation whose
+# entry is its whole pages): 1.50 and 1.29 million, for live entries of 17 of 21 and 10 of 13
+# origins (10 of 16 and 5 of 9 before).
+CANDIDATE_CEILING = {"cuda": 1_700_000, "hip": 1_500_000}
 
 
 @pytest.mark.slow

@@ -188,7 +188,8 @@ def run_test(test: ConformanceTest | str, driver_factory: Callable[[], Driver] |
             problems.append(Problem(0, "start", "driver error", test.rule, "start() to succeed", type(exc).__name__,
                                     str(exc)))
             return TestResult(test.name, test.rule, FAIL, tuple(problems), time.perf_counter() - t0)
-        observed = ObservedDriver(driver, memory_shape(sem.spec).allocators, check_locks, event_by_event=True)
+        observed = ObservedDriver(driver, memory_shape(sem.spec, computed_sizes=True).allocators, check_locks,
+                                  event_by_event=True)  # (mmap: its pages are the driver's too)
         run = Execution(sem, observed, test.name)
         for i, (ev, exp) in enumerate(zip(test.events, test.expectations), 1):
             ev = TraceEvent(i + 1, ev.call, ev.args, ev.ret, ev.out, ev.tid, ev.t0, ev.t1)

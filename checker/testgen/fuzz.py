@@ -177,7 +177,8 @@ class _Runner:
                                                f"{what} raised {type(exc).__name__}: {exc}")]) from exc
         # A driver whose lock reports are the reference driver's own is read event by event; what
         # only the whole reading sees comes at the run's end (`findings_at_the_end`).
-        self.observed = ObservedDriver(self.driver, memory_shape(self.sem.spec).allocators, event_by_event=True)
+        self.observed = ObservedDriver(self.driver, memory_shape(self.sem.spec, computed_sizes=True).allocators,
+                                      event_by_event=True)
         self.run = Execution(self.sem, self.observed, "<fuzz>")
         self.events: list[TraceEvent] = []
         self.expectations: list[Expectation | None] = []
@@ -216,7 +217,7 @@ class _Runner:
         node = self.node()
         al = sem.allowed(node.state, d.call, d.args)
         exp = expectation_of(sem, al) if is_api else None
-        alloc = pool.allocators.get(d.call)
+        alloc = pool.exact_allocators.get(d.call)
         outputs = pool.outputs(sem, node, d.call, d.args) if al.success or al.open else None
         if alloc is not None and outputs is not None:
             outputs = {**outputs, alloc.output: d.alloc_at if d.alloc_at is not None else self.next_alloc()}
@@ -352,7 +353,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
             hit = cache.get(key)
             if hit is not None:
                 return hit
-            alloc = pool.allocators.get(call)
+            alloc = pool.exact_allocators.get(call)
             if pool.facts[call].is_api:
                 candidates = list(pool.candidates(node, call, full))
             elif alloc is not None:  # environment allocations: sizes a machine can give
@@ -375,7 +376,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
     def enabled(call: str):
         """Allocations only below the cap; calls that take an address only once something is
         allocated (before that, every address they could take is null)."""
-        alloc = pool.allocators.get(call)
+        alloc = pool.exact_allocators.get(call)
         takes_address = any(t.kind == "int" and t.name == "addr" for _, t in spec.calls[call].params)
 
         def check(self) -> bool:

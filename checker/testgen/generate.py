@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 from ..engines.runs import Step, a_status, semantics_for
+from ..language.analysis import Allocator
 from ..language.checked import CheckedSpec
 from ..model.outcomes import Allowed
 from ..model.semantics import Semantics
@@ -226,8 +227,17 @@ class _Generator:
                 status = sem.success if facts.is_api else None
                 allocs = node.allocs
                 if alloc is not None:
+                    if not alloc.exact and not self._sized_as_asked(st, alloc, args, outputs):
+                        continue
                     allocs = allocs + ((outputs[alloc.output], args[alloc.size_param]),)
                 yield Node(st, node.steps + (Step(call, dict(args), dict(outputs), status),), allocs)
+
+    def _sized_as_asked(self, st: State, alloc: Allocator, args: Mapping, outputs: Mapping) -> bool:
+        """Whether an allocation whose entry's size is computed (an mmap's whole pages) made an entry
+        of the size asked, as the prefix records it (else its addresses past that size would not be
+        taken for the allocation's, and the executor would relocate it by another size)."""
+        record = st.tables[alloc.table].rows.get(outputs[alloc.output])
+        return record is not None and record.get(self.spec.tables[alloc.table].sized_by) == args[alloc.size_param]
 
     def _probe_state(self, ctx: _Ctx, node: Node, full: bool) -> None:
         for call in self.api_calls:
@@ -879,7 +889,7 @@ class _Generator:
     def _allocations_of(self, unrolling) -> list[tuple]:
         """(step, the step chooses allocator A, A's base, A's size) for each step and allocator."""
         return [(j, sv.selector == unrolling.calls.index(call), sv.io[call][alloc.output], sv.io[call][alloc.size_param])
-                for j, sv in enumerate(unrolling.steps) for call, alloc in self.pool.allocators.items()]
+                for j, sv in enumerate(unrolling.steps) for call, alloc in self.pool.exact_allocators.items()]
 
     def _testable_runs(self, unrolling) -> list:
         """Runs the executor can play against a driver, as enumeration's are: every address
@@ -896,10 +906,12 @@ class _Generator:
                if self._address_params(call)]
         allocs = self._allocations_of(unrolling)
         out += [implies(chosen, size >= 1) for _, chosen, _, size in allocs]
-        # An environment event returning memory that is no allocation the executor knows how to
-        # size (mmap, whose mapping is its length rounded to pages) cannot be relocated: not used.
+        # An environment event returning memory that is no allocation of an exact size (mmap, whose
+        # mapping is its length rounded to pages) is not used here: a model's length need not be a
+        # whole number of pages, and the allocations above are sized by it. (Enumeration's prefixes
+        # map whole pages, so they use it.)
         for call, facts in self.facts.items():
-            if not facts.is_api and call not in self.pool.allocators and \
+            if not facts.is_api and call not in self.pool.exact_allocators and \
                     any(is_addr(t) for _, t in self.spec.calls[call].outputs):
                 out += [sv.selector != unrolling.calls.index(call) for sv in unrolling.steps]
         for j, chosen, base, size in allocs:

@@ -32,7 +32,11 @@ class ArgumentPool:
     def __init__(self, spec: CheckedSpec):
         self.spec = spec
         self.facts = {n: facts_of(spec, info) for n, info in spec.calls.items()}
-        self.allocators = memory_shape(spec).allocators
+        # Also an allocator whose entry's size is computed from the size asked (mmap's whole pages):
+        # a prefix asks every allocator for ALLOC_SIZE, a whole number of pages, so its entry is that
+        # size, as the allocations a prefix records say. (The executor relocates such memory too.)
+        self.allocators = memory_shape(spec, computed_sizes=True).allocators
+        self.exact_allocators = {name: a for name, a in self.allocators.items() if a.exact}
         self.alloc_tables = frozenset(st.table for name in self.allocators for st in S.effect_statements(spec.calls[name].decl)
                                       if isinstance(st, S.Insert))
         self.flag_pool = {name: _flag_values(members) for name, members in spec.flags.items()}
@@ -48,10 +52,13 @@ class ArgumentPool:
         """Arguments for a step of a prefix: existing bases, plain sizes, single flags and pairs."""
         facts = self.facts[call]
         alloc = self.allocators.get(call)
+        defaults = dict(self.spec.calls[call].defaults) if alloc is not None else {}
         per_param = []
         for name, t in facts.params:
             if alloc is not None and name == alloc.size_param:
                 values = [ALLOC_SIZE]
+            elif name in defaults:  # an allocation's other arguments as their defaults (an mmap's protection)
+                values = [defaults[name]]
             elif is_addr(t):
                 values = sorted({k for tbl in node.state.tables.values() for k in tbl.rows if isinstance(k, int)}
                                 | {k + PAGE for k, n in self.live(node)})

@@ -58,7 +58,8 @@ class SpecDriver:
 
     def __init__(self, spec: str | CheckedSpec, path: str = "<spec driver>", contrast: CheckedSpec | None = None):
         self.spec = spec if isinstance(spec, CheckedSpec) else check_source(SourceFile.of(path, spec))
-        self.shape = memory_shape(self.spec)
+        # (with mmap, whose pages it hands out as an allocation's: a generated prefix maps whole pages)
+        self.shape = memory_shape(self.spec, computed_sizes=True)
         self.contrast = contrast
         self.sem = None
         self.state: State | None = None

@@ -8,7 +8,7 @@ from checker.drivers.protocol import Result
 
 __all__ = ["CudaNoOverlapCheck", "CudaOverlapStartOnly", "CudaRejectedReadOnlyLeavesEntry",
            "CudaDevicePointerNotRegisteredCode", "CudaStaleDevicePointerAfterUnregister",
-           "CudaGetFlagsOnRegisteredMemory"]
+           "CudaGetFlagsOnRegisteredMemory", "CudaMappingNotRegistrable", "CudaMappingNotLocked"]
 
 REGISTER, GETDEV = "cudaHostRegister", "cudaHostGetDevicePointer"
 
@@ -103,3 +103,36 @@ class CudaGetFlagsOnRegisteredMemory(ReferenceDriver):
                 flags = CUDA_HOST_REGISTER_MAPPED | held[1].flags & CUDA_HOST_REGISTER_PORTABLE
                 return Result(0, {"pFlags": flags})
         return result
+
+
+class CudaMappingNotRegistrable(ReferenceDriver):
+    """cudaHostRegister pins only heap memory: a range of an `mmap` mapping (read-write, anonymous) is
+    refused with InvalidValue, as if no host allocation held it (the shape of
+    NVIDIA/open-gpu-kernel-modules#732, where pages mapped by a driver's own mmap could not be
+    registered). Caught by CUDA-REG-EFFECT: a registration of a mapping that must succeed. The suites
+    before stop 42 had no test on mapped memory (no prefix mapped any) and passed it; only the
+    fuzzer caught it (tests/test_mutants.py asks the suite to)."""
+
+    def call(self, name, args):
+        held = self._impl.host.holding(args.get("ptr", 0), max(args.get("size", 0), 1)) if name == REGISTER else None
+        if held is not None and held[1].kind == "mmap":
+            return Result(CUDA_ERROR_INVALID_VALUE)
+        return super().call(name, args)
+
+
+class CudaMappingNotLocked(ReferenceDriver):
+    """cudaHostRegister of a range of an `mmap` mapping succeeds and records the registration but
+    never page-locks it (a driver that pins through its heap allocator's bookkeeping alone), so the
+    device would read pages the kernel may move. Caught by CUDA-PIN-REGISTERED: the page locks,
+    compared with the kernel's after the registration, lack the range. Like the mutant above, it
+    passed the suites before stop 42."""
+
+    def start(self, spec, env):
+        super().start(spec, env)
+        impl = self._impl
+        lock = impl.arena.lock
+
+        def heap_only(ptr, size):
+            held = impl.host.holding(ptr, max(size, 1))
+            return None if held is not None and held[1].kind == "mmap" else lock(ptr, size)
+        impl.arena.lock = heap_only
