@@ -42,6 +42,19 @@ def is_addr(t: Type | None) -> bool:
     return t is not None and t.kind == "int" and t.name == "addr"
 
 
+def _range_size_param(spec: CheckedSpec, size: S.Expr, is_api: bool) -> str | None:
+    """The argument a range's size is: a name, or for an environment event a size computed from one
+    argument and constants alone (munmap's length rounded up to whole pages), so that the pool asks
+    the event for whole pages (a prefix's unmap of a mapping's front page). An API call's computed
+    size is left to the pool's plain values: its tests aim sizes at boundaries byte by byte."""
+    if isinstance(size, S.Name):
+        return size.name
+    if is_api:
+        return None
+    read = {n.name for n in nodes(size) if isinstance(n, S.Name)} - set(spec.consts)
+    return read.pop() if len(read) == 1 else None
+
+
 def facts_of(spec: CheckedSpec, info) -> CallFacts:
     reads: dict[str, frozenset[str]] = {}
     kinds: dict[str, str] = {}
@@ -62,8 +75,8 @@ def facts_of(spec: CheckedSpec, info) -> CallFacts:
         elif cond is not None and rule is not None:
             reads[rule] = frozenset(_reads(spec, cond))
             for node in nodes(cond):
-                if isinstance(node, S.Builtin) and node.func == "range" and all(isinstance(a, S.Name) for a in node.args):
-                    p, s = node.args[0].name, node.args[1].name
+                if isinstance(node, S.Builtin) and node.func == "range" and isinstance(node.args[0], S.Name):
+                    p, s = node.args[0].name, _range_size_param(spec, node.args[1], info.decl.kind == "call")
                     # only an address's range: the argument pool draws a size with its address
                     # (a range over another integer leaves both to the pool's plain values)
                     if is_addr(params.get(p)) and s in params:
