@@ -130,9 +130,21 @@ class CudaMappingNotLocked(ReferenceDriver):
     def start(self, spec, env):
         super().start(spec, env)
         impl = self._impl
-        lock = impl.arena.lock
+        lock, unlock = impl.arena.lock, impl.arena.unlock
+        skipped: dict[tuple[int, int], int] = {}  # the ranges it did not lock (their unlocks skip too)
 
         def heap_only(ptr, size):
             held = impl.host.holding(ptr, max(size, 1))
-            return None if held is not None and held[1].kind == "mmap" else lock(ptr, size)
-        impl.arena.lock = heap_only
+            if held is None or held[1].kind != "mmap":
+                return lock(ptr, size)
+            skipped[(ptr, size)] = skipped.get((ptr, size), 0) + 1
+
+        def unlock_locked(ptr, size):
+            left = skipped.get((ptr, size), 0)
+            if not left:
+                return unlock(ptr, size)
+            if left == 1:
+                del skipped[(ptr, size)]
+            else:
+                skipped[(ptr, size)] = left - 1
+        impl.arena.lock, impl.arena.unlock = heap_only, unlock_locked
