@@ -306,6 +306,13 @@ class MemoryShape:
     addr_params: dict[str, tuple[str, ...]]  # call -> params of type addr
 
 
+def computed_from(spec: CheckedSpec, e: S.Expr) -> str | None:
+    """The one name an expression reads besides the spec's constants (a size computed from one
+    argument, as mmap's `length + (PAGE - length % PAGE) % PAGE` is), or None."""
+    read = {n.name for n in nodes(e) if isinstance(n, S.Name)} - set(spec.consts)
+    return read.pop() if len(read) == 1 else None
+
+
 def memory_shape(spec: CheckedSpec, computed_sizes: bool = False) -> MemoryShape:
     """Read from the spec's effects which calls allocate and which release memory, and with which
     arguments: an allocator inserts its address output as the key of a sized table, sized by one of
@@ -327,9 +334,9 @@ def memory_shape(spec: CheckedSpec, computed_sizes: bool = False) -> MemoryShape
                     allocators[name] = Allocator(st.key.name, size.name, st.table)
                     tables.add(st.table)
                 elif sized and size is not None and computed_sizes:
-                    read = {n.name for n in nodes(size) if isinstance(n, S.Name)} - set(spec.consts)
-                    if len(read) == 1 and read <= params:
-                        allocators[name] = Allocator(st.key.name, read.pop(), st.table, exact=False)
+                    param = computed_from(spec, size)
+                    if param in params:
+                        allocators[name] = Allocator(st.key.name, param, st.table, exact=False)
                         tables.add(st.table)
     releases = {}
     for name, info in spec.calls.items():

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..language import syntax as S
-from ..language.analysis import conjuncts, negated, nodes, reads_and_writes
+from ..language.analysis import computed_from, conjuncts, negated, nodes, reads_and_writes
 from ..language.checked import CheckedSpec, Type
 from .model import (ALLOWED, ENVIRONMENT, MODEL, NOT_REACHED, NOT_TESTABLE, TESTED, TRANSITION, ConformanceTest,
                     OriginCoverage, RuleCoverage, TransitionCoverage, live_entry_label)
@@ -49,10 +49,7 @@ def _range_size_param(spec: CheckedSpec, size: S.Expr, is_api: bool) -> str | No
     size is left to the pool's plain values: its tests aim sizes at boundaries byte by byte."""
     if isinstance(size, S.Name):
         return size.name
-    if is_api:
-        return None
-    read = {n.name for n in nodes(size) if isinstance(n, S.Name)} - set(spec.consts)
-    return read.pop() if len(read) == 1 else None
+    return None if is_api else computed_from(spec, size)
 
 
 def facts_of(spec: CheckedSpec, info) -> CallFacts:

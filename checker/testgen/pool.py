@@ -37,6 +37,7 @@ class ArgumentPool:
         # size, as the allocations a prefix records say. (The executor relocates such memory too.)
         self.allocators = memory_shape(spec, computed_sizes=True).allocators
         self.exact_allocators = {name: a for name, a in self.allocators.items() if a.exact}
+        self.alloc_defaults = {name: dict(spec.calls[name].defaults) for name in self.allocators}
         self.alloc_tables = frozenset(st.table for name in self.allocators for st in S.effect_statements(spec.calls[name].decl)
                                       if isinstance(st, S.Insert))
         self.flag_pool = {name: _flag_values(members) for name, members in spec.flags.items()}
@@ -52,7 +53,7 @@ class ArgumentPool:
         """Arguments for a step of a prefix: existing bases, plain sizes, single flags and pairs."""
         facts = self.facts[call]
         alloc = self.allocators.get(call)
-        defaults = dict(self.spec.calls[call].defaults) if alloc is not None else {}
+        defaults = self.alloc_defaults.get(call, {})
         per_param = []
         for name, t in facts.params:
             if alloc is not None and name == alloc.size_param:

@@ -114,8 +114,7 @@ class CudaMappingNotRegistrable(ReferenceDriver):
     fuzzer caught it (tests/test_mutants.py asks the suite to)."""
 
     def call(self, name, args):
-        held = self._impl.host.holding(args.get("ptr", 0), max(args.get("size", 0), 1)) if name == REGISTER else None
-        if held is not None and held[1].kind == "mmap":
+        if name == REGISTER and _in_a_mapping(self._impl, args.get("ptr", 0), args.get("size", 0)):
             return Result(CUDA_ERROR_INVALID_VALUE)
         return super().call(name, args)
 
@@ -134,8 +133,7 @@ class CudaMappingNotLocked(ReferenceDriver):
         skipped: dict[tuple[int, int], int] = {}  # the ranges it did not lock (their unlocks skip too)
 
         def heap_only(ptr, size):
-            held = impl.host.holding(ptr, max(size, 1))
-            if held is None or held[1].kind != "mmap":
+            if not _in_a_mapping(impl, ptr, size):
                 return lock(ptr, size)
             skipped[(ptr, size)] = skipped.get((ptr, size), 0) + 1
 
@@ -148,3 +146,9 @@ class CudaMappingNotLocked(ReferenceDriver):
             else:
                 skipped[(ptr, size)] = left - 1
         impl.arena.lock, impl.arena.unlock = heap_only, unlock_locked
+
+
+def _in_a_mapping(impl, ptr: int, size: int) -> bool:
+    """Whether [ptr, ptr + size) lies in one block the driver's `mmap` made."""
+    held = impl.host.holding(ptr, max(size, 1))
+    return held is not None and held[1].kind == "mmap"
