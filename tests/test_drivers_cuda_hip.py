@@ -359,6 +359,17 @@ def test_hip_overlap_is_712_in_every_direction(real_pinning, hip):
     assert_locks_agree(hip, pages(buf, 1, 4))
 
 
+@pytest.mark.parametrize("spec, register, invalid", [("cuda", creg, C_INVALID), ("hip", hreg, H_INVALID)])
+def test_a_null_pointer_is_invalid_even_where_its_size_reaches_a_registration(real_pinning, spec, register, invalid):
+    # A null pointer names no memory (Q4), so range(0, 2**63) overlaps nothing: the observed
+    # InvalidValue (C1.17, H1.8), not 712. `regcheck fuzz` found the driver answering 712.
+    with started(spec, {"observed": True}) as driver:
+        buf = malloc(driver, P)
+        assert register(driver, buf, P, MAPPED) == 0
+        assert register(driver, 0, 2 ** 63, MAPPED) == invalid
+        assert register(driver, buf, P, MAPPED) == (C712 if spec == "cuda" else H712)
+
+
 def test_hip_register_choices(hip):
     buf = malloc(hip, 4 * P)
     assert hreg(hip, 0, P) == H_INVALID and hreg(hip, buf, 0) == H_INVALID

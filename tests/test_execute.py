@@ -143,8 +143,13 @@ def test_relocation_keeps_offsets_inside_allocation_and_page():
     assert r.relocate(0x7F00_0000_0123 + 0x3000) is None  # one past the end
     assert r.relocate(0) == 0
     assert r.relocate_base(0x7F00_0000_0123) == 0x5000_0000  # a release names the driver's block
+    assert r.displaced == 0
     r.add(0x7F00_0000_0000, 0x1000, 0x6000_0000)  # the recording reused overlapping memory
     assert r.relocate(0x7F00_0000_0123) == 0x6000_0123
+    assert r.displaced == 1  # a live allocation was replaced (the fuzzer stops judging there)
+    r.forget(0x7F00_0000_0000)
+    r.add(0x7F00_0000_0000, 0x1000, 0x7000_0000)  # after a release: a reuse, nothing displaced
+    assert r.displaced == 1
 
 
 def test_execute_json_and_bad_driver_spec(tmp_path):

@@ -117,7 +117,7 @@ class CudaDriver(PinnedHostDriver):
             return Result(CUDA_ERROR_INVALID_VALUE)  # C1.9 (0x10 observed as InvalidValue)
         if self.before_4_1 and ptr != 0 and size != 0 and (ptr % PAGE_SIZE or size % PAGE_SIZE):
             return Result(CUDA_ERROR_INVALID_VALUE)  # C1.14
-        if size > 0 and self.overlaps_registration(ptr, size):
+        if ptr != 0 and size > 0 and self.overlaps_registration(ptr, size):  # (a null pointer names no memory, Q4)
             # C1.16: before 4.1 an unspecific error (Panoptes saw cudaErrorUnknown); then 712 (C1.13).
             return Result(CUDA_ERROR_UNKNOWN if self.before_4_1 else CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
         if ptr == 0 or size == 0:

@@ -88,6 +88,10 @@ class Relocator:
         self._by_base = IntMap()  # recorded base -> (size, driver address of that base, shift)
         # Recorded (base, end) spans whose relocation changed since `take_changed` last ran.
         self._changed: list[tuple[int, int]] = []
+        # Live recorded allocations a later one overlapped, and so replaced (`add`): from then on
+        # their addresses relocate into the later one (a recording whose allocations of two
+        # address spaces, a device's and the host's, overlap; the fuzzer stops judging there).
+        self.displaced = 0
 
     def take_changed(self) -> list[tuple[int, int]]:
         """The recorded spans where an address relocates differently since the last call."""
@@ -111,6 +115,7 @@ class Relocator:
             if base < end and recorded_base < base + max(old_size, 1):
                 del self._by_base[base]  # the recording reused that memory
                 self._changed.append((base, base + max(old_size, 1)))
+                self.displaced += 1
         self._by_base[recorded_base] = (size, driver_block + shift, shift)
         self._changed.append((recorded_base, recorded_base + max(size, 1)))
 

@@ -100,7 +100,7 @@ class HipDriver(PinnedHostDriver):
         ptr, size, flags = a.integer("hostPtr"), a.integer("sizeBytes"), a.integer("flags")
         if self.observed and self.flags_refused(flags):
             return Result(HIP_ERROR_INVALID_VALUE)  # H1.8 [CODE]
-        if size > 0 and self.overlaps_registration(ptr, size):
+        if ptr != 0 and size > 0 and self.overlaps_registration(ptr, size):  # (a null pointer names no memory, Q4)
             return Result(HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED)  # H1.10, the complete check
         if ptr == 0 or size == 0:
             return Result(HIP_ERROR_INVALID_VALUE)  # H1.8 [CODE]

@@ -301,6 +301,10 @@ class _CallPlan:
     outputs: tuple[str, ...]
     draw_inputs: Draw  # all inputs at once, as a tuple
     draw_outputs: Draw
+    # Where the outputs are one value picked from a pool (an allocation's address): the pool's
+    # values, each as the outputs' tuple, so that a draw is `pool[int(rnd() * len(pool))]`, the
+    # same `random()` and value as `draw_outputs` without its call (None otherwise)
+    output_pool: tuple | None
     extremes: tuple[tuple | None, ...]  # per input, then output: the least and greatest value drawn; None: unbounded
     wants_keys: bool  # an input is an address, drawn near live entries
     depends_on: frozenset | None  # the ("var" | "table", name) its clauses read; None: any (usage rules)
@@ -347,7 +351,7 @@ def _call_plan(spec: CheckedSpec, call: str) -> _CallPlan:
     is_event = info.decl.kind == "event"
     return _CallPlan(call, is_event, is_event and bool(info.outputs), tuple(n for n, _ in info.params),
                      tuple(n for n, _ in info.outputs), _tuple_draw(inputs, f"inputs of {call}"),
-                     _tuple_draw(outputs, f"outputs of {call}"),
+                     _tuple_draw(outputs, f"outputs of {call}"), _picked_pool(outputs),
                      tuple(x for _, x, _ in inputs + outputs),
                      any(t.kind == "int" and t.name == "addr" for _, t in info.params), _clause_reads(spec, call))
 
@@ -382,10 +386,20 @@ def _tuple_draw(draws: list[ValueDraw], what: str) -> Draw:
     return eval(compile(source, f"<regcheck simulate draw of the {what}>", "eval"), ns)  # from the templates below
 
 
+def _picked_pool(draws: list[ValueDraw]) -> tuple | None:
+    """For one value drawn by `_pick`, its pool's values as 1-tuples (`_CallPlan.output_pool`)."""
+    if len(draws) != 1 or draws[0][0] != _PICK_CODE.format(len(draws[0][2][0]) if draws[0][2] else -1):
+        return None
+    return tuple((v,) for v in draws[0][2][0])
+
+
+_PICK_CODE = "{{}}[int(rnd() * {})]"  # `_pick`'s draw, with its pool's length
+
+
 def _pick(pool: Sequence) -> ValueDraw:
     """One of pool's values, with one `random()`; its extremes where they are integers."""
     ints = all(type(v) is int for v in pool)
-    return f"{{}}[int(rnd() * {len(pool)})]", (min(pool), max(pool)) if ints else None, (tuple(pool),)
+    return _PICK_CODE.format(len(pool)), (min(pool), max(pool)) if ints else None, (tuple(pool),)
 
 
 def _draw(spec: CheckedSpec, t: Type, output: bool) -> ValueDraw:
@@ -727,9 +741,12 @@ class _FastWalker:
         keys = self.keys.get(tables)
         if keys is None:
             rows = self.st.tables
-            keys = ()
-            for t in tables:  # not a generator: one resumption per key costs more than the tuples
-                keys += tuple(rows[t].rows)
+            if len(tables) == 1:  # (most calls': one table, its keys as they are)
+                keys = tuple(rows[tables[0]].rows)
+            else:
+                keys = ()
+                for t in tables:  # not a generator: one resumption per key costs more than the tuples
+                    keys += tuple(rows[t].rows)
             self.keys[tables] = keys
         return keys
 
@@ -881,10 +898,11 @@ class _FastWalker:
                 by_outputs = {}
                 if len(made) < EVENTS_KEPT:
                     made[ins] = by_outputs
-            draw_outputs, left = cp.draw_outputs, self.output_draws
+            draw_outputs, left, pool = cp.draw_outputs, self.output_draws, cp.output_pool
+            picks = len(pool) if pool is not None else 0
             for _ in range(left):
                 left -= 1
-                outs = draw_outputs(rnd, ())
+                outs = pool[int(rnd() * picks)] if picks else draw_outputs(rnd, ())
                 if outs in refused:
                     continue
                 event = by_outputs.get(outs)

@@ -184,7 +184,7 @@ class _Runner:
         self.expectations: list[Expectation | None] = []
         self.drawn: list[Drawn] = []
         self.allocs: list[tuple[int, int]] = []
-        self.tainted = False  # after an `undefined` obligation was broken: nothing more is judged
+        self.tainted = False  # after a call that leaves the rest unjudgeable (`_taints`)
         self.failed = False  # a call's findings failed the run
 
     def failed_with(self, findings: Sequence[Finding]) -> FuzzFailed:
@@ -217,7 +217,7 @@ class _Runner:
         node = self.node()
         al = sem.allowed(node.state, d.call, d.args)
         exp = expectation_of(sem, al) if is_api else None
-        alloc = pool.exact_allocators.get(d.call)
+        alloc = pool.allocators.get(d.call)
         outputs = pool.outputs(sem, node, d.call, d.args) if al.success or al.open else None
         if alloc is not None and outputs is not None:
             outputs = {**outputs, alloc.output: d.alloc_at if d.alloc_at is not None else self.next_alloc()}
@@ -238,6 +238,7 @@ class _Runner:
         self.observed.last = None
         if self.counter is not None:
             self.counter[0] += 1
+        displaced = self.run.relocator.displaced
         try:
             findings = self.run.step(ev)
         except DriverRaised as exc:
@@ -250,19 +251,35 @@ class _Runner:
             return []  # the executor refused the call (an address that does not relocate): nothing happened
         recorded_out = {}
         if result.ret == sem.success:
-            if alloc is not None:
+            if alloc is not None or d.call in self.run.shape.allocators:
+                # The recorded allocation, which the executor relocated onto the driver's (an mmap
+                # too, which this pool does not place): the model holds it there, and so must the
+                # trace, for a replay to meet the same state.
                 recorded_out = dict(ev.out)
-                if outputs is not None:
+                if alloc is not None and outputs is not None:
                     self.allocs.append((outputs[alloc.output], d.args[alloc.size_param]))
             else:
                 recorded_out = {n: json_arg(spec, t, result.out[n]) for n, t in info.outputs if n in result.out}
         self.events.append(TraceEvent(line, d.call, args, result.ret if is_api else None, recorded_out))
         self.expectations.append(exp)
         self.drawn.append(drawn)
-        if al.undefined:
-            self.tainted = True  # any outcome, and any driver state afterwards
+        if self._taints(d.call, al, displaced):
+            self.tainted = True
             return []
         return [f for f in findings if f.kind in ("executor", "pinning")]
+
+    def _taints(self, call: str, al, displaced_before: int) -> bool:
+        """Whether nothing after this call can be judged: after an `undefined` obligation any
+        outcome and any driver state follow; after memory was released against an obligation
+        (unmapped or freed while registered, which the specs hold the caller's bug and whose
+        registration they keep), the model's entries still name addresses whose memory the driver
+        has given back, and a later allocation the executor relocates there (the recording reuses
+        an address, the driver hands out another) meets the driver's state elsewhere; after an
+        allocation whose recorded range covered a live one's (`Relocator.displaced` grew past
+        `displaced_before`), the model keeps a device's and the host's memory apart, and the one
+        relocation cannot."""
+        return (al.undefined or bool(al.broken) and call in self.run.shape.releases
+                or self.run.relocator.displaced != displaced_before)
 
     def _failed(self, drawn: Drawn, ev: TraceEvent, exp, message: str) -> list[Finding]:
         self.events.append(ev)
@@ -287,7 +304,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
     from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
     spec = load_spec(spec_name)
-    pool = ArgumentPool(spec)
+    pool = ArgumentPool(spec, computed_sizes=False)
     configs = [dict(env)] if env is not None else [dict(c) for c in configurations(spec)]
     cache: dict = {}
 
@@ -353,7 +370,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
             hit = cache.get(key)
             if hit is not None:
                 return hit
-            alloc = pool.exact_allocators.get(call)
+            alloc = pool.allocators.get(call)
             if pool.facts[call].is_api:
                 candidates = list(pool.candidates(node, call, full))
             elif alloc is not None:  # environment allocations: sizes a machine can give
@@ -376,7 +393,7 @@ def from_spec(spec_name: str, driver_factory: Callable[[], Driver], *, env: Mapp
     def enabled(call: str):
         """Allocations only below the cap; calls that take an address only once something is
         allocated (before that, every address they could take is null)."""
-        alloc = pool.exact_allocators.get(call)
+        alloc = pool.allocators.get(call)
         takes_address = any(t.kind == "int" and t.name == "addr" for _, t in spec.calls[call].params)
 
         def check(self) -> bool:
@@ -474,7 +491,7 @@ def _as_it_happened(spec_name: str, exc: FuzzFailed, repeats: bool = True) -> Fu
 def _replay(spec_name: str, factory, env: Mapping, drawn: Sequence[Drawn], counter) -> tuple[_Runner, list[Finding]]:
     """Re-run drawn calls on a fresh driver, up to the first failing step."""
     spec = load_spec(spec_name)
-    runner = _Runner(spec_name, spec, ArgumentPool(spec), env, factory, counter)
+    runner = _Runner(spec_name, spec, ArgumentPool(spec, computed_sizes=False), env, factory, counter)
     try:
         for d in drawn:
             if runner.tainted:

@@ -29,13 +29,16 @@ class ArgumentPool:
     with each member. Enums: every member. The semantics judges them; nothing here decides outcomes.
     """
 
-    def __init__(self, spec: CheckedSpec):
+    def __init__(self, spec: CheckedSpec, computed_sizes: bool = True):
         self.spec = spec
         self.facts = {n: facts_of(spec, info) for n, info in spec.calls.items()}
-        # Also an allocator whose entry's size is computed from the size asked (mmap's whole pages):
-        # a prefix asks every allocator for ALLOC_SIZE, a whole number of pages, so its entry is that
-        # size, as the allocations a prefix records say. (The executor relocates such memory too.)
-        self.allocators = memory_shape(spec, computed_sizes=True).allocators
+        # With `computed_sizes` (the generator's prefixes), also an allocator whose entry's size is
+        # computed from the size asked (mmap's whole pages): a prefix asks every allocator for
+        # ALLOC_SIZE, a whole number of pages, so its entry is that size, as the allocations a prefix
+        # records say (the executor relocates such memory too). Without it (the fuzzer, which counts
+        # and places only these allocations itself), an mmap is a call like another: its address
+        # comes from `outputs`' other addresses, never one the next allocation will be given.
+        self.allocators = memory_shape(spec, computed_sizes=computed_sizes).allocators
         self.exact_allocators = {name: a for name, a in self.allocators.items() if a.exact}
         self.alloc_defaults = {name: dict(spec.calls[name].defaults) for name in self.allocators}
         self.alloc_tables = frozenset(st.table for name in self.allocators for st in S.effect_statements(spec.calls[name].decl)
