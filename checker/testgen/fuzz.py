@@ -251,7 +251,7 @@ class _Runner:
             return []  # the executor refused the call (an address that does not relocate): nothing happened
         recorded_out = {}
         if result.ret == sem.success:
-            if alloc is not None or d.call in self.run.shape.allocators:
+            if d.call in self.run.shape.allocators:  # (every allocator of this pool is one of them)
                 # The recorded allocation, which the executor relocated onto the driver's (an mmap
                 # too, which this pool does not place): the model holds it there, and so must the
                 # trace, for a replay to meet the same state.
